@@ -1,0 +1,12 @@
+/**
+ * The list of command groups `t2s` offers. Each entry adds its subcommands to the program; keep one line
+ * per lib/cli file so the list reads as the table of contents of the CLI.
+ */
+import type { Command } from "commander";
+import { registerInfo } from "./info.js";
+
+export type RegisterCommands = (program: Command) => void;
+
+export const commandGroups: RegisterCommands[] = [
+  registerInfo,
+];

@@ -1,0 +1,30 @@
+/** The task record: one question over one database with its gold query. Stored one per jsonl line. */
+export type Difficulty = "easy" | "medium" | "hard" | (string & {});
+
+/** How result sets of this task are compared (overrides the verifier defaults). */
+export interface GradingOverrides {
+  /** "top-level": row order matters only when the gold has a top-level ORDER BY; "anywhere": Spider's rule;
+   * "ignore": never; "always": always. */
+  order?: "top-level" | "anywhere" | "ignore" | "always";
+  /** BIRD-Platinum `subset`: the candidate's rows must contain the gold rows. */
+  subset?: boolean;
+  /** Decimals numbers are rounded to before comparing. */
+  round?: number;
+}
+
+export interface Task {
+  id: string;
+  db_id: string;
+  /** Path of the SQLite file, relative to the task file's folder or absolute. */
+  db_path: string;
+  question: string;
+  gold_sql: string;
+  evidence?: string;
+  difficulty: Difficulty;
+  archetype: string;
+  /** Question style (casual, formal, terse, analyst, or the source's). */
+  style: string;
+  split: "train" | "holdout";
+  grading?: GradingOverrides;
+  source: string;
+}

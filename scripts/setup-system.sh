@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the system packages the kit uses beside npm: Jupyter pieces (to register the tslab kernel and to
+# run notebooks with standard tooling) and Chromium (static figure export). Safe to run again: it installs
+# only what is missing. On systems without apt-get it says what to install by hand and exits 0, because
+# the kit's own notebook runner and everything else work without these packages.
+set -u
+pkgs=(python3-nbclient jupyter-client jupyter-nbconvert python3-ipykernel chromium)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup-system: all system packages present (${pkgs[*]})"
+  exit 0
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup-system: no apt-get here; install these yourself for kernel registration and figure export: ${missing[*]}" >&2
+  echo "setup-system: the kit's own notebook runner, CLI and tests that do not need them still work." >&2
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "setup-system: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+status=$?
+[ $status -eq 0 ] || echo "setup-system: apt-get failed (exit $status); install by hand: ${missing[*]}" >&2
+exit $status
