@@ -1,0 +1,77 @@
+/**
+ * JSON Lines files: one JSON value per line. Reading reports the file and line of anything malformed;
+ * a torn last line (a writer killed mid-line: no trailing newline, invalid JSON) is told apart from a
+ * malformed line in the middle, because append-only stores must ignore the former and reject the latter.
+ */
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { T2sError } from "./errors.js";
+
+export interface BadLine {
+  /** 1-based line number. */
+  line: number;
+  message: string;
+  text: string;
+}
+
+export interface JsonlContent<T> {
+  records: T[];
+  /** Malformed lines (only filled when `skipBad` is on; otherwise the first one throws). */
+  bad: BadLine[];
+  /** The last line was cut off mid-write and ignored. */
+  tornTail: boolean;
+}
+
+export interface ReadJsonlOptions {
+  /** Skip malformed lines and list them in `bad` instead of throwing. */
+  skipBad?: boolean;
+  /** A missing file reads as empty instead of throwing. */
+  allowMissing?: boolean;
+}
+
+/** Parses JSONL text; `source` names the file in error messages. */
+export function parseJsonl<T = unknown>(text: string, source: string, options: ReadJsonlOptions = {}): JsonlContent<T> {
+  const lines = text.split("\n");
+  const endsWithNewline = text.endsWith("\n");
+  const records: T[] = [];
+  const bad: BadLine[] = [];
+  let tornTail = false;
+  for (let i = 0; i < lines.length; i++) {
+    const raw = lines[i];
+    if (raw.trim() === "") continue;
+    try {
+      records.push(JSON.parse(raw) as T);
+    } catch (e) {
+      const isLast = i === lines.length - 1 && !endsWithNewline;
+      if (isLast) {
+        tornTail = true;
+        continue;
+      }
+      const message = (e as Error).message;
+      if (!options.skipBad) {
+        throw new T2sError("bad_jsonl", `${source}:${i + 1}: malformed JSON (${message}): ${raw.slice(0, 120)}`);
+      }
+      bad.push({ line: i + 1, message, text: raw });
+    }
+  }
+  return { records, bad, tornTail };
+}
+
+/** Reads a JSONL file. Throws T2sError("bad_jsonl") naming file and line, or "not_found". */
+export function readJsonl<T = unknown>(path: string, options: ReadJsonlOptions = {}): JsonlContent<T> {
+  if (!existsSync(path)) {
+    if (options.allowMissing) return { records: [], bad: [], tornTail: false };
+    throw new T2sError("not_found", `no such file: ${path}`);
+  }
+  return parseJsonl<T>(readFileSync(path, "utf8"), path, options);
+}
+
+/** Appends records as JSON lines (one write call, so a line is never interleaved with another writer's). */
+export function appendJsonl(path: string, records: unknown[]): void {
+  if (records.length === 0) return;
+  appendFileSync(path, records.map((r) => JSON.stringify(r)).join("\n") + "\n");
+}
+
+/** Formats records as JSONL text. */
+export function toJsonl(records: unknown[]): string {
+  return records.map((r) => JSON.stringify(r) + "\n").join("");
+}
