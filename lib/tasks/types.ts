@@ -8,6 +8,8 @@ export interface GradingOverrides {
   order?: "top-level" | "anywhere" | "ignore" | "always";
   /** BIRD-Platinum `subset`: the candidate's rows must contain the gold rows. */
   subset?: boolean;
+  /** BIRD-Platinum `subset,=,N` / `subset,>=,N`: how many rows the candidate must return. */
+  subset_rows?: { op: "=" | ">="; n: number };
   /** Decimals numbers are rounded to before comparing. */
   round?: number;
 }

@@ -1,0 +1,221 @@
+/**
+ * Loaders for public text-to-SQL formats, each returning kit Tasks with absolute db paths:
+ *  - Spider: <dir>/tables.json, <dir>/{dev.json|train_spider.json} (db_id, question, query),
+ *    databases at <dir>/database/<db_id>/<db_id>.sqlite.
+ *  - BIRD: <dir>/{dev.json|train.json|mini_dev_sqlite.json} (db_id, question, evidence, SQL, optional
+ *    question_id, difficulty), databases at <dir>/<name>_databases/<db_id>/<db_id>.sqlite with
+ *    database_description/*.csv beside them.
+ *  - BIRD-Platinum: a jsonl (or JSON array) of question_id, db_id, question, evidence, SQL,
+ *    grading_method (multiset | list | subset,=,N | subset,>=,N); databases under a root folder as
+ *    <root>/<db_id>/<db_id>.sqlite.
+ *  - kit: the kit's own jsonl (readTasks).
+ * Every bad record throws T2sError naming file:line.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { T2sError } from "../errors.js";
+import { readTasks } from "./io.js";
+import { readJsonArray, parseLenient, type LocatedRecord } from "./jsonfile.js";
+import { splitFor, taskId } from "./split.js";
+import type { GradingOverrides, Task } from "./types.js";
+
+export type SourceFormat = "kit" | "spider" | "bird" | "platinum";
+export const SOURCE_FORMATS: SourceFormat[] = ["kit", "spider", "bird", "platinum"];
+
+export interface LoadOptions {
+  /** Which format; detected from the path when left out. */
+  format?: SourceFormat;
+  /** The records file inside a Spider/BIRD folder (default dev.json). */
+  file?: string;
+  /** BIRD-Platinum: the folder holding <db_id>/<db_id>.sqlite (default: the file's folder, then its databases/). */
+  dbRoot?: string;
+}
+
+/** Which format a path holds: a folder with tables.json is Spider, one with *_databases is BIRD. */
+export function detectFormat(path: string): SourceFormat {
+  if (!existsSync(path)) throw new T2sError("not_found", `no such file or folder: ${path}`);
+  if (statSync(path).isDirectory()) {
+    if (existsSync(join(path, "tables.json")) && existsSync(join(path, "database"))) return "spider";
+    if (readdirSync(path).some((n) => n.endsWith("_databases"))) return "bird";
+    throw new T2sError("unknown_format", `${path}: not a Spider folder (tables.json + database/) nor a BIRD folder (*_databases/); pass --format`);
+  }
+  const first = readFileSync(path, "utf8").split("\n").find((l) => l.trim() !== "") ?? "";
+  if (/"SQL"\s*:/.test(first) || /"grading_method"/.test(first) || /"question_id"/.test(first)) return "platinum";
+  return "kit";
+}
+
+/** Tasks from any supported source; see the module comment for the layouts. */
+export function loadTasks(path: string, opts: LoadOptions = {}): Task[] {
+  const format = opts.format ?? detectFormat(path);
+  switch (format) {
+    case "kit":
+      return readTasks(path);
+    case "spider":
+      return loadSpider(path, opts);
+    case "bird":
+      return loadBird(path, opts);
+    case "platinum":
+      return loadPlatinum(path, opts);
+    default:
+      throw new T2sError("unknown_format", `unknown task format '${format as string}' (use ${SOURCE_FORMATS.join(", ")})`);
+  }
+}
+
+function str(rec: Record<string, unknown>, key: string, where: string): string {
+  const v = rec[key];
+  if (typeof v !== "string" || v.trim() === "") throw new T2sError("bad_task", `${where}: field '${key}' must be a non-empty string`);
+  return v;
+}
+
+function asObject(value: unknown, where: string): Record<string, unknown> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new T2sError("bad_task", `${where}: a record must be a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+/** Gives each task its hash id; a repeated (question, db) gets "-2", "-3", ... in file order. */
+function finishIds(tasks: Task[]): Task[] {
+  const used = new Map<string, number>();
+  for (const t of tasks) {
+    const base = taskId(t.question, t.db_id);
+    const n = (used.get(base) ?? 0) + 1;
+    used.set(base, n);
+    t.id = n === 1 ? base : `${base}-${n}`;
+    t.split = splitFor(t.id);
+  }
+  return tasks;
+}
+
+function dbFile(root: string, dbId: string, where: string): string {
+  const p = resolve(root, dbId, `${dbId}.sqlite`);
+  if (!existsSync(p)) throw new T2sError("no_database", `${where}: database '${dbId}' not found at ${p}`);
+  return p;
+}
+
+/** Tasks of a Spider folder (default records file dev.json, else train_spider.json). */
+export function loadSpider(dir: string, opts: { file?: string } = {}): Task[] {
+  const tablesPath = join(dir, "tables.json");
+  const known = new Set<string>();
+  for (const { line, value } of readJsonArray(tablesPath)) known.add(str(asObject(value, `${tablesPath}:${line}`), "db_id", `${tablesPath}:${line}`));
+  const file = join(dir, opts.file ?? (existsSync(join(dir, "dev.json")) ? "dev.json" : "train_spider.json"));
+  const tasks = readJsonArray(file).map(({ line, value }: LocatedRecord) => {
+    const where = `${file}:${line}`;
+    const r = asObject(value, where);
+    const dbId = str(r, "db_id", where);
+    if (!known.has(dbId)) throw new T2sError("bad_task", `${where}: db_id '${dbId}' is not described in ${tablesPath}`);
+    return {
+      id: "",
+      db_id: dbId,
+      db_path: dbFile(join(dir, "database"), dbId, where),
+      question: str(r, "question", where),
+      gold_sql: str(r, "query", where),
+      difficulty: typeof r.difficulty === "string" ? r.difficulty : "unknown",
+      archetype: "unknown",
+      style: "spider",
+      split: "train",
+      source: `spider:${basename(file)}:${line}`,
+    } satisfies Task;
+  });
+  return finishIds(tasks);
+}
+
+/** The BIRD databases folder matching a records file (dev.json -> dev_databases), else the only one. */
+function birdDatabases(dir: string, file: string): string {
+  const stem = basename(file).replace(/\.json$/, "").replace(/^mini_dev.*$/, "dev");
+  const named = join(dir, `${stem}_databases`);
+  if (existsSync(named)) return named;
+  const all = readdirSync(dir).filter((n) => n.endsWith("_databases"));
+  if (all.length === 1) return join(dir, all[0]);
+  throw new T2sError("no_database", `${dir}: cannot tell which *_databases folder holds the databases of ${basename(file)} (found: ${all.join(", ") || "none"})`);
+}
+
+/** Tasks of a BIRD folder (default records file dev.json). Difficulty keeps BIRD's labels. */
+export function loadBird(dir: string, opts: { file?: string } = {}): Task[] {
+  const file = join(dir, opts.file ?? "dev.json");
+  const root = birdDatabases(dir, file);
+  const tasks = readJsonArray(file).map(({ line, value }) => {
+    const where = `${file}:${line}`;
+    const r = asObject(value, where);
+    const dbId = str(r, "db_id", where);
+    const evidence = typeof r.evidence === "string" && r.evidence.trim() !== "" ? r.evidence : undefined;
+    const t: Task = {
+      id: "",
+      db_id: dbId,
+      db_path: dbFile(root, dbId, where),
+      question: str(r, "question", where),
+      gold_sql: str(r, "SQL", where),
+      difficulty: typeof r.difficulty === "string" ? r.difficulty : "unknown",
+      archetype: "unknown",
+      style: "bird",
+      split: "train",
+      source: `bird:${basename(file)}:${r.question_id ?? line}`,
+    };
+    if (evidence) t.evidence = evidence;
+    return t;
+  });
+  return finishIds(tasks);
+}
+
+/** The table descriptions of a BIRD database (file name -> CSV text), empty when it has none. */
+export function birdDescriptions(dbPath: string): Record<string, string> {
+  const folder = join(dirname(dbPath), "database_description");
+  if (!existsSync(folder)) return {};
+  const out: Record<string, string> = {};
+  for (const n of readdirSync(folder).sort()) if (n.endsWith(".csv")) out[n] = readFileSync(join(folder, n), "latin1");
+  return out;
+}
+
+/** The kit's grading overrides for a BIRD-Platinum grading_method. */
+export function platinumGrading(method: unknown, where: string): GradingOverrides {
+  if (method === undefined || method === null || method === "multiset") return { order: "ignore" };
+  if (method === "list") return { order: "always" };
+  if (typeof method === "string") {
+    const m = /^subset\s*,\s*(>=|=)\s*,\s*(\d+)$/.exec(method.trim());
+    if (m) return { order: "ignore", subset: true, subset_rows: { op: m[1] as "=" | ">=", n: Number(m[2]) } };
+    if (method.trim() === "subset") return { order: "ignore", subset: true };
+  }
+  throw new T2sError("bad_task", `${where}: grading_method must be multiset, list or subset,=|>=,N; got ${JSON.stringify(method)}`);
+}
+
+function platinumRecords(path: string): LocatedRecord[] {
+  if (!existsSync(path)) throw new T2sError("not_found", `no such file: ${path}`);
+  const text = readFileSync(path, "utf8");
+  if (text.trimStart().startsWith("[")) return readJsonArray(path);
+  const out: LocatedRecord[] = [];
+  text.split("\n").forEach((raw, i) => {
+    if (raw.trim() === "") return;
+    try {
+      out.push({ line: i + 1, value: parseLenient(raw) });
+    } catch (e) {
+      throw new T2sError("bad_jsonl", `${path}:${i + 1}: malformed JSON (${(e as Error).message})`);
+    }
+  });
+  return out;
+}
+
+/** Tasks of a BIRD-Platinum-style file; grading_method becomes the task's grading overrides. */
+export function loadPlatinum(path: string, opts: { dbRoot?: string } = {}): Task[] {
+  const file = resolve(path);
+  const root = opts.dbRoot ?? (existsSync(join(dirname(file), "databases")) ? join(dirname(file), "databases") : dirname(file));
+  const tasks = platinumRecords(file).map(({ line, value }) => {
+    const where = `${file}:${line}`;
+    const r = asObject(value, where);
+    const dbId = str(r, "db_id", where);
+    const evidence = typeof r.evidence === "string" && r.evidence.trim() !== "" ? r.evidence : undefined;
+    const t: Task = {
+      id: "",
+      db_id: dbId,
+      db_path: dbFile(root, dbId, where),
+      question: str(r, "question", where),
+      gold_sql: str(r, "SQL", where),
+      difficulty: typeof r.difficulty === "string" ? r.difficulty : "unknown",
+      archetype: "unknown",
+      style: "bird",
+      split: "train",
+      grading: platinumGrading(r.grading_method, where),
+      source: `platinum:${basename(file)}:${r.question_id ?? line}`,
+    };
+    if (evidence) t.evidence = evidence;
+    return t;
+  });
+  return finishIds(tasks);
+}
