@@ -1,0 +1,111 @@
+/**
+ * Read-only SQLite connections, cached per database file. A cached connection is reopened when the file
+ * on disk changes (inode, size or mtime), so a rebuilt database is never read through stale pages.
+ */
+import Database from "better-sqlite3";
+import { statSync } from "node:fs";
+import type { ExecError } from "./types.js";
+
+/** Page cache per connection in KiB (SQLite's negative cache_size form). */
+const CACHE_KIB = 8 * 1024;
+/** Prepared statements kept per connection; graders and benchmarks repeat the same SQL. */
+const STATEMENT_CACHE = 64;
+/** Open connections kept per process. */
+const CONNECTION_CACHE = 32;
+
+export interface CachedConnection {
+  db: Database.Database;
+  signature: string;
+  statements: Map<string, Database.Statement>;
+}
+
+/** Thrown by `ConnectionCache.get` with the error to report to the caller. */
+export class ConnectionError extends Error {
+  readonly error: ExecError;
+  constructor(error: ExecError) {
+    super(error.message);
+    this.error = error;
+  }
+}
+
+function fileSignature(path: string): string {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    throw new ConnectionError({ kind: "no_database", message: `no database file at ${path}` });
+  }
+  if (!st.isFile()) throw new ConnectionError({ kind: "no_database", message: `${path} is not a file` });
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+}
+
+/**
+ * Opens `path` read-only with every defence the driver offers: read-only open of an existing file,
+ * query_only, untrusted schema (views cannot call functions with side effects), memory temp store (no
+ * temp files on disk), no mmap, defensive mode (better-sqlite3 keeps it on unless unsafe mode is set).
+ */
+export function openReadOnly(path: string): Database.Database {
+  let db: Database.Database;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true, timeout: 2000 });
+  } catch (e) {
+    throw new ConnectionError({ kind: "no_database", message: `cannot open ${path} as a SQLite database: ${(e as Error).message}` });
+  }
+  try {
+    db.unsafeMode(false);
+    db.pragma("query_only = 1");
+    db.pragma("trusted_schema = 0");
+    db.pragma(`cache_size = -${CACHE_KIB}`);
+    db.pragma("temp_store = MEMORY");
+    db.pragma("mmap_size = 0");
+    db.pragma("cell_size_check = 1");
+    // Reading the schema now turns "not a database" into an open error rather than a query error.
+    db.prepare("SELECT count(*) FROM sqlite_master").get();
+  } catch (e) {
+    db.close();
+    throw new ConnectionError({ kind: "no_database", message: `${path} is not a readable SQLite database: ${(e as Error).message}` });
+  }
+  return db;
+}
+
+/** Read-only connections per database path, least recently used dropped first. */
+export class ConnectionCache {
+  private readonly entries = new Map<string, CachedConnection>();
+
+  /** The open connection for `path`, reopened if the file changed since it was opened. */
+  get(path: string): CachedConnection {
+    const signature = fileSignature(path);
+    const hit = this.entries.get(path);
+    if (hit) {
+      this.entries.delete(path);
+      if (hit.signature === signature) {
+        this.entries.set(path, hit);
+        return hit;
+      }
+      hit.db.close();
+    }
+    const entry: CachedConnection = { db: openReadOnly(path), signature, statements: new Map() };
+    this.entries.set(path, entry);
+    while (this.entries.size > CONNECTION_CACHE) {
+      const [oldest, conn] = this.entries.entries().next().value as [string, CachedConnection];
+      conn.db.close();
+      this.entries.delete(oldest);
+    }
+    return entry;
+  }
+
+  /** Remembers a prepared statement that passed the policy, dropping the oldest beyond the cap. */
+  remember(conn: CachedConnection, sql: string, stmt: Database.Statement): void {
+    conn.statements.set(sql, stmt);
+    if (conn.statements.size > STATEMENT_CACHE) {
+      const oldest = conn.statements.keys().next().value as string;
+      conn.statements.delete(oldest);
+    }
+  }
+
+  /** Closes every connection. */
+  close(): void {
+    for (const conn of this.entries.values()) conn.db.close();
+    this.entries.clear();
+  }
+}

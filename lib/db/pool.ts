@@ -1,0 +1,303 @@
+/**
+ * The executor pool: N worker processes, each running one read-only query at a time. better-sqlite3 has
+ * no interrupt or progress handler, so the pool enforces limits from outside: a query that outlives its
+ * timeout or grows its worker past the memory ceiling gets the worker killed (SIGKILL) and replaced, and
+ * its caller an answer at once. Queued calls wait for the next ready worker and are never dropped.
+ * Idle workers do not keep the parent's event loop alive, so a forgotten close() cannot hang a script.
+ */
+import type { ChildProcess } from "node:child_process";
+import { cpus } from "node:os";
+import { resolve } from "node:path";
+import { T2sError } from "../errors.js";
+import { checkSqlText } from "./policy.js";
+import type { RunReply, RunRequest, WorkerMessage } from "./protocol.js";
+import { DEFAULT_MAX_RESULT_BYTES } from "./run.js";
+import { residentMb, spawnWorker } from "./spawn.js";
+import type { ExecError, ExecOptions, ExecOutcome, Executor } from "./types.js";
+
+export interface ExecutorPoolOptions {
+  /** Worker processes; default the number of CPUs. */
+  workers?: number;
+  /** Memory ceiling per worker in MB (resident memory, checked while a query runs); default 1024. */
+  memoryLimitMb?: number;
+  /** Largest result accepted, in bytes of values; larger results fail with `too_large`. Default 16 MiB. */
+  maxResultBytes?: number;
+}
+
+export interface PoolStats {
+  workers: number;
+  busy: number;
+  queued: number;
+  completed: number;
+  timeouts: number;
+  memoryKills: number;
+  crashes: number;
+  restarts: number;
+}
+
+interface Job {
+  id: number;
+  request: RunRequest;
+  timeoutMs: number;
+  resolve: (o: ExecOutcome) => void;
+  reject: (e: Error) => void;
+}
+
+interface Slot {
+  child: ChildProcess;
+  ready: boolean;
+  job?: Job;
+  timer?: NodeJS.Timeout;
+  memTimer?: NodeJS.Timeout;
+  stderrTail: string;
+  /** Set when the pool itself killed the worker, so its exit is not reported as a crash. */
+  retired: boolean;
+}
+
+const MEMORY_POLL_MS = 50;
+const START_FAILURE_LIMIT = 3;
+
+function fail(kind: ExecError["kind"], message: string): ExecOutcome {
+  return { ok: false, error: { kind, message } };
+}
+
+function refChild(child: ChildProcess, on: boolean): void {
+  const handles = [child, child.channel as unknown as { ref?(): void; unref?(): void } | null | undefined, child.stderr as unknown as { ref?(): void; unref?(): void } | null];
+  for (const h of handles) {
+    if (!h) continue;
+    if (on) h.ref?.();
+    else h.unref?.();
+  }
+}
+
+/** A pool of read-only SQLite worker processes with hard timeouts and a memory ceiling. */
+export class ExecutorPool implements Executor {
+  readonly size: number;
+  readonly memoryLimitMb: number;
+  readonly maxResultBytes: number;
+  private readonly slots: Slot[] = [];
+  private readonly queue: Job[] = [];
+  private nextId = 1;
+  private closed = false;
+  private startFailures = 0;
+  private readonly counters = { completed: 0, timeouts: 0, memoryKills: 0, crashes: 0, restarts: 0 };
+
+  constructor(options: ExecutorPoolOptions = {}) {
+    const workers = options.workers ?? Math.max(1, cpus().length);
+    if (!Number.isInteger(workers) || workers < 1) throw new T2sError("bad_pool_options", `workers must be an integer >= 1, got ${workers}`);
+    const mem = options.memoryLimitMb ?? 1024;
+    if (!Number.isFinite(mem) || mem < 128) throw new T2sError("bad_pool_options", `memoryLimitMb must be >= 128, got ${mem}`);
+    const maxBytes = options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
+    if (!Number.isFinite(maxBytes) || maxBytes < 1) throw new T2sError("bad_pool_options", `maxResultBytes must be >= 1, got ${maxBytes}`);
+    this.size = workers;
+    this.memoryLimitMb = mem;
+    this.maxResultBytes = maxBytes;
+    for (let i = 0; i < workers; i++) this.startWorker();
+  }
+
+  /** Runs one read-only statement; resolves with rows or a typed error (never rejects for bad SQL). */
+  execute(dbPath: string, sql: string, options: ExecOptions = {}): Promise<ExecOutcome> {
+    if (this.closed) return Promise.reject(new T2sError("pool_closed", "the executor pool is closed; create a new ExecutorPool"));
+    const timeoutMs = options.timeoutMs ?? 5000;
+    const maxRows = options.maxRows ?? 200;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      return Promise.reject(new T2sError("bad_exec_options", `timeoutMs must be a positive number, got ${timeoutMs}`));
+    }
+    if (!Number.isInteger(maxRows) || maxRows < 0) {
+      return Promise.reject(new T2sError("bad_exec_options", `maxRows must be an integer >= 0, got ${maxRows}`));
+    }
+    if (typeof dbPath !== "string" || dbPath.trim() === "") return Promise.resolve(fail("no_database", "no database path was given"));
+    const textError = checkSqlText(sql);
+    if (textError) return Promise.resolve({ ok: false, error: textError });
+    if (this.startFailures >= START_FAILURE_LIMIT) {
+      // A previous burst of failed starts gave up; try again for this call.
+      this.startFailures = 0;
+      while (this.slots.length < this.size) this.startWorker();
+    }
+    return new Promise<ExecOutcome>((resolvePromise, reject) => {
+      const id = this.nextId++;
+      const request: RunRequest = { id, dbPath: resolve(dbPath), sql, maxRows, maxResultBytes: this.maxResultBytes };
+      this.queue.push({ id, request, timeoutMs, resolve: resolvePromise, reject });
+      this.pump();
+    });
+  }
+
+  /** Counters for monitoring and benchmarks. */
+  stats(): PoolStats {
+    return {
+      workers: this.slots.length,
+      busy: this.slots.filter((s) => s.job).length,
+      queued: this.queue.length,
+      ...this.counters,
+    };
+  }
+
+  /** Stops every worker; queued and running calls are rejected with `pool_closed`. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const err = new T2sError("pool_closed", "the executor pool was closed before the query ran");
+    for (const job of this.queue.splice(0)) job.reject(err);
+    const exits: Promise<void>[] = [];
+    for (const slot of this.slots.splice(0)) {
+      slot.retired = true;
+      this.clearTimers(slot);
+      if (slot.job) slot.job.reject(err);
+      slot.job = undefined;
+      exits.push(this.stopChild(slot.child));
+    }
+    await Promise.all(exits);
+  }
+
+  private stopChild(child: ChildProcess): Promise<void> {
+    return new Promise((done) => {
+      if (child.exitCode !== null || child.signalCode !== null) return done();
+      const kill = setTimeout(() => child.kill("SIGKILL"), 1000);
+      child.once("exit", () => {
+        clearTimeout(kill);
+        done();
+      });
+      try {
+        if (child.connected) child.disconnect();
+        else child.kill("SIGKILL");
+      } catch {
+        child.kill("SIGKILL");
+      }
+    });
+  }
+
+  private startWorker(): void {
+    const child = spawnWorker(this.memoryLimitMb);
+    const slot: Slot = { child, ready: false, stderrTail: "", retired: false };
+    this.slots.push(slot);
+    child.stderr?.on("data", (d: Buffer) => {
+      slot.stderrTail = (slot.stderrTail + d.toString()).slice(-4000);
+    });
+    child.on("message", (m: WorkerMessage) => this.onMessage(slot, m));
+    child.on("exit", (code, signal) => this.onExit(slot, code, signal));
+    child.on("error", () => {
+      // spawn or IPC failure: 'exit' follows (or never came); make sure the slot is replaced once
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    });
+    this.updateRefs();
+  }
+
+  private onMessage(slot: Slot, m: WorkerMessage): void {
+    if ("ready" in m) {
+      slot.ready = true;
+      this.startFailures = 0;
+      this.pump();
+      return;
+    }
+    const reply = m as RunReply;
+    const job = slot.job;
+    if (!job || job.id !== reply.id) return; // a late reply for a call already answered
+    this.clearTimers(slot);
+    slot.job = undefined;
+    this.counters.completed++;
+    job.resolve(reply.outcome);
+    this.pump();
+  }
+
+  private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
+    const index = this.slots.indexOf(slot);
+    if (index >= 0) this.slots.splice(index, 1);
+    this.clearTimers(slot);
+    if (slot.retired || this.closed) return;
+    const job = slot.job;
+    slot.job = undefined;
+    if (!slot.ready) {
+      this.startFailures++;
+      if (this.startFailures >= START_FAILURE_LIMIT) {
+        const err = new T2sError("worker_start_failed", `the SQL worker process could not start (exit ${code ?? signal}): ${slot.stderrTail.trim().slice(-800) || "no output"}`);
+        for (const j of this.queue.splice(0)) j.reject(err);
+        if (job) job.reject(err);
+        this.updateRefs();
+        return;
+      }
+    }
+    if (job) {
+      this.counters.crashes++;
+      const memory = /out of memory|allocation failed|heap limit/i.test(slot.stderrTail) || signal === "SIGABRT" || signal === "SIGTRAP" || code === 134 || code === 133;
+      job.resolve(
+        memory
+          ? fail("too_large", `the query ran out of memory (ceiling ${this.memoryLimitMb} MB per worker) and was stopped`)
+          : fail("runtime", `the worker running the query died (${signal ?? `exit code ${code}`}); it was replaced`),
+      );
+    }
+    this.counters.restarts++;
+    this.startWorker();
+    this.pump();
+  }
+
+  private clearTimers(slot: Slot): void {
+    if (slot.timer) clearTimeout(slot.timer);
+    if (slot.memTimer) clearTimeout(slot.memTimer);
+    slot.timer = slot.memTimer = undefined;
+  }
+
+  /** Kills a worker whose query must stop, answers its caller, and starts a replacement. */
+  private retire(slot: Slot, outcome: ExecOutcome): void {
+    const job = slot.job;
+    slot.retired = true;
+    slot.job = undefined;
+    this.clearTimers(slot);
+    slot.child.kill("SIGKILL");
+    const index = this.slots.indexOf(slot);
+    if (index >= 0) this.slots.splice(index, 1);
+    if (job) job.resolve(outcome);
+    this.counters.restarts++;
+    if (!this.closed) this.startWorker();
+    this.pump();
+  }
+
+  private watchMemory(slot: Slot): void {
+    slot.memTimer = setTimeout(() => {
+      if (!slot.job || slot.retired) return;
+      const mb = slot.child.pid !== undefined ? residentMb(slot.child.pid) : undefined;
+      if (mb !== undefined && mb > this.memoryLimitMb) {
+        this.counters.memoryKills++;
+        this.retire(slot, fail("too_large", `the query used more than ${this.memoryLimitMb} MB of memory and was stopped`));
+        return;
+      }
+      this.watchMemory(slot);
+    }, MEMORY_POLL_MS);
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0 && !this.closed) {
+      const slot = this.slots.find((s) => s.ready && !s.job && !s.retired);
+      if (!slot) break;
+      const job = this.queue.shift() as Job;
+      slot.job = job;
+      slot.timer = setTimeout(() => {
+        if (slot.job !== job) return;
+        this.counters.timeouts++;
+        this.retire(slot, fail("timeout", `the query ran longer than ${job.timeoutMs} ms and was stopped`));
+      }, job.timeoutMs);
+      this.watchMemory(slot);
+      try {
+        slot.child.send(job.request);
+      } catch {
+        // the worker is gone; its exit handler answers the job
+      }
+    }
+    this.updateRefs();
+  }
+
+  /** Workers keep the event loop alive only while some call is waiting for an answer. */
+  private updateRefs(): void {
+    const pending = this.queue.length > 0 || this.slots.some((s) => s.job);
+    for (const s of this.slots) refChild(s.child, pending);
+  }
+}
+
+/** Creates a pool, runs `fn` with it and closes it; returns what `fn` returns. */
+export async function withExecutor<T>(fn: (ex: Executor) => Promise<T>, opts?: ExecutorPoolOptions): Promise<T> {
+  const pool = new ExecutorPool(opts);
+  try {
+    return await fn(pool);
+  } finally {
+    await pool.close();
+  }
+}

@@ -1,0 +1,23 @@
+/** Messages between the executor pool and its worker processes (over Node's IPC channel). */
+import type { ExecOutcome } from "./types.js";
+
+export interface RunRequest {
+  id: number;
+  dbPath: string;
+  sql: string;
+  maxRows: number;
+  maxResultBytes: number;
+}
+
+export interface RunReply {
+  id: number;
+  outcome: ExecOutcome;
+}
+
+/** Sent once by a worker when it can take requests. */
+export interface ReadyMessage {
+  ready: true;
+  pid: number;
+}
+
+export type WorkerMessage = RunReply | ReadyMessage;

@@ -1,0 +1,118 @@
+/**
+ * Runs one statement on a read-only connection inside the current process: policy checks, row cap,
+ * result-size cap, typed values. The pool calls this inside its worker processes, where a runaway can be
+ * killed; calling it directly has no timeout.
+ */
+import type Database from "better-sqlite3";
+import { performance } from "node:perf_hooks";
+import { ConnectionCache, ConnectionError } from "./connection.js";
+import { checkPrepared, checkSqlText } from "./policy.js";
+import type { ExecError, ExecOutcome, SqlValue } from "./types.js";
+
+export interface RunLimits {
+  maxRows: number;
+  /** Upper bound on the result's size (text characters, 2 per blob byte, 8 per number). */
+  maxResultBytes: number;
+}
+
+/** Default cap on a result's size: far above any useful tool output or grading result. */
+export const DEFAULT_MAX_RESULT_BYTES = 16 * 1024 * 1024;
+
+function sqliteCode(e: unknown): string {
+  return typeof (e as { code?: unknown }).code === "string" ? (e as { code: string }).code : "";
+}
+
+/** Maps a driver error to the kit's error kinds; `phase` says whether SQLite was compiling or running. */
+export function classifyError(e: unknown, phase: "prepare" | "run"): ExecError {
+  const message = e instanceof Error ? e.message : String(e);
+  const code = sqliteCode(e);
+  if (/more than one statement/i.test(message)) return { kind: "unsafe", message: "more than one statement: only one read-only query may run" };
+  if (/contains no statements/i.test(message)) return { kind: "syntax", message: "no SQL statement was given" };
+  if (code.startsWith("SQLITE_TOOBIG") || /string or blob too big/i.test(message)) return { kind: "too_large", message };
+  if (code.startsWith("SQLITE_NOMEM") || /out of memory/i.test(message)) return { kind: "too_large", message: `${message} (the query needs too much memory)` };
+  if (code.startsWith("SQLITE_AUTH") || /not authorized/i.test(message)) return { kind: "unsafe", message };
+  if (code.startsWith("SQLITE_READONLY") || /readonly database|query_only/i.test(message)) return { kind: "unsafe", message };
+  if (code.startsWith("SQLITE_NOTADB") || code.startsWith("SQLITE_CANTOPEN")) return { kind: "no_database", message };
+  if (e instanceof RangeError || e instanceof TypeError) return { kind: phase === "prepare" ? "syntax" : "runtime", message };
+  return { kind: phase === "prepare" ? "syntax" : "runtime", message };
+}
+
+function sizeOf(v: unknown): number {
+  if (typeof v === "string") return v.length + 2;
+  if (v === null || v === undefined) return 4;
+  if (Buffer.isBuffer(v)) return v.length * 2 + 10;
+  return 8;
+}
+
+function toSqlValue(v: unknown): SqlValue {
+  if (v === null || v === undefined) return null;
+  if (typeof v === "number" || typeof v === "string") return v;
+  if (typeof v === "bigint") return Number(v);
+  if (Buffer.isBuffer(v)) return { blob: v.toString("hex") };
+  return String(v);
+}
+
+function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string): { stmt: Database.Statement } | { error: ExecError } {
+  const textError = checkSqlText(sql);
+  if (textError) return { error: textError };
+  let conn;
+  try {
+    conn = cache.get(dbPath);
+  } catch (e) {
+    if (e instanceof ConnectionError) return { error: e.error };
+    throw e;
+  }
+  const cached = conn.statements.get(sql);
+  if (cached) return { stmt: cached };
+  let stmt: Database.Statement;
+  try {
+    stmt = conn.db.prepare(sql);
+  } catch (e) {
+    return { error: classifyError(e, "prepare") };
+  }
+  let policyError: ExecError | null;
+  try {
+    policyError = checkPrepared(conn.db, stmt, sql);
+  } catch (e) {
+    return { error: classifyError(e, "prepare") };
+  }
+  if (policyError) return { error: policyError };
+  stmt.raw(true);
+  cache.remember(conn, sql, stmt);
+  return { stmt };
+}
+
+/** Runs `sql` against `dbPath` through `cache`; returns rows or a typed error, never throws for bad SQL. */
+export function runQuery(cache: ConnectionCache, dbPath: string, sql: string, limits: RunLimits): ExecOutcome {
+  const t0 = performance.now();
+  const prepared = prepareChecked(cache, dbPath, sql);
+  if ("error" in prepared) return { ok: false, error: prepared.error };
+  const stmt = prepared.stmt;
+  const rows: SqlValue[][] = [];
+  let truncated = false;
+  let bytes = 0;
+  let columns: string[];
+  try {
+    columns = stmt.columns().map((c) => c.name);
+    for (const raw of stmt.iterate() as IterableIterator<unknown[]>) {
+      if (rows.length >= limits.maxRows) {
+        truncated = true;
+        break; // leaving the loop resets the statement
+      }
+      let rowBytes = 0;
+      for (const v of raw) rowBytes += sizeOf(v);
+      bytes += rowBytes;
+      if (bytes > limits.maxResultBytes) {
+        return {
+          ok: false,
+          error: { kind: "too_large", message: `the result exceeds ${limits.maxResultBytes} bytes after ${rows.length} rows; select fewer or shorter values` },
+        };
+      }
+      rows.push(raw.map(toSqlValue));
+    }
+  } catch (e) {
+    return { ok: false, error: classifyError(e, "run") };
+  }
+  const elapsedMs = Math.round((performance.now() - t0) * 100) / 100;
+  return { ok: true, columns, rows, elapsedMs, truncated };
+}
