@@ -1,0 +1,185 @@
+/**
+ * Stat rows: what lib/stats reads from a rollout rows file, validated and grouped into per-task counts.
+ * Everything downstream works on counts sorted by task id, so a statistic never depends on the order of
+ * the lines in the file.
+ */
+import { readFileSync } from "node:fs";
+import { T2sError } from "../errors.js";
+import { readJsonl } from "../jsonl.js";
+
+/** One graded sample. Any other field (difficulty, archetype, executes, ...) may be used for grouping. */
+export interface StatRow {
+  task_id: string;
+  sample: number;
+  eval_run?: string;
+  correct: boolean | 0 | 1;
+  [field: string]: unknown;
+}
+
+/** The eval run a row belongs to when it names none. */
+export const DEFAULT_EVAL_RUN = "0";
+
+/** The group key used for rows that lack a grouping field (or have it null). */
+export const MISSING_GROUP = "(missing)";
+
+/** Returns why `record` is not a usable stat row, or null when it is. */
+export function rowProblem(record: unknown): string | null {
+  if (record === null || typeof record !== "object" || Array.isArray(record)) return "not a JSON object";
+  const r = record as Record<string, unknown>;
+  if (typeof r.task_id !== "string" && typeof r.task_id !== "number") return "task_id must be a string";
+  if (typeof r.task_id === "string" && r.task_id === "") return "task_id is empty";
+  if (!isBinary(r.correct)) return `correct must be true, false, 0 or 1, got ${JSON.stringify(r.correct)}`;
+  const run = r.eval_run;
+  if (run !== undefined && run !== null && typeof run !== "string" && typeof run !== "number") {
+    return `eval_run must be a string, got ${JSON.stringify(run)}`;
+  }
+  return null;
+}
+
+/** True for the values a boolean field may take in rows files: true, false, 0, 1. */
+export function isBinary(v: unknown): v is boolean | 0 | 1 {
+  return v === true || v === false || v === 0 || v === 1;
+}
+
+/** Returns the 0/1 value of a binary field. */
+export function binaryValue(v: boolean | 0 | 1): 0 | 1 {
+  return v === true || v === 1 ? 1 : 0;
+}
+
+/** Returns the row's task id as a string. */
+export function taskIdOf(row: StatRow): string {
+  return String(row.task_id);
+}
+
+/** Returns the row's eval run id as a string ("0" when the row names none). */
+export function evalRunOf(row: StatRow): string {
+  const run = row.eval_run as unknown;
+  return run === undefined || run === null ? DEFAULT_EVAL_RUN : String(run);
+}
+
+/** Returns the group key of `row` for `field`: the value as text, or "(missing)". */
+export function groupKeyOf(row: StatRow, field: string): string {
+  const v = row[field];
+  if (v === undefined || v === null) return MISSING_GROUP;
+  return typeof v === "string" ? v : JSON.stringify(v);
+}
+
+/** Orders ids as plain strings by UTF-16 code units (locale-independent, so identical everywhere). */
+export function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Orders eval run ids numerically when both are numbers ("2" before "10"), else as plain strings. */
+export function compareRunIds(a: string, b: string): number {
+  const na = Number(a);
+  const nb = Number(b);
+  const numeric = a.trim() !== "" && b.trim() !== "" && Number.isFinite(na) && Number.isFinite(nb);
+  if (numeric && na !== nb) return na - nb;
+  return compareIds(a, b);
+}
+
+/** Correct and total samples of one task (over whichever rows were given). */
+export interface TaskCounts {
+  task_id: string;
+  /** Samples. */
+  n: number;
+  /** Correct samples. */
+  c: number;
+}
+
+/**
+ * Returns one count per task id, sorted by id, pooling every row of the task (all its samples in all
+ * eval runs). `value` picks what counts as a success (default: `correct`); rows for which it returns
+ * null are left out.
+ */
+export function taskCounts(rows: readonly StatRow[], value: (row: StatRow) => 0 | 1 | null = (r) => binaryValue(r.correct)): TaskCounts[] {
+  const byTask = new Map<string, TaskCounts>();
+  for (const row of rows) {
+    const v = value(row);
+    if (v === null) continue;
+    const id = taskIdOf(row);
+    let t = byTask.get(id);
+    if (!t) byTask.set(id, (t = { task_id: id, n: 0, c: 0 }));
+    t.n += 1;
+    t.c += v;
+  }
+  return [...byTask.values()].sort((x, y) => compareIds(x.task_id, y.task_id));
+}
+
+/** Returns the distinct eval run ids of `rows`, sorted with compareRunIds. */
+export function evalRuns(rows: readonly StatRow[]): string[] {
+  return [...new Set(rows.map(evalRunOf))].sort(compareRunIds);
+}
+
+/** Returns the rows split by the group key of `field`, keys sorted. */
+export function splitByGroup(rows: readonly StatRow[], field: string): Map<string, StatRow[]> {
+  const groups = new Map<string, StatRow[]>();
+  for (const row of rows) {
+    const key = groupKeyOf(row, field);
+    let list = groups.get(key);
+    if (!list) groups.set(key, (list = []));
+    list.push(row);
+  }
+  return new Map([...groups.entries()].sort((x, y) => compareIds(x[0], y[0])));
+}
+
+/** Throws a T2sError naming the first row that is not a usable stat row (by position in the list). */
+export function validateRows(rows: readonly unknown[], source = "rows"): StatRow[] {
+  rows.forEach((r, i) => {
+    const problem = rowProblem(r);
+    if (problem) throw new T2sError("bad_row", `${source}[${i}]: ${problem}`);
+  });
+  return rows as StatRow[];
+}
+
+/** What reading a rows file found. */
+export interface RowsFile {
+  rows: StatRow[];
+  /** Lines skipped under skipBad: malformed JSON or not a usable row. */
+  skipped: { line: number; message: string }[];
+  /** The last line was cut off mid-write and ignored. */
+  tornTail: boolean;
+}
+
+/** Line numbers (1-based) of the records readJsonl returns for `text`, in order. */
+function recordLines(text: string): number[] {
+  const lines = text.split("\n");
+  const out: number[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i].trim() === "") continue;
+    try {
+      JSON.parse(lines[i]);
+      out.push(i + 1);
+    } catch {
+      // malformed or torn: readJsonl returned no record for it
+    }
+  }
+  return out;
+}
+
+/**
+ * Reads and validates a rows file. A malformed line or a row without a usable task_id / correct throws
+ * T2sError ("bad_jsonl" / "bad_row") naming file:line, unless `skipBad` is set: then such lines are
+ * skipped and listed in `skipped`.
+ */
+export function readStatRows(path: string, opts: { skipBad?: boolean } = {}): RowsFile {
+  const content = readJsonl<unknown>(path, { skipBad: opts.skipBad });
+  const skipped = content.bad.map((b) => ({ line: b.line, message: `malformed JSON (${b.message})` }));
+  const rows: StatRow[] = [];
+  let lines: number[] | null = null; // only worked out when a row is bad
+  content.records.forEach((record, i) => {
+    const problem = rowProblem(record);
+    if (problem === null) {
+      rows.push(record as StatRow);
+      return;
+    }
+    lines ??= recordLines(readFileSync(path, "utf8"));
+    const line = lines[i] ?? i + 1;
+    if (!opts.skipBad) {
+      throw new T2sError("bad_row", `${path}:${line}: ${problem} (use --skip-bad to skip such lines)`);
+    }
+    skipped.push({ line, message: problem });
+  });
+  skipped.sort((x, y) => x.line - y.line);
+  return { rows, skipped, tornTail: content.tornTail };
+}
