@@ -1,0 +1,25 @@
+/**
+ * What the trainer needs from a language model: its trainable variables and causal logits. The adapter
+ * over lib/model lives in lib/train/model-adapter.ts; tests use a tiny model defined in test/train.
+ */
+import * as tf from "@tensorflow/tfjs-core";
+
+export interface NamedVariable {
+  /** Unique, stable name; for LoRA the PEFT key (`base_model.model....lora_A.weight`). */
+  name: string;
+  variable: tf.Variable;
+}
+
+export interface TrainableLM {
+  readonly vocabSize: number;
+  /** The variables the optimizer updates, in a stable order. */
+  trainableParams(): NamedVariable[];
+  /**
+   * Causal logits [B, T, V] for int32 ids [B, T]. Rows are right-padded, so no attention mask is needed:
+   * a position never sees the padding after it. Differentiable with respect to `trainableParams()`.
+   * With `reference: true`, the logits of the reference policy (the base with the adapter disabled).
+   */
+  logits(ids: tf.Tensor2D, opts?: { reference?: boolean }): tf.Tensor3D;
+  /** Whether `logits(..., { reference: true })` is available (needed when beta > 0). */
+  readonly hasReference: boolean;
+}

@@ -1,0 +1,64 @@
+/**
+ * Per-token log-probabilities of given tokens under a model, and the entropy of its next-token
+ * distribution. The log-prob gets a hand-written gradient (softmax minus one-hot) so the backward pass
+ * holds one [B, T, V] tensor instead of the chain of a log-softmax.
+ */
+import * as tf from "@tensorflow/tfjs-core";
+import type { TrainableLM } from "./lm.js";
+
+type CustomGradFn = Parameters<typeof tf.customGrad>[0];
+
+export interface TokenLogprobs {
+  /** [B, T] log p(target_t) of the temperature-scaled distribution. */
+  logp: tf.Tensor2D;
+  /** [B, T] entropy of that distribution (no gradient), when asked for. */
+  entropy?: tf.Tensor2D;
+}
+
+/**
+ * Log-probabilities of `targets` [B, T] (int32) under `logits` [B, T, V] divided by `temperature`
+ * (TRL divides by the sampling temperature too), and optionally the entropies.
+ */
+export function targetLogprobs(logits: tf.Tensor3D, targets: tf.Tensor2D, temperature = 1, withEntropy = false): TokenLogprobs {
+  const vocab = logits.shape[2];
+  let entropy: tf.Tensor2D | undefined;
+  // targets go in as an input (with a zero gradient) so the tape keeps them alive for the backward pass
+  const op = tf.customGrad(((z: tf.Tensor, tgt: tf.Tensor, save: tf.GradSaveFunc) => {
+    const scaled = temperature === 1 ? z : tf.div(z, temperature);
+    const lse = tf.logSumExp(scaled, -1, true);
+    const logProbs = tf.sub(scaled, lse);
+    const probs = tf.exp(logProbs);
+    const oneHot = tf.oneHot(tgt as tf.Tensor2D, vocab);
+    const value = tf.sum(tf.mul(logProbs, oneHot), -1);
+    if (withEntropy) entropy = tf.keep(tf.neg(tf.sum(tf.mul(probs, logProbs), -1)) as tf.Tensor2D);
+    save([probs, tgt]);
+    return {
+      value,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [p, t] = saved;
+        const g = tf.mul(tf.expandDims(dy, -1), tf.sub(tf.oneHot(t as tf.Tensor2D, vocab), p));
+        return [temperature === 1 ? g : tf.div(g, temperature), tf.zerosLike(t)];
+      },
+    };
+  }) as unknown as CustomGradFn);
+  const logp = op(logits, targets) as tf.Tensor2D;
+  return { logp, entropy };
+}
+
+/**
+ * Log-probabilities [B, T-1] of tokens 1..T-1 of `ids` [B, T] given their prefixes (position t of the
+ * result scores ids[:, t+1]), and optionally entropies. The last position's logits are never computed.
+ */
+export function sequenceLogprobs(lm: TrainableLM, ids: tf.Tensor2D, opts: { temperature?: number; reference?: boolean; entropy?: boolean } = {}): TokenLogprobs {
+  const [b, t] = ids.shape;
+  const inputs = tf.slice(ids, [0, 0], [b, t - 1]) as tf.Tensor2D;
+  const targets = tf.slice(ids, [0, 1], [b, t - 1]) as tf.Tensor2D;
+  const logits = lm.logits(inputs, { reference: opts.reference });
+  return targetLogprobs(logits, targets, opts.temperature ?? 1, opts.entropy ?? false);
+}
+
+/** Stops gradients: the value of x, with zero gradient (tfjs has no stop_gradient op). */
+export const stopGradient: (x: tf.Tensor) => tf.Tensor = tf.customGrad(((x: tf.Tensor) => ({
+  value: tf.clone(x),
+  gradFunc: (dy: tf.Tensor) => tf.zerosLike(dy),
+})) as unknown as CustomGradFn) as (x: tf.Tensor) => tf.Tensor;
