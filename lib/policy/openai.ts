@@ -1,0 +1,196 @@
+/**
+ * `openai:<model>@<base_url>`: any server that speaks OpenAI's /v1/chat/completions (vLLM, SGLang,
+ * llama.cpp server, Ollama, hosted APIs). Transient failures (429, 5xx, connection errors, timeouts) are
+ * retried with backoff and reported through `onRetry` as re-rolls; they never become a model failure.
+ */
+import { T2sError, UsageError } from "../errors.js";
+import { httpCall, makeAgents } from "./http.js";
+import { Limiter } from "./limiter.js";
+import { sleep, withRetries } from "./retry.js";
+import { PolicyError, type ChatMessage, type Completion, type FinishReason, type Policy, type SampleOptions, type ToolCall, type ToolSpec } from "./types.js";
+
+export interface OpenAIPolicyOptions {
+  /** Requests in flight at once (default 8). */
+  concurrency?: number;
+  /** Retries per request on 429/5xx/connection/timeout (default 6). */
+  retries?: number;
+  /** First backoff delay in ms (default 1000; doubles per retry, jittered, capped at 60 s). */
+  backoffMs?: number;
+  /** Per-request timeout in ms; default max(300 s, max_tokens / 4 tokens per second). */
+  timeoutMs?: number;
+  /** API key; default from $T2S_API_KEY, else $OPENAI_API_KEY (none: no Authorization header). */
+  apiKey?: string;
+}
+
+/** Splits "<model>@<base_url>" and normalises the URL to end in /v1 when it has no path. */
+export function parseOpenAISpec(rest: string): { model: string; baseUrl: string } {
+  const m = /^(.+)@(https?:\/\/.+)$/.exec(rest);
+  if (!m) throw new UsageError(`policy 'openai:${rest}' must look like openai:<model>@http://host:port/v1`);
+  let url: URL;
+  try {
+    url = new URL(m[2]);
+  } catch {
+    throw new UsageError(`policy 'openai:${rest}': '${m[2]}' is not a URL`);
+  }
+  let base = url.toString().replace(/\/+$/, "");
+  if (url.pathname === "/" || url.pathname === "") base += "/v1";
+  return { model: m[1], baseUrl: base };
+}
+
+/** The default per-request timeout: max(300 s, max_tokens / 4 tokens per second). */
+export function defaultTimeoutMs(maxTokens: number | undefined): number {
+  return Math.max(300_000, ((maxTokens ?? 0) / 4) * 1000);
+}
+
+function finishReason(raw: unknown, hasToolCalls: boolean): FinishReason {
+  if (raw === "length") return "length";
+  if (raw === "tool_calls" || raw === "function_call") return "tool_calls";
+  return hasToolCalls && raw == null ? "tool_calls" : "stop";
+}
+
+function classifyStatus(status: number, body: string, origin: string): PolicyError {
+  const detail = body.slice(0, 300).replace(/\s+/g, " ");
+  if (status === 429 || status === 408 || status >= 500) {
+    return new PolicyError(`http_${status}`, `${origin} answered ${status}: ${detail}`, { retryable: true, status });
+  }
+  if (status === 401 || status === 403) {
+    return new PolicyError("auth", `${origin} refused the API key (${status}); set T2S_API_KEY or OPENAI_API_KEY: ${detail}`, { status, fatal: true });
+  }
+  if (status === 404) {
+    return new PolicyError("not_found", `${origin} answered 404 (wrong base URL or unknown model?): ${detail}`, { status, fatal: true });
+  }
+  if (/context length|context window|too long|maximum.*tokens/i.test(body)) {
+    return new PolicyError("context_overflow", `${origin} rejected the prompt as too long: ${detail}`, { status });
+  }
+  return new PolicyError(`http_${status}`, `${origin} answered ${status}: ${detail}`, { status });
+}
+
+interface WireChoice {
+  message?: { content?: string | null; tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: unknown } }> };
+  finish_reason?: string | null;
+}
+
+/** Turns a chat-completions JSON reply into completions; throws a retryable PolicyError when it is not one. */
+export function parseChatReply(json: unknown, latencyMs: number): Completion[] {
+  const j = json as { choices?: WireChoice[]; usage?: { prompt_tokens?: number; completion_tokens?: number } };
+  if (!j || !Array.isArray(j.choices) || j.choices.length === 0) {
+    throw new PolicyError("bad_response", "reply has no choices", { retryable: true });
+  }
+  const n = j.choices.length;
+  const tokensIn = j.usage?.prompt_tokens ?? 0;
+  const tokensOut = j.usage?.completion_tokens ?? 0;
+  return j.choices.map((c, i) => {
+    const calls: ToolCall[] = (c.message?.tool_calls ?? []).map((tc, k) => ({
+      id: tc.id ?? `call_${i}_${k}`,
+      type: "function",
+      function: {
+        name: tc.function?.name ?? "",
+        arguments: typeof tc.function?.arguments === "string" ? tc.function.arguments : JSON.stringify(tc.function?.arguments ?? {}),
+      },
+    }));
+    return {
+      text: c.message?.content ?? "",
+      tool_calls: calls,
+      finish_reason: finishReason(c.finish_reason, calls.length > 0),
+      tokens_in: tokensIn,
+      tokens_out: Math.round(tokensOut / n),
+      latency_ms: latencyMs,
+    };
+  });
+}
+
+/** A Policy backed by an OpenAI-compatible chat-completions server. */
+export class OpenAIPolicy implements Policy {
+  readonly name: string;
+  readonly adapter = null;
+  private readonly limiter: Limiter;
+  private readonly agents;
+  private readonly apiKey: string | undefined;
+
+  constructor(readonly model: string, readonly baseUrl: string, private readonly opts: OpenAIPolicyOptions = {}) {
+    this.name = `openai:${model}@${baseUrl}`;
+    this.limiter = new Limiter(opts.concurrency ?? 8);
+    this.agents = makeAgents(opts.concurrency ?? 8);
+    this.apiKey = opts.apiKey ?? process.env.T2S_API_KEY ?? process.env.OPENAI_API_KEY;
+  }
+
+  private headers(): Record<string, string> {
+    return this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {};
+  }
+
+  private agentFor(url: string) {
+    return url.startsWith("https:") ? this.agents.https : this.agents.http;
+  }
+
+  /** Returns the completions for `messages`; retries transient failures and reports each via `onRetry`. */
+  complete(messages: ChatMessage[], opts: SampleOptions & { tools?: ToolSpec[] }): Promise<Completion[]> {
+    const body: Record<string, unknown> = { model: this.model, messages: messages.map(toWire) };
+    if (opts.temperature !== undefined) body.temperature = opts.temperature;
+    if (opts.top_p !== undefined) body.top_p = opts.top_p;
+    if (opts.max_tokens !== undefined) body.max_tokens = opts.max_tokens;
+    if (opts.stop && opts.stop.length) body.stop = opts.stop;
+    if (opts.seed !== undefined) body.seed = opts.seed;
+    if (opts.n !== undefined && opts.n !== 1) body.n = opts.n;
+    if (opts.tools && opts.tools.length) {
+      body.tools = opts.tools;
+      body.tool_choice = "auto";
+    }
+    const text = JSON.stringify(body);
+    const url = `${this.baseUrl}/chat/completions`;
+    const timeoutMs = this.opts.timeoutMs ?? defaultTimeoutMs(opts.max_tokens);
+    return withRetries(
+      () =>
+        this.limiter.run(async () => {
+          const t0 = Date.now();
+          const reply = await httpCall(url, { method: "POST", body: text, headers: this.headers(), timeoutMs, signal: opts.signal, agent: this.agentFor(url) });
+          if (reply.status < 200 || reply.status >= 300) throw classifyStatus(reply.status, reply.text, new URL(url).origin);
+          let json: unknown;
+          try {
+            json = JSON.parse(reply.text);
+          } catch {
+            throw new PolicyError("bad_response", `reply is not JSON: ${reply.text.slice(0, 120)}`, { retryable: true });
+          }
+          return parseChatReply(json, Date.now() - t0);
+        }),
+      { retries: this.opts.retries, baseMs: this.opts.backoffMs, jitterKey: `${opts.seed ?? ""}:${text.length}`, onRetry: opts.onRetry, signal: opts.signal },
+    );
+  }
+
+  /**
+   * Waits until the server lists its models (GET /models) and answers a one-token request, polling every
+   * `pollMs` for at most `timeoutMs`; servers still loading weights answer 503 or refuse connections meanwhile.
+   */
+  async warmup(timeoutMs: number, pollMs = 2000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = "";
+    for (;;) {
+      try {
+        const r = await httpCall(`${this.baseUrl}/models`, { headers: this.headers(), timeoutMs: 10_000, agent: this.agentFor(this.baseUrl) });
+        if (r.status >= 200 && r.status < 300 || r.status === 404) {
+          await this.complete([{ role: "user", content: "Say OK." }], { max_tokens: 1, temperature: 0 });
+          return;
+        }
+        last = `status ${r.status}`;
+        if (r.status === 401 || r.status === 403) throw classifyStatus(r.status, r.text, this.baseUrl);
+      } catch (e) {
+        if (e instanceof PolicyError && e.fatal) throw new T2sError("policy_" + e.reason, e.message);
+        last = (e as Error).message;
+      }
+      if (Date.now() >= deadline) throw new T2sError("server_unreachable", `${this.baseUrl} did not answer within ${Math.round(timeoutMs / 1000)} s (last: ${last}); is the server up?`);
+      await sleep(Math.min(pollMs, Math.max(0, deadline - Date.now())));
+    }
+  }
+
+  async close(): Promise<void> {
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+}
+
+function toWire(m: ChatMessage): Record<string, unknown> {
+  const out: Record<string, unknown> = { role: m.role, content: m.content };
+  if (m.tool_calls && m.tool_calls.length) out.tool_calls = m.tool_calls;
+  if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
+  if (m.name) out.name = m.name;
+  return out;
+}

@@ -1,0 +1,89 @@
+/**
+ * The Policy contract: chat messages (+ optional tool definitions) and sampling options in, completions
+ * out. Every backend (an OpenAI-compatible server, the in-process model, scripted replies) speaks it, so
+ * episodes never know which one they talk to.
+ */
+
+/** A tool call as the OpenAI protocol carries it; `arguments` is the raw JSON text the model wrote. */
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+export type ChatRole = "system" | "user" | "assistant" | "tool";
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string | null;
+  /** Assistant turns that called tools natively. */
+  tool_calls?: ToolCall[];
+  /** Tool results answer the call with this id. */
+  tool_call_id?: string;
+  name?: string;
+}
+
+/** An OpenAI-style function tool definition. */
+export interface ToolSpec {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+export type FinishReason = "stop" | "length" | "tool_calls";
+
+export interface SampleOptions {
+  temperature?: number;
+  top_p?: number;
+  max_tokens?: number;
+  stop?: string[];
+  seed?: number;
+  /** Completions to return for the same messages (default 1). */
+  n?: number;
+  /** Called each time a request is retried (429, 5xx, connection error, timeout): a re-roll, not a failure. */
+  onRetry?: (reason: string, attempt: number) => void;
+  /** Cancels the request (the rollout stops). */
+  signal?: AbortSignal;
+}
+
+export interface Completion {
+  text: string;
+  tool_calls: ToolCall[];
+  finish_reason: FinishReason;
+  tokens_in: number;
+  tokens_out: number;
+  latency_ms: number;
+}
+
+export interface Policy {
+  /** The spec it was made from, e.g. "openai:qwen@http://localhost:8000/v1". */
+  name: string;
+  /** The model name sent to (or served by) the backend. */
+  model?: string;
+  /** The adapter applied on top of the model, if any. */
+  adapter?: string | null;
+  complete(messages: ChatMessage[], opts: SampleOptions & { tools?: ToolSpec[] }): Promise<Completion[]>;
+  /** Waits until the backend answers (optional; servers that are still loading). */
+  warmup?(timeoutMs: number, pollMs?: number): Promise<void>;
+  close?(): Promise<void>;
+}
+
+/**
+ * A request that could not be served. `retryable` errors (429, 5xx, connection, timeout) were already
+ * retried by the client; when one escapes, the episode is lost (not scored), never counted as the model's
+ * failure. `reason` is a short key for counting ("http_500", "timeout", "connection", "http_400").
+ */
+export class PolicyError extends Error {
+  readonly reason: string;
+  readonly retryable: boolean;
+  readonly status?: number;
+  /** Fatal errors stop the whole run (bad key, unknown model): retrying other episodes cannot help. */
+  readonly fatal: boolean;
+  constructor(reason: string, message: string, opts: { retryable?: boolean; status?: number; fatal?: boolean } = {}) {
+    super(message);
+    this.name = "PolicyError";
+    this.reason = reason;
+    this.retryable = opts.retryable ?? false;
+    this.status = opts.status;
+    this.fatal = opts.fatal ?? false;
+  }
+}
