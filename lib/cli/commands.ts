@@ -4,9 +4,11 @@
  */
 import type { Command } from "commander";
 import { registerInfo } from "./info.js";
+import { registerNotebooks } from "./notebooks.js";
 
 export type RegisterCommands = (program: Command) => void;
 
 export const commandGroups: RegisterCommands[] = [
   registerInfo,
+  registerNotebooks,
 ];

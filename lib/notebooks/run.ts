@@ -1,0 +1,142 @@
+/**
+ * Runs one notebook headless on a fresh tslab kernel: cells in order, outputs collected, stop at the
+ * first failing cell, then the executed .ipynb and its HTML rendering are written (also after a failure).
+ */
+import { mkdirSync, writeFileSync, renameSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { kitRoot } from "../paths.js";
+import { TslabKernel } from "./kernel.js";
+import { joinSource, prepareForRun, readNotebook, serializeNotebook, type CodeCell, type Notebook } from "./nbformat.js";
+import { errorFromStderr, OutputCollector } from "./outputs.js";
+import { injectParameters, type Params } from "./params.js";
+import { renderNotebookHtml } from "./html.js";
+
+export interface RunNotebookOptions {
+  /** Parameters to inject (see params.ts); also exported to the kernel as T2S_PARAMS. */
+  params?: Params;
+  /** Folder for the executed .ipynb and .html (created if missing). */
+  outDir: string;
+  /** Per-cell time limit in ms; 0 or undefined for none. */
+  timeoutMs?: number;
+  /** Kernel working directory (default: the kit root). */
+  cwd?: string;
+  /** Receives one progress line per event (the CLI sends them to stderr). */
+  progress?: (line: string) => void;
+}
+
+export interface CellFailure {
+  /** 1-based position of the failing cell among the notebook's own cells (0 for the injected parameters cell). */
+  cell: number;
+  cellId: string;
+  ename: string;
+  evalue: string;
+  /** The error text (tslab's stderr for the cell, or the kernel's own message). */
+  traceback: string;
+}
+
+export interface NotebookRunResult {
+  name: string;
+  input: string;
+  ok: boolean;
+  ipynb: string;
+  html: string;
+  /** Code cells in the notebook (including an injected parameters cell) and how many ran. */
+  codeCells: number;
+  executed: number;
+  durationMs: number;
+  failure?: CellFailure;
+  warnings: string[];
+}
+
+function writeAtomic(path: string, text: string): void {
+  // never leave a half-written report where a previous good one was
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
+}
+
+/** Executes the notebook at `path` and writes `<outDir>/<name>.ipynb` and `.html`; returns what happened. */
+export async function runNotebook(path: string, opts: RunNotebookOptions): Promise<NotebookRunResult> {
+  const input = resolve(path);
+  const name = basename(input).replace(/\.ipynb$/i, "");
+  const log = opts.progress ?? (() => {});
+  const nb: Notebook = prepareForRun(readNotebook(input));
+  const params = opts.params ?? {};
+  const injection = injectParameters(nb, params);
+  const warnings = injection.unknown.map((n) => `parameter '${n}' is not declared in the cell tagged 'parameters'`);
+  for (const w of warnings) log(`${name}: warning: ${w}`);
+
+  // cell numbers users see are positions in their own notebook, so the injected cell is not counted
+  const position = new Map<CodeCell, number>();
+  let pos = 0;
+  nb.cells.forEach((c, i) => {
+    if (i !== injection.index) pos += 1;
+    if (c.cell_type === "code") position.set(c, i === injection.index ? 0 : pos);
+  });
+  const total = pos;
+  const codeCells = nb.cells.filter((c): c is CodeCell => c.cell_type === "code");
+
+  const started = Date.now();
+  mkdirSync(opts.outDir, { recursive: true });
+  const ipynb = join(opts.outDir, `${name}.ipynb`);
+  const html = join(opts.outDir, `${name}.html`);
+  let failure: CellFailure | undefined;
+  let executed = 0;
+  log(`${name}: starting kernel`);
+  const kernel = await TslabKernel.start({
+    cwd: opts.cwd ?? kitRoot(),
+    env: { T2S_PARAMS: JSON.stringify(params), T2S_NOTEBOOK: input },
+  });
+  try {
+    nb.metadata.language_info = kernel.kernelInfo.language_info ?? nb.metadata.language_info;
+    const collector = new OutputCollector();
+    for (const cell of codeCells) {
+      const n = position.get(cell) ?? 0;
+      const label = n === 0 ? "injected parameters cell" : `cell ${n}/${total}`;
+      const code = joinSource(cell.source);
+      const t0 = Date.now();
+      const startedAt = new Date().toISOString();
+      const outcome = await kernel.execute(code, (m) => collector.handle(cell, m), opts.timeoutMs ?? 0);
+      executed += 1;
+      const count = outcome.reply?.execution_count;
+      cell.execution_count = typeof count === "number" ? count : executed;
+      cell.metadata.execution = { "iopub.status.busy": startedAt, "shell.execute_reply": new Date().toISOString() };
+      const status = outcome.reply?.status;
+      const secs = ((Date.now() - t0) / 1000).toFixed(2);
+      if (status === "ok") {
+        log(`${name}: ${label} ok ${secs}s`);
+        continue;
+      }
+      let err;
+      if (outcome.timedOut) {
+        err = errorFromStderr(cell, "");
+        err = { ...err, ename: "CellTimeoutError", evalue: `the cell did not finish within ${opts.timeoutMs} ms`, traceback: [`CellTimeoutError: the cell did not finish within ${opts.timeoutMs} ms`, ...err.traceback.filter((l) => l !== "")] };
+      } else if (outcome.died) {
+        const out = kernel.processOutput().trim();
+        err = { output_type: "error" as const, ename: "KernelDied", evalue: `the kernel process ended (${outcome.died})`, traceback: [`KernelDied: the kernel process ended (${outcome.died})`, ...(out ? out.split("\n") : [])] };
+      } else if (status === "error" && !cell.outputs.some((o) => o.output_type === "error")) {
+        err = errorFromStderr(cell, "the cell failed without printing an error");
+      } else {
+        const existing = cell.outputs.find((o) => o.output_type === "error");
+        err = existing?.output_type === "error" ? existing : errorFromStderr(cell, `the kernel answered status '${String(status)}'`);
+      }
+      if (!cell.outputs.includes(err)) cell.outputs.push(err);
+      failure = { cell: n, cellId: cell.id, ename: err.ename, evalue: err.evalue, traceback: err.traceback.join("\n") };
+      log(`${name}: ${label} FAILED ${secs}s`);
+      break;
+    }
+  } finally {
+    await kernel.shutdown();
+  }
+  const durationMs = Date.now() - started;
+  nb.metadata.t2s = {
+    params,
+    status: failure ? "failed" : "ok",
+    started_at: new Date(started).toISOString(),
+    duration_ms: durationMs,
+    ...(failure ? { failed_cell: failure.cell, failed_cell_id: failure.cellId } : {}),
+  };
+  writeAtomic(ipynb, serializeNotebook(nb));
+  writeAtomic(html, renderNotebookHtml(nb, { title: name }));
+  return { name, input, ok: !failure, ipynb, html, codeCells: codeCells.length, executed, durationMs, failure, warnings };
+}
