@@ -1,0 +1,190 @@
+/**
+ * The episode loop: prompt -> model <-> read-only SQL tool (at most N calls) -> one graded reply.
+ * The tool runner and the grader are passed in, so the loop knows nothing about databases or verifiers
+ * and can be driven by fakes. Grading always uses the turn the style asks for: the first reply in single
+ * style, the committing reply in tool style, so a follow-up turn is never graded by mistake.
+ */
+import type { ExecOutcome } from "../db/types.js";
+import type { GradeResult } from "../verifier/types.js";
+import { PolicyError, type ChatMessage, type Completion, type FinishReason, type Policy, type SampleOptions } from "../policy/types.js";
+import type { EpisodeStyle, ToolProtocol } from "./prompt.js";
+import { checkCall, fromNative, hasHermesCall, hasSolution, parseHermesCalls, sqlToolSpec, type RawCall } from "./tools.js";
+import { formatToolResult, type ToolOutputOptions } from "./truncate.js";
+
+/** Facts about the graded reply that the grader needs besides its text. */
+export interface GradeFacts {
+  finishReason: FinishReason;
+  invalidToolCalls: number;
+}
+
+export interface EpisodeDeps {
+  policy: Policy;
+  /** Runs one tool query on the task's database (read-only executor, small row cap). */
+  runTool: (query: string) => Promise<ExecOutcome>;
+  /** Grades the committed reply text. */
+  grade: (reply: string, facts: GradeFacts) => Promise<GradeResult>;
+}
+
+export interface Sampling {
+  temperature?: number;
+  top_p?: number;
+  /** Tokens per turn; a reply cut by it ends the episode as truncated. */
+  max_tokens?: number;
+  stop?: string[];
+  /** Seed of the first turn; turn t uses seed + t. */
+  seed?: number;
+}
+
+export interface EpisodeOptions {
+  style: EpisodeStyle;
+  protocol?: ToolProtocol;
+  /** Tool calls per episode (default 5); a call beyond it ends the episode as truncated. */
+  maxToolCalls?: number;
+  /** Total context budget in tokens (prompt + reply); a turn that would pass it is not sent. */
+  maxContextTokens?: number;
+  sampling?: Sampling;
+  toolOutput?: ToolOutputOptions;
+  onRetry?: (reason: string, attempt: number) => void;
+  signal?: AbortSignal;
+}
+
+export type TruncatedBy = "max_tokens" | "context" | "tool_calls";
+
+export interface EpisodeResult {
+  /** The whole conversation, system prompt first. */
+  messages: ChatMessage[];
+  n_assistant_turns: number;
+  /** 1-based index of the graded assistant turn (0 when the model never answered). */
+  graded_turn: number;
+  graded_text: string;
+  grade: GradeResult;
+  finish_reason: FinishReason;
+  tokens_in: number;
+  tokens_out: number;
+  latency_ms: number;
+  n_tool_calls: number;
+  invalid_tool_calls: number;
+  truncated_by: TruncatedBy | null;
+}
+
+const NO_CALLS_LEFT = "\n(no tool calls left: give your final answer now)";
+
+function chars(messages: ChatMessage[]): number {
+  return messages.reduce((s, m) => s + (m.content?.length ?? 0) + (m.tool_calls ? JSON.stringify(m.tool_calls).length : 0), 0);
+}
+
+async function answerCalls(calls: RawCall[], deps: EpisodeDeps, opts: EpisodeOptions): Promise<{ contents: string[]; invalid: number }> {
+  const contents: string[] = [];
+  let invalid = 0;
+  for (const raw of calls) {
+    const checked = checkCall(raw);
+    if (!checked.ok) {
+      invalid++;
+      contents.push(`error: ${checked.error}`);
+      continue;
+    }
+    const outcome = await deps.runTool(checked.query);
+    if (!outcome.ok && outcome.error.kind === "unsafe") invalid++;
+    contents.push(formatToolResult(outcome, opts.toolOutput));
+  }
+  return { contents, invalid };
+}
+
+function toolMessages(calls: RawCall[], contents: string[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  const hermes: string[] = [];
+  calls.forEach((c, i) => {
+    if (c.source === "native") out.push({ role: "tool", tool_call_id: c.id, name: c.name, content: contents[i] });
+    else hermes.push(`<tool_response>\n${contents[i]}\n</tool_response>`);
+  });
+  if (hermes.length) out.push({ role: "user", content: hermes.join("\n") });
+  return out;
+}
+
+/** Runs one episode from its opening messages and returns the conversation, counts and the grade. */
+export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts: EpisodeOptions): Promise<EpisodeResult> {
+  const messages = [...opening];
+  const protocol = opts.protocol ?? "native";
+  const maxCalls = opts.maxToolCalls ?? 5;
+  const s = opts.sampling ?? {};
+  let turns = 0, tokensIn = 0, tokensOut = 0, latency = 0, callsUsed = 0, invalid = 0;
+  let lastFinish: FinishReason = "stop";
+  let truncatedBy: TruncatedBy | null = null;
+  let contextEstimate = Math.ceil(chars(messages) / 4);
+  let graded = 0;
+
+  for (;;) {
+    if (opts.maxContextTokens && turns > 0 && contextEstimate + (s.max_tokens ?? 0) > opts.maxContextTokens) {
+      truncatedBy = "context";
+      break;
+    }
+    const request: SampleOptions & { tools?: ReturnType<typeof sqlToolSpec>[] } = {
+      temperature: s.temperature, top_p: s.top_p, max_tokens: s.max_tokens, stop: s.stop,
+      seed: s.seed === undefined ? undefined : (s.seed + turns) % 2147483647,
+      onRetry: opts.onRetry, signal: opts.signal,
+    };
+    if (opts.style === "tool" && protocol === "native") request.tools = [sqlToolSpec()];
+    let c: Completion;
+    try {
+      c = (await deps.policy.complete(messages, request))[0];
+    } catch (e) {
+      if (e instanceof PolicyError && e.reason === "context_overflow") {
+        truncatedBy = "context";
+        break;
+      }
+      throw e;
+    }
+    turns++;
+    tokensIn += c.tokens_in;
+    tokensOut += c.tokens_out;
+    latency += c.latency_ms;
+    const assistant: ChatMessage = { role: "assistant", content: c.text };
+    if (c.tool_calls.length) assistant.tool_calls = c.tool_calls;
+    messages.push(assistant);
+    lastFinish = c.finish_reason;
+    graded = turns;
+    if (c.finish_reason === "length") {
+      truncatedBy = "max_tokens";
+      break;
+    }
+    if (opts.style === "single") break;
+
+    const calls = c.tool_calls.length ? fromNative(c.tool_calls) : hasHermesCall(c.text) ? parseHermesCalls(c.text, `call_${turns}`) : [];
+    if (calls.length === 0 || hasSolution(c.text)) break;
+    if (callsUsed + calls.length > maxCalls) {
+      truncatedBy = "tool_calls";
+      break;
+    }
+    const answered = await answerCalls(calls, deps, opts);
+    callsUsed += calls.length;
+    invalid += answered.invalid;
+    if (callsUsed >= maxCalls) answered.contents[answered.contents.length - 1] += NO_CALLS_LEFT;
+    const added = toolMessages(calls, answered.contents);
+    messages.push(...added);
+    const used = c.tokens_in + c.tokens_out;
+    contextEstimate = (used > 0 ? used : Math.ceil(chars(messages.slice(0, -added.length)) / 4)) + Math.ceil(chars(added) / 4);
+  }
+
+  // single style grades the first reply whatever follows; tool style the last (committing or cut) reply
+  const gradedTurn = opts.style === "single" ? Math.min(1, turns) : graded;
+  const gradedText = gradedTurn > 0 ? messages.filter((m) => m.role === "assistant")[gradedTurn - 1].content ?? "" : "";
+  const finish: FinishReason = truncatedBy ? "length" : lastFinish;
+  let grade = await deps.grade(gradedText, { finishReason: finish, invalidToolCalls: invalid });
+  if (truncatedBy && grade.outcome !== "truncated") {
+    grade = { ...grade, outcome: "truncated", correct: false, reward: Math.min(grade.reward, 0), reason: `truncated by the ${truncatedBy.replace("_", " ")} budget` };
+  }
+  return {
+    messages,
+    n_assistant_turns: turns,
+    graded_turn: gradedTurn,
+    graded_text: gradedText,
+    grade,
+    finish_reason: finish,
+    tokens_in: tokensIn,
+    tokens_out: tokensOut,
+    latency_ms: latency,
+    n_tool_calls: callsUsed,
+    invalid_tool_calls: invalid,
+    truncated_by: truncatedBy,
+  };
+}
