@@ -1,0 +1,187 @@
+/**
+ * The decoder's math: RMSNorm, half-split rotary, grouped-query attention over a KV cache, SwiGLU, and
+ * LoRA on any linear layer (unmerged: y = xW^T + b + s·(xA^T)B^T). Functions here are pure tf ops, so
+ * they are differentiable when the weights are tf.Variables; callers wrap them in tf.tidy.
+ */
+import { tf } from "./tf.js";
+import type { ModelConfig } from "./config.js";
+import { rotaryTables } from "./rope.js";
+
+/** One LoRA pair on a linear layer: A is [r, in], B is [out, r], applied with `scale`. */
+export interface LoraPair {
+  a: tf.Tensor2D;
+  b: tf.Tensor2D;
+  scale: number;
+}
+
+/** A linear layer in the nn.Linear layout: weight [out, in], optional bias [out], named LoRA pairs. */
+export interface Linear {
+  weight: tf.Tensor2D;
+  bias?: tf.Tensor1D;
+  lora?: Map<string, LoraPair>;
+}
+
+export interface LayerWeights {
+  inputNorm: tf.Tensor1D;
+  postNorm: tf.Tensor1D;
+  q: Linear;
+  k: Linear;
+  v: Linear;
+  o: Linear;
+  gate: Linear;
+  up: Linear;
+  down: Linear;
+  qNorm?: tf.Tensor1D;
+  kNorm?: tf.Tensor1D;
+}
+
+export interface DecoderWeights {
+  embed: tf.Tensor2D;
+  layers: LayerWeights[];
+  norm: tf.Tensor1D;
+  /** Absent when the embeddings are tied. */
+  lmHead?: tf.Tensor2D;
+}
+
+/**
+ * Keys and values of every layer ([B, kvHeads, S, headDim] each) plus which cached slots are real tokens
+ * (padding slots stay in the cache but are never attended to).
+ */
+export interface KvCache {
+  keys: tf.Tensor4D[];
+  values: tf.Tensor4D[];
+  /** valid[b][s]: whether slot s of row b holds a real token. */
+  valid: boolean[][];
+}
+
+/** The new tokens of one forward step: B rows of T ids, their absolute positions, and which are real. */
+export interface StepInput {
+  ids: number[][];
+  positions: number[][];
+  valid: boolean[][];
+}
+
+function rmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
+  const variance = tf.mean(tf.square(x), -1, true);
+  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, eps))), w);
+}
+
+/** Applies a linear layer (with the named adapter's LoRA pair when it has one) to x [..., in]. */
+export function linear(x: tf.Tensor, l: Linear, adapter?: string | null): tf.Tensor {
+  const shape = x.shape;
+  const inDim = shape[shape.length - 1];
+  const x2 = tf.reshape(x, [-1, inDim]) as tf.Tensor2D;
+  let y: tf.Tensor = tf.matMul(x2, l.weight, false, true);
+  if (l.bias) y = tf.add(y, l.bias);
+  const pair = adapter ? l.lora?.get(adapter) : undefined;
+  if (pair) y = tf.add(y, tf.mul(tf.matMul(tf.matMul(x2, pair.a, false, true), pair.b, false, true), pair.scale));
+  return tf.reshape(y, [...shape.slice(0, -1), l.weight.shape[0]]);
+}
+
+function rotate(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor {
+  const d = x.shape[x.shape.length - 1];
+  const half = d / 2;
+  const [x1, x2] = tf.split(x, [half, half], -1);
+  const rotated = tf.concat([tf.neg(x2), x1], -1);
+  return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
+}
+
+/** Additive attention bias [B, 1, 1, T, S]: 0 where query t may see key s, a large negative otherwise. */
+function attentionBias(valid: boolean[][], past: number, t: number): tf.Tensor {
+  const b = valid.length;
+  const s = past + t;
+  const bias = new Float32Array(b * t * s);
+  for (let r = 0; r < b; r++) {
+    const row = valid[r];
+    for (let q = 0; q < t; q++) {
+      const base = (r * t + q) * s;
+      for (let k = 0; k < s; k++) bias[base + k] = row[k] && k <= past + q ? 0 : -1e9;
+    }
+  }
+  return tf.tensor(bias, [b, 1, 1, t, s]);
+}
+
+/**
+ * Runs the decoder on one step of new tokens after `cache` (none for a fresh batch). Returns the logits
+ * ([B, T, V], or [B, V] of the last position when `lastOnly`) and the grown cache. The caller owns both
+ * and disposes the old cache; call inside tf.tidy and keep what it returns.
+ */
+export function decoderStep(
+  c: ModelConfig,
+  w: DecoderWeights,
+  invFreq: Float32Array,
+  input: StepInput,
+  cache: KvCache | null,
+  opts: { lastOnly?: boolean; adapter?: string | null } = {},
+): { logits: tf.Tensor; cache: KvCache } {
+  const B = input.ids.length;
+  const T = input.ids[0].length;
+  const past = cache ? cache.valid[0].length : 0;
+  const H = c.numHeads;
+  const KV = c.numKvHeads;
+  const G = H / KV;
+  const hd = c.headDim;
+  const adapter = opts.adapter ?? null;
+  const valid = input.valid.map((row, r) => (cache ? cache.valid[r].concat(row) : row.slice()));
+  const { cos, sin } = rotaryTables(input.positions.flat(), invFreq);
+  const cosT = tf.tensor(cos, [B, T, 1, hd]);
+  const sinT = tf.tensor(sin, [B, T, 1, hd]);
+  const bias = attentionBias(valid, past, T);
+  const scale = 1 / Math.sqrt(hd);
+  let x: tf.Tensor = tf.gather(w.embed, tf.tensor2d(input.ids, [B, T], "int32"));
+  const keys: tf.Tensor4D[] = [];
+  const values: tf.Tensor4D[] = [];
+  w.layers.forEach((l, i) => {
+    const h = rmsNorm(x, l.inputNorm, c.rmsNormEps);
+    let q = tf.reshape(linear(h, l.q, adapter), [B, T, H, hd]);
+    let k = tf.reshape(linear(h, l.k, adapter), [B, T, KV, hd]);
+    const v = tf.reshape(linear(h, l.v, adapter), [B, T, KV, hd]);
+    if (l.qNorm && l.kNorm) {
+      q = rmsNorm(q, l.qNorm, c.rmsNormEps);
+      k = rmsNorm(k, l.kNorm, c.rmsNormEps);
+    }
+    q = tf.transpose(rotate(q, cosT, sinT), [0, 2, 1, 3]);
+    let kk = tf.transpose(rotate(k, cosT, sinT), [0, 2, 1, 3]) as tf.Tensor4D;
+    let vv = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
+    if (cache) {
+      kk = tf.concat([cache.keys[i], kk], 2);
+      vv = tf.concat([cache.values[i], vv], 2);
+    }
+    keys.push(kk);
+    values.push(vv);
+    const S = past + T;
+    // queries of the G heads sharing one kv head are stacked, so k and v are never repeated in memory
+    const qg = tf.reshape(q, [B, KV, G * T, hd]);
+    let scores: tf.Tensor = tf.mul(tf.matMul(qg, kk, false, true), scale);
+    scores = tf.add(tf.reshape(scores, [B, KV, G, T, S]), bias);
+    const probs = tf.reshape(tf.softmax(scores, -1), [B, KV, G * T, S]);
+    const ctx = tf.reshape(tf.matMul(probs, vv), [B, H, T, hd]);
+    const merged = tf.reshape(tf.transpose(ctx, [0, 2, 1, 3]), [B, T, H * hd]);
+    x = tf.add(x, linear(merged, l.o, adapter));
+    const h2 = rmsNorm(x, l.postNorm, c.rmsNormEps);
+    const gate = linear(h2, l.gate, adapter);
+    const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), linear(h2, l.up, adapter));
+    x = tf.add(x, linear(act, l.down, adapter));
+  });
+  x = rmsNorm(x, w.norm, c.rmsNormEps);
+  if (opts.lastOnly) x = tf.reshape(tf.slice(x, [0, T - 1, 0], [B, 1, c.hiddenSize]), [B, c.hiddenSize]);
+  const head = w.lmHead ?? w.embed;
+  const logits = linear(x, { weight: head });
+  return { logits, cache: { keys, values, valid } };
+}
+
+/** Returns cache rows gathered by `rows` (e.g. one shared prefix tiled to every sequence of a batch). */
+export function selectCacheRows(cache: KvCache, rows: number[]): KvCache {
+  const idx = tf.tensor1d(rows, "int32");
+  const keys = cache.keys.map((k) => tf.gather(k, idx) as tf.Tensor4D);
+  const values = cache.values.map((v) => tf.gather(v, idx) as tf.Tensor4D);
+  idx.dispose();
+  return { keys, values, valid: rows.map((r) => cache.valid[r].slice()) };
+}
+
+/** Releases the tensors of a cache. */
+export function disposeCache(cache: KvCache | null | undefined): void {
+  if (!cache) return;
+  for (const t of cache.keys) t.dispose();
+  for (const t of cache.values) t.dispose();
+}

@@ -1,0 +1,122 @@
+/**
+ * CausalLM: a loaded decoder (config, weights, tokenizer, attached LoRA adapters) with the entry points the
+ * sampler, the server and the trainer use. Every call cleans up its intermediate tensors.
+ */
+import { tf } from "./tf.js";
+import type { ModelConfig } from "./config.js";
+import { decoderStep, type DecoderWeights, type KvCache, type StepInput } from "./decoder.js";
+import { inverseFrequencies } from "./rope.js";
+import type { ChatTokenizer } from "./tokenizer.js";
+
+/** An adapter attached to a model (its pairs live on the model's Linear layers under `name`). */
+export interface AttachedAdapter {
+  name: string;
+  dir: string | null;
+  r: number;
+  alpha: number;
+  scale: number;
+  targetModules: string[];
+  /** PEFT keys of the pairs, in a stable order. */
+  keys: string[];
+}
+
+export class CausalLM {
+  readonly config: ModelConfig;
+  readonly weights: DecoderWeights;
+  readonly tokenizer: ChatTokenizer | null;
+  /** The served name (the folder's base name unless given). */
+  readonly name: string;
+  readonly dir: string | null;
+  /** The tfjs backend it runs on. */
+  readonly backend: string;
+  readonly invFreq: Float32Array;
+  /** Unmerged adapters attached to this model, by name. */
+  readonly adapters = new Map<string, AttachedAdapter>();
+  /** Adapters folded into the weights (merged), in order. */
+  readonly merged: string[] = [];
+  private disposed = false;
+
+  constructor(config: ModelConfig, weights: DecoderWeights, tokenizer: ChatTokenizer | null, info: { name: string; dir: string | null; backend: string }) {
+    this.config = config;
+    this.weights = weights;
+    this.tokenizer = tokenizer;
+    this.name = info.name;
+    this.dir = info.dir;
+    this.backend = info.backend;
+    this.invFreq = inverseFrequencies(config.headDim, config.ropeTheta, config.ropeScaling);
+  }
+
+  /** The tokenizer, or a T2sError-free assertion for models built without one. */
+  requireTokenizer(): ChatTokenizer {
+    if (!this.tokenizer) throw new Error(`model ${this.name} has no tokenizer`);
+    return this.tokenizer;
+  }
+
+  /**
+   * Runs one step of new tokens after `cache`. Returns logits ([B, T, V], or [B, V] when lastOnly) and the
+   * new cache; the caller disposes both (and the old cache, which is left untouched).
+   */
+  step(input: StepInput, cache: KvCache | null, opts: { lastOnly?: boolean; adapter?: string | null } = {}): { logits: tf.Tensor; cache: KvCache } {
+    this.checkIds(input.ids);
+    let valid: boolean[][] = [];
+    const out = tf.tidy(() => {
+      const r = decoderStep(this.config, this.weights, this.invFreq, input, cache, opts);
+      valid = r.cache.valid;
+      return { logits: r.logits, keys: r.cache.keys, values: r.cache.values };
+    });
+    return { logits: out.logits, cache: { keys: out.keys, values: out.values, valid } };
+  }
+
+  /**
+   * Causal logits [B, T, V] for int32 ids [B, T] starting at position 0 (rows right-padded need no mask).
+   * Differentiable with respect to weights and LoRA pairs that are tf.Variables; `adapter` picks the
+   * unmerged adapter to apply (none by default).
+   */
+  logits(ids: tf.Tensor2D, opts: { adapter?: string | null } = {}): tf.Tensor3D {
+    const rows = ids.arraySync() as number[][];
+    const T = ids.shape[1];
+    const input: StepInput = { ids: rows, positions: rows.map(() => Array.from({ length: T }, (_, i) => i)), valid: rows.map(() => new Array<boolean>(T).fill(true)) };
+    return tf.tidy(() => decoderStep(this.config, this.weights, this.invFreq, input, null, { adapter: opts.adapter }).logits) as tf.Tensor3D;
+  }
+
+  /** Returns the logits of every position of one id sequence as plain arrays (for tests and the CLI). */
+  async logitsOf(ids: number[], opts: { adapter?: string | null } = {}): Promise<Float32Array[]> {
+    if (ids.length === 0) throw new Error("logitsOf needs at least one id");
+    const { logits, cache } = this.step({ ids: [ids], positions: [ids.map((_, i) => i)], valid: [ids.map(() => true)] }, null, { adapter: opts.adapter });
+    for (const t of [...cache.keys, ...cache.values]) t.dispose();
+    const data = (await logits.data()) as Float32Array;
+    logits.dispose();
+    const V = this.config.vocabSize;
+    return ids.map((_, i) => data.slice(i * V, (i + 1) * V));
+  }
+
+  private checkIds(ids: number[][]): void {
+    const V = this.config.vocabSize;
+    for (const row of ids) for (const id of row) if (!Number.isInteger(id) || id < 0 || id >= V) throw new RangeError(`token id ${id} is outside the vocabulary [0, ${V})`);
+  }
+
+  /** Every tensor the model owns (weights and adapter pairs), for disposal and counting. */
+  tensors(): tf.Tensor[] {
+    const w = this.weights;
+    const out: tf.Tensor[] = [w.embed, w.norm];
+    if (w.lmHead) out.push(w.lmHead);
+    for (const l of w.layers) {
+      out.push(l.inputNorm, l.postNorm);
+      if (l.qNorm) out.push(l.qNorm);
+      if (l.kNorm) out.push(l.kNorm);
+      for (const lin of [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]) {
+        out.push(lin.weight);
+        if (lin.bias) out.push(lin.bias);
+        for (const p of lin.lora?.values() ?? []) out.push(p.a, p.b);
+      }
+    }
+    return out;
+  }
+
+  /** Releases the model's tensors (shared ones once). */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const t of new Set(this.tensors())) if (!t.isDisposed) t.dispose();
+  }
+}
