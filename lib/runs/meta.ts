@@ -1,0 +1,87 @@
+/**
+ * Run metadata: a sidecar `<rows>.meta.json` holding what makes two runs comparable (policy, sampling,
+ * prompt hash, kit version, tasks hash, style). A resumed run must match it, so the rows of one file
+ * never mix two different experiments.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { T2sError } from "../errors.js";
+import type { Task } from "../tasks/types.js";
+
+export interface RunMeta {
+  run_id: string;
+  created_at: string;
+  kit_version: string;
+  policy: string;
+  model: string | null;
+  adapter: string | null;
+  style: string;
+  protocol: string | null;
+  sampling: { temperature: number | null; top_p: number | null; max_tokens: number | null; seed: number };
+  max_tool_calls: number | null;
+  max_context_tokens: number | null;
+  tool_output: { max_rows: number; max_chars: number; mode: string } | null;
+  prompt_hash: string;
+  tasks_hash: string;
+  tasks_file: string | null;
+  /** Samples per task asked for by the latest run (may grow on resume). */
+  k: number;
+  /** Differences a run was told to accept with --force, in order. */
+  forced?: string[];
+}
+
+/** The sidecar path of a rows file. */
+export function metaPath(rowsPath: string): string {
+  return `${rowsPath}.meta.json`;
+}
+
+/** A short sha256 over the tasks' identity and gold queries (order-independent). */
+export function tasksHash(tasks: Pick<Task, "id" | "question" | "gold_sql" | "db_id">[]): string {
+  const lines = tasks.map((t) => JSON.stringify([t.id, t.db_id, t.question, t.gold_sql])).sort();
+  return createHash("sha256").update(lines.join("\n")).digest("hex").slice(0, 16);
+}
+
+const CHECKED: Array<[string, (m: RunMeta) => unknown]> = [
+  ["policy", (m) => m.policy],
+  ["adapter", (m) => m.adapter],
+  ["style", (m) => m.style],
+  ["protocol", (m) => m.protocol],
+  ["temperature", (m) => m.sampling.temperature],
+  ["top_p", (m) => m.sampling.top_p],
+  ["max_tokens", (m) => m.sampling.max_tokens],
+  ["seed", (m) => m.sampling.seed],
+  ["max_tool_calls", (m) => m.max_tool_calls],
+  ["max_context_tokens", (m) => m.max_context_tokens],
+  ["tool_output", (m) => m.tool_output],
+  ["prompt_hash", (m) => m.prompt_hash],
+  ["tasks_hash", (m) => m.tasks_hash],
+  ["kit_version", (m) => m.kit_version],
+];
+
+/** The fields on which two runs differ, as "field: old -> new" strings (empty when comparable). */
+export function metaDifferences(before: RunMeta, now: RunMeta): string[] {
+  const out: string[] = [];
+  for (const [name, get] of CHECKED) {
+    const a = JSON.stringify(get(before) ?? null);
+    const b = JSON.stringify(get(now) ?? null);
+    if (a !== b) out.push(`${name}: ${a} -> ${b}`);
+  }
+  return out;
+}
+
+/** Reads a sidecar, or returns null when there is none; throws T2sError("bad_meta") when it is unreadable. */
+export function readMeta(path: string): RunMeta | null {
+  if (!existsSync(path)) return null;
+  try {
+    return JSON.parse(readFileSync(path, "utf8")) as RunMeta;
+  } catch (e) {
+    throw new T2sError("bad_meta", `${path} is not valid JSON (${(e as Error).message}); move it away to start the metadata afresh`);
+  }
+}
+
+/** Writes a sidecar atomically (temp file + rename), so a crash never leaves half a file. */
+export function writeMeta(path: string, meta: RunMeta): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, JSON.stringify(meta, null, 2) + "\n");
+  renameSync(tmp, path);
+}

@@ -1,0 +1,186 @@
+/**
+ * A rollout: k sampled episodes per task, written to a rows store as each lands, resumable. Tasks,
+ * policy and the environment (prompts, tool execution, grading) come in from the caller, so this file is
+ * the scheduling and bookkeeping only: plan the missing samples, run them `concurrency` at a time, count
+ * re-rolls and losses, keep the metadata sidecar honest.
+ */
+import { randomBytes } from "node:crypto";
+import type { ExecOutcome } from "../db/types.js";
+import { T2sError, isT2sError } from "../errors.js";
+import { runEpisode, type EpisodeOptions, type GradeFacts, type Sampling } from "../episode/loop.js";
+import { kitVersion } from "../paths.js";
+import { PolicyError, type ChatMessage, type Policy } from "../policy/types.js";
+import type { Task } from "../tasks/types.js";
+import type { GradeResult } from "../verifier/types.js";
+import { metaDifferences, metaPath, readMeta, tasksHash, writeMeta, type RunMeta } from "./meta.js";
+import { planEpisodes } from "./plan.js";
+import { Progress, type ProgressSnapshot } from "./progress.js";
+import { makeRow, type RolloutRow } from "./row.js";
+import { RowsStore } from "./store.js";
+
+/** What an episode needs from the world besides the policy. */
+export interface RolloutEnv {
+  /** The opening messages (system prompt with schema and notes, user question) of a task's episodes. */
+  opening(task: Task): ChatMessage[] | Promise<ChatMessage[]>;
+  /** Runs one tool query on the task's database. */
+  runTool(task: Task, query: string): Promise<ExecOutcome>;
+  /** Grades a committed reply against the task's gold query. */
+  grade(task: Task, reply: string, facts: GradeFacts): Promise<GradeResult>;
+}
+
+export interface RolloutOptions {
+  /** The rows file (jsonl); its sidecar is `<out>.meta.json`. */
+  out: string;
+  /** Samples per task. */
+  k: number;
+  /** Replication id; rows are keyed by (eval run, task, sample). Default "1". */
+  evalRun?: string;
+  /** Run seed; each sample's seed derives from (seed, eval run, task, sample). Default 0. */
+  seed?: number;
+  episode: Omit<EpisodeOptions, "sampling" | "onRetry" | "signal"> & { sampling?: Omit<Sampling, "seed"> };
+  /** Episodes in flight at once (default 8). */
+  concurrency?: number;
+  /** Hash of the prompt templates (lib/episode/prompt.ts promptTemplateHash). */
+  promptHash: string;
+  /** Hash of the whole task set (default: of `tasks`). Pass the file's hash when `tasks` is a subset. */
+  tasksHash?: string;
+  tasksFile?: string;
+  /** Add to a rows file whose metadata differs (recorded in the sidecar). */
+  force?: boolean;
+  progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
+  onProgress?: (p: ProgressSnapshot) => void;
+  progressIntervalMs?: number;
+  /** fsync each row (survives power loss, not only a killed process). Default false. */
+  fsync?: boolean;
+}
+
+export interface RolloutResult {
+  /** The rows of these tasks, this eval run and samples < k (old and new), in file order. */
+  rows: RolloutRow[];
+  progress: ProgressSnapshot;
+  meta: RunMeta;
+  /** Bytes of a torn last line cut off at the start. */
+  tornBytes: number;
+  /** Duplicate rows found in the file (ignored). */
+  duplicates: number;
+  /** The first error message seen for each loss reason. */
+  lostExamples: Record<string, string>;
+}
+
+function currentMeta(tasks: Task[], policy: Policy, opts: RolloutOptions): RunMeta {
+  const ep = opts.episode;
+  const s = ep.sampling ?? {};
+  const tool = ep.style === "tool";
+  return {
+    run_id: randomBytes(6).toString("hex"),
+    created_at: new Date().toISOString(),
+    kit_version: kitVersion(),
+    policy: policy.name,
+    model: policy.model ?? null,
+    adapter: policy.adapter ?? null,
+    style: ep.style,
+    protocol: tool ? ep.protocol ?? "native" : null,
+    sampling: { temperature: s.temperature ?? null, top_p: s.top_p ?? null, max_tokens: s.max_tokens ?? null, seed: opts.seed ?? 0 },
+    max_tool_calls: tool ? ep.maxToolCalls ?? 5 : null,
+    max_context_tokens: ep.maxContextTokens ?? null,
+    tool_output: tool ? { max_rows: ep.toolOutput?.maxRows ?? 20, max_chars: ep.toolOutput?.maxChars ?? 256, mode: ep.toolOutput?.mode ?? "middle" } : null,
+    prompt_hash: opts.promptHash,
+    tasks_hash: opts.tasksHash ?? tasksHash(tasks),
+    tasks_file: opts.tasksFile ?? null,
+    k: opts.k,
+  };
+}
+
+/** Checks the sidecar against this run and returns the metadata to write (keeping the run id). */
+function reconcileMeta(existing: RunMeta | null, now: RunMeta, hasRows: boolean, opts: RolloutOptions): RunMeta {
+  if (!existing || !hasRows) return now;
+  const diffs = metaDifferences(existing, now);
+  if (diffs.length && !opts.force) {
+    throw new T2sError(
+      "not_comparable",
+      `${opts.out} holds rows of a different setup (${diffs.join("; ")}). Write to a new --out, or pass --force to add to it anyway.`,
+    );
+  }
+  return { ...now, run_id: existing.run_id, created_at: existing.created_at, forced: [...(existing.forced ?? []), ...diffs] };
+}
+
+/**
+ * Runs the missing episodes of `tasks` (topping each up to k samples in the rows file) and returns the
+ * rows, final progress and metadata. Lost episodes (retries exhausted, rejected requests, failing gold)
+ * write no row, so running again fills them. A fatal policy error (bad key, unknown model) stops the run
+ * and throws T2sError("policy_<reason>").
+ */
+export async function runRollout(tasks: Task[], policy: Policy, env: RolloutEnv, opts: RolloutOptions): Promise<RolloutResult> {
+  if (!Number.isInteger(opts.k) || opts.k < 1) throw new T2sError("usage", `k must be an integer >= 1, got ${opts.k}`);
+  const ids = new Set<string>();
+  for (const t of tasks) {
+    if (ids.has(t.id)) throw new T2sError("duplicate_task", `task id ${t.id} appears twice in the task set; ids must be unique`);
+    ids.add(t.id);
+  }
+  const evalRun = opts.evalRun ?? "1";
+  const seed = opts.seed ?? 0;
+  const sidecar = metaPath(opts.out);
+  const existingMeta = readMeta(sidecar);
+  const { store, tornBytes, duplicates } = RowsStore.open(opts.out);
+  const meta = reconcileMeta(existingMeta, currentMeta(tasks, policy, opts), store.rows.length > 0, opts);
+  if (!existingMeta && store.rows.length > 0 && typeof store.rows[0].run_id === "string") meta.run_id = store.rows[0].run_id;
+  writeMeta(sidecar, meta);
+
+  const plan = planEpisodes(tasks, opts.k, evalRun, seed, (e, t, s) => store.has(e, t, s));
+  const progress = new Progress({ total: tasks.length * opts.k, resumed: plan.done, stream: opts.progressStream, onProgress: opts.onProgress, intervalMs: opts.progressIntervalMs });
+  const lostExamples: Record<string, string> = {};
+  const abort = new AbortController();
+  let fatal: unknown = null;
+  let next = 0;
+  const ep = opts.episode;
+
+  const worker = async (): Promise<void> => {
+    while (fatal === null && next < plan.todo.length) {
+      const item = plan.todo[next++];
+      let rerolls = 0;
+      try {
+        const opening = await env.opening(item.task);
+        const result = await runEpisode(
+          opening,
+          { policy, runTool: (q) => env.runTool(item.task, q), grade: (r, f) => env.grade(item.task, r, f) },
+          {
+            ...ep,
+            sampling: { ...ep.sampling, seed: item.seed },
+            signal: abort.signal,
+            onRetry: (reason) => {
+              rerolls++;
+              progress.rerolled(reason);
+            },
+          },
+        );
+        const row = makeRow(item.task, {
+          run_id: meta.run_id, eval_run: evalRun, sample: item.sample, seed: item.seed,
+          policy: policy.name, model: policy.model ?? null, adapter: policy.adapter ?? null,
+          style: ep.style, protocol: ep.style === "tool" ? ep.protocol ?? "native" : null, rerolls,
+        }, result);
+        store.append(row, { fsync: opts.fsync });
+        progress.landed();
+      } catch (e) {
+        if (fatal !== null) return;
+        const reason = e instanceof PolicyError && !e.fatal && e.reason !== "aborted" ? e.reason : isT2sError(e, "gold_failed") ? "gold_failed" : null;
+        if (reason === null) {
+          fatal = e;
+          abort.abort();
+          return;
+        }
+        lostExamples[reason] ??= `${item.task.id}: ${(e as Error).message}`;
+        progress.lost(reason);
+      }
+    }
+  };
+
+  const n = Math.max(1, Math.min(opts.concurrency ?? 8, plan.todo.length || 1));
+  await Promise.all(Array.from({ length: n }, worker));
+  const final = progress.finish();
+  if (fatal !== null) {
+    if (fatal instanceof PolicyError) throw new T2sError(`policy_${fatal.reason}`, fatal.message);
+    throw fatal;
+  }
+  const rows = store.rows.filter((r) => r.eval_run === evalRun && ids.has(r.task_id) && r.sample < opts.k);
+  return { rows, progress: final, meta, tornBytes, duplicates, lostExamples };
+}

@@ -1,0 +1,83 @@
+/**
+ * The rows store: an append-only jsonl file, one line per episode, written with one write call as each
+ * episode lands. A torn last line (the writer killed mid-write) is cut off when the store opens, so the
+ * next append starts on a clean line and the file stays valid jsonl; a malformed line in the middle is an
+ * error, never silently dropped or rewritten.
+ */
+import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readFileSync, truncateSync, writeSync } from "node:fs";
+import { T2sError } from "../errors.js";
+import { parseJsonl } from "../jsonl.js";
+import { rowKey, type RolloutRow } from "./row.js";
+
+export interface OpenedStore {
+  store: RowsStore;
+  /** Bytes of a torn last line that were cut off. */
+  tornBytes: number;
+  /** Rows whose (eval run, task, sample) appeared earlier in the file; ignored. */
+  duplicates: number;
+}
+
+/** Repairs the end of the file and returns how many torn bytes were removed. */
+function repairTail(path: string): number {
+  const buf = readFileSync(path);
+  if (buf.length === 0 || buf[buf.length - 1] === 0x0a) return 0;
+  const lastNl = buf.lastIndexOf(0x0a);
+  const tail = buf.subarray(lastNl + 1).toString("utf8");
+  try {
+    JSON.parse(tail);
+    // a complete record whose newline never made it to disk: finish the line instead of dropping it
+    appendFileSync(path, "\n");
+    return 0;
+  } catch {
+    truncateSync(path, lastNl + 1);
+    return buf.length - (lastNl + 1);
+  }
+}
+
+export class RowsStore {
+  private readonly keys = new Set<string>();
+  private constructor(readonly path: string, readonly rows: RolloutRow[]) {}
+
+  /** Opens (or creates on first append) the rows file at `path`, repairing a torn tail. */
+  static open(path: string): OpenedStore {
+    if (!existsSync(path)) return { store: new RowsStore(path, []), tornBytes: 0, duplicates: 0 };
+    const tornBytes = repairTail(path);
+    const { records } = parseJsonl<RolloutRow>(readFileSync(path, "utf8"), path);
+    const store = new RowsStore(path, []);
+    let duplicates = 0;
+    records.forEach((r, i) => {
+      if (!r || typeof r !== "object" || typeof r.task_id !== "string" || !Number.isInteger(r.sample)) {
+        throw new T2sError("bad_rows", `${path}: line ${i + 1} is not a rollout row (needs task_id and sample)`);
+      }
+      const key = rowKey(String(r.eval_run ?? ""), r.task_id, r.sample);
+      if (store.keys.has(key)) {
+        duplicates++;
+        return;
+      }
+      store.keys.add(key);
+      store.rows.push(r);
+    });
+    return { store, tornBytes, duplicates };
+  }
+
+  /** True when the row (eval run, task, sample) is already stored. */
+  has(evalRun: string, taskId: string, sample: number): boolean {
+    return this.keys.has(rowKey(evalRun, taskId, sample));
+  }
+
+  /** Appends one row as one line and flushes it to the OS; refuses a duplicate (eval run, task, sample). */
+  append(row: RolloutRow, opts: { fsync?: boolean } = {}): void {
+    const key = rowKey(row.eval_run, row.task_id, row.sample);
+    if (this.keys.has(key)) throw new T2sError("duplicate_row", `${this.path} already holds ${row.task_id} sample ${row.sample} of eval run ${row.eval_run}`);
+    const fd = openSync(this.path, "a");
+    try {
+      const bytes = Buffer.from(JSON.stringify(row) + "\n", "utf8");
+      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+      if (opts.fsync) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    this.keys.add(key);
+    this.rows.push(row);
+  }
+}
