@@ -4,11 +4,15 @@
  */
 import type { Command } from "commander";
 import { registerInfo } from "./info.js";
+import { registerExec } from "./exec.js";
+import { registerDb } from "./db.js";
 import { registerNotebooks } from "./notebooks.js";
 
 export type RegisterCommands = (program: Command) => void;
 
 export const commandGroups: RegisterCommands[] = [
   registerInfo,
+  registerExec,
+  registerDb,
   registerNotebooks,
 ];

@@ -197,7 +197,7 @@ export function generateShop(seed: number): ShopRows {
     const shippingCost = (discounted >= 150 && rng.chance(0.8)) || rng.chance(0.05) ? 0 : domestic ? rng.pick([4.99, 7.99]) : rng.pick([12.5, 19.99]);
     const total = round2(discounted + shippingCost);
 
-    const ships = status === "shipped" || status === "delivered" || (status === "refunded" && rng.chance(0.7));
+    const ships = status === "shipped" || status === "delivered" || status === "refunded";
     const shipDelay = rng.chance(0.1) ? rng.int(8, 14) : rng.int(1, 5);
     const shippedAt = ships ? isoDay(Math.min(last, day + shipDelay)) : null;
     orders.push([orderId, customer.id, rep, isoDay(day), status, shippedAt, shipCountry, shippingCost, discount]);

@@ -1,0 +1,85 @@
+/** `t2s exec`: run read-only SQL against a database through the sandboxed executor pool. */
+import type { Command } from "commander";
+import { cpus } from "node:os";
+import { createInterface } from "node:readline";
+import { UsageError } from "../errors.js";
+import { formatOutcome } from "../db/format.js";
+import { ExecutorPool } from "../db/pool.js";
+import type { ExecOutcome } from "../db/types.js";
+import { intOption, printJson } from "./options.js";
+
+interface ExecFlags {
+  db: string;
+  timeoutMs: number;
+  maxRows: number;
+  json?: boolean;
+  jsonl?: boolean;
+  workers?: number;
+}
+
+type LineResult = ExecOutcome | { ok: false; error: { kind: "bad_input"; message: string } };
+
+async function runJsonl(pool: ExecutorPool, flags: ExecFlags): Promise<void> {
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  // Lines run concurrently but are written in input order; the window bounds memory on long streams.
+  const window: Promise<string>[] = [];
+  const limit = Math.max(4, pool.size * 4);
+  let lineNo = 0;
+  const answer = async (raw: string, n: number): Promise<string> => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch (e) {
+      return JSON.stringify(badInput(`line ${n}: not valid JSON (${(e as Error).message})`));
+    }
+    if (!parsed || typeof parsed !== "object" || typeof (parsed as { sql?: unknown }).sql !== "string") {
+      return JSON.stringify(badInput(`line ${n}: expected an object with a string field "sql"`));
+    }
+    const req = parsed as { sql: string; id?: unknown };
+    const outcome = await pool.execute(flags.db, req.sql, { timeoutMs: flags.timeoutMs, maxRows: flags.maxRows });
+    return JSON.stringify(req.id !== undefined ? { id: req.id, ...outcome } : outcome);
+  };
+  for await (const raw of rl) {
+    lineNo++;
+    if (raw.trim() === "") continue;
+    window.push(answer(raw, lineNo));
+    while (window.length >= limit) process.stdout.write((await window.shift()) + "\n");
+  }
+  while (window.length) process.stdout.write((await window.shift()) + "\n");
+}
+
+function badInput(message: string): LineResult {
+  return { ok: false, error: { kind: "bad_input", message } };
+}
+
+export function registerExec(program: Command): void {
+  program
+    .command("exec")
+    .description("run one read-only SQL query (or a JSONL stream of them) in the sandbox")
+    .argument("[sql]", "the SQL query (omit with --jsonl)")
+    .requiredOption("--db <path>", "SQLite database file")
+    .option("--timeout-ms <n>", "stop a query after this many milliseconds", intOption("--timeout-ms", 1), 5000)
+    .option("--max-rows <n>", "return at most this many rows (more sets truncated)", intOption("--max-rows", 0), 200)
+    .option("--json", "print the outcome as one JSON object")
+    .option("--jsonl", 'read {"sql": ...} objects from stdin, one per line; write one outcome per line, in order')
+    .option("--workers <n>", "worker processes for --jsonl (default: number of CPUs, at most 4)", intOption("--workers", 1))
+    .action(async (sql: string | undefined, flags: ExecFlags) => {
+      if (flags.jsonl && sql !== undefined) throw new UsageError("give either a SQL argument or --jsonl, not both");
+      if (!flags.jsonl && (sql === undefined || sql.trim() === "")) throw new UsageError("missing the SQL to run (or use --jsonl to read queries from stdin)");
+      const workers = flags.workers ?? (flags.jsonl ? Math.min(4, Math.max(1, cpus().length)) : 1);
+      const pool = new ExecutorPool({ workers });
+      try {
+        if (flags.jsonl) {
+          await runJsonl(pool, flags);
+          return;
+        }
+        const outcome = await pool.execute(flags.db, sql as string, { timeoutMs: flags.timeoutMs, maxRows: flags.maxRows });
+        if (flags.json) printJson(outcome);
+        else if (outcome.ok) process.stdout.write(formatOutcome(outcome));
+        else process.stderr.write(formatOutcome(outcome));
+        if (!outcome.ok) process.exitCode = 1;
+      } finally {
+        await pool.close();
+      }
+    });
+}
