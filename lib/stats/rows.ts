@@ -163,7 +163,13 @@ function recordLines(text: string): number[] {
  * skipped and listed in `skipped`.
  */
 export function readStatRows(path: string, opts: { skipBad?: boolean } = {}): RowsFile {
-  const content = readJsonl<unknown>(path, { skipBad: opts.skipBad });
+  let content;
+  try {
+    content = readJsonl<unknown>(path, { skipBad: opts.skipBad });
+  } catch (e) {
+    if (e instanceof T2sError && e.code === "bad_jsonl") throw new T2sError("bad_jsonl", `${e.message} (use --skip-bad to skip such lines)`);
+    throw e;
+  }
   const skipped = content.bad.map((b) => ({ line: b.line, message: `malformed JSON (${b.message})` }));
   const rows: StatRow[] = [];
   let lines: number[] | null = null; // only worked out when a row is bad

@@ -1,0 +1,81 @@
+/** `t2s report`: pass@1 with a bootstrap interval, pass@k, pass^k and headroom of a rows file, by group. */
+import type { Command } from "commander";
+import { T2sError } from "../errors.js";
+import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
+import { fmt, fmtCI, formatTable } from "../stats/format.js";
+import { evalRuns, readStatRows, taskCounts, type RowsFile, type StatRow } from "../stats/rows.js";
+import { summarize, type Summary, type SummaryStats } from "../stats/summary.js";
+import { collect, intOption, printJson } from "./options.js";
+
+interface ReportFlags {
+  rows: string;
+  by: string[];
+  k?: number;
+  B: number;
+  seed: number;
+  skipBad?: boolean;
+  json?: boolean;
+}
+
+/** Reads a rows file for a stats command, telling stderr what was skipped; throws when nothing is left. */
+export function loadRowsForStats(path: string, skipBad: boolean | undefined): RowsFile {
+  const file = readStatRows(path, { skipBad });
+  if (file.skipped.length) {
+    const shown = file.skipped.slice(0, 5).map((s) => `${path}:${s.line}: ${s.message}`);
+    const more = file.skipped.length > 5 ? `\n  ... and ${file.skipped.length - 5} more` : "";
+    process.stderr.write(`warning: skipped ${file.skipped.length} bad line(s):\n  ${shown.join("\n  ")}${more}\n`);
+  }
+  if (file.tornTail) process.stderr.write(`warning: ${path}: ignored a cut-off last line (a writer was interrupted)\n`);
+  if (file.rows.length === 0) throw new T2sError("no_rows", `${path} has no rows to report on`);
+  return file;
+}
+
+function kTasks(rows: readonly StatRow[], k: number | null): number {
+  return k === null ? 0 : taskCounts(rows).filter((t) => t.n >= k).length;
+}
+
+/** Returns the readable text of a summary. */
+export function formatSummary(path: string, rows: readonly StatRow[], s: Summary, B: number, seed: number): string {
+  const runs = evalRuns(rows).length;
+  const k = s.k;
+  let out = `${path}: ${s.n_rows} rows, ${s.n_tasks} tasks, ${runs} eval run${runs === 1 ? "" : "s"}; ` +
+    `k = ${k ?? "- (fewer than 2 samples per task)"}; 95% bootstrap over tasks (B = ${B}, seed ${seed})\n\n`;
+  const nk = kTasks(rows, k);
+  const table = [["pass@1", fmt(s.pass1), fmtCI(s.pass1_ci), String(s.n_tasks)]];
+  if (k !== null) {
+    table.push([`pass@${k}`, fmt(s.passk), fmtCI(s.passk_ci), String(nk)]);
+    table.push([`pass^${k}`, fmt(s.powk), fmtCI(s.powk_ci), String(nk)]);
+    table.push(["headroom", fmt(s.headroom), "", ""]);
+  }
+  out += formatTable(["metric", "value", "95% CI", "tasks"], table, ["metric", "95% CI"]);
+  for (const [field, groups] of Object.entries(s.by)) {
+    const header = [field, "tasks", "rows", "pass@1", "95% CI"];
+    if (k !== null) header.push(`pass@${k}`, `pass^${k}`, "headroom");
+    const lines = Object.entries(groups).map(([value, g]: [string, SummaryStats]) => {
+      const cells = [value, String(g.n_tasks), String(g.n_rows), fmt(g.pass1), fmtCI(g.pass1_ci)];
+      if (k !== null) cells.push(fmt(g.passk), fmt(g.powk), fmt(g.headroom));
+      return cells;
+    });
+    out += `\nby ${field}\n` + formatTable(header, lines, [field, "95% CI"]);
+  }
+  return out;
+}
+
+export function registerReport(program: Command): void {
+  program
+    .command("report")
+    .description("pass@1 with a 95% bootstrap interval, pass@k, pass^k and headroom of a rows file, overall and by group")
+    .requiredOption("--rows <file>", "rollout rows file (jsonl with task_id, sample, eval_run, correct)")
+    .option("--by <field>", "also report per value of this row field (repeatable, e.g. --by difficulty --by archetype)", collect, [])
+    .option("--k <n>", "k for pass@k and pass^k (default: the smallest per-task sample count in one eval run, if >= 2)", intOption("--k", 1))
+    .option("--B <n>", "bootstrap resamples", intOption("--B", 1), DEFAULT_B)
+    .option("--seed <n>", "bootstrap seed", intOption("--seed", 0), DEFAULT_SEED)
+    .option("--skip-bad", "skip malformed lines and rows without task_id/correct (default: stop at the first, naming file:line)")
+    .option("--json", "print JSON: n_tasks, n_rows, k, pass1, pass1_ci, passk, passk_ci, powk, powk_ci, headroom, by")
+    .action((opts: ReportFlags) => {
+      const file = loadRowsForStats(opts.rows, opts.skipBad);
+      const summary = summarize(file.rows, { k: opts.k, by: opts.by, B: opts.B, seed: opts.seed });
+      if (opts.json) printJson(summary);
+      else process.stdout.write(formatSummary(opts.rows, file.rows, summary, opts.B, opts.seed));
+    });
+}
