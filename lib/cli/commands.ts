@@ -6,6 +6,8 @@ import type { Command } from "commander";
 import { registerInfo } from "./info.js";
 import { registerExec } from "./exec.js";
 import { registerDb } from "./db.js";
+import { registerReport } from "./report.js";
+import { registerDelta } from "./delta.js";
 import { registerNotebooks } from "./notebooks.js";
 
 export type RegisterCommands = (program: Command) => void;
@@ -14,5 +16,7 @@ export const commandGroups: RegisterCommands[] = [
   registerInfo,
   registerExec,
   registerDb,
+  registerReport,
+  registerDelta,
   registerNotebooks,
 ];
