@@ -287,7 +287,7 @@ export class TslabKernel {
       } catch {
         // the kernel may already be gone
       }
-      await within(this.exited, 2000);
+      await within(this.exited, 1000);
       if (!this.exitInfo) {
         // user code can keep the event loop alive (timers, servers) after tslab closes its sockets
         this.child.kill("SIGKILL");

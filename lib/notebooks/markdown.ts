@@ -109,8 +109,16 @@ export function renderMarkdown(md: string): string {
       continue;
     }
     if (LIST_ITEM.test(line)) {
+      // a top-level item with the other kind of marker (bullet vs number) starts a new list
+      const kind = (l: string) => {
+        const m = LIST_ITEM.exec(l);
+        return m && m[1].length <= baseIndent ? (/\d/.test(m[2]) ? "ol" : "ul") : "nested";
+      };
+      const baseIndent = line.length - line.trimStart().length;
+      const own = kind(line);
+      const sameList = (l: string | undefined) => l !== undefined && LIST_ITEM.test(l) && kind(l) !== (own === "ol" ? "ul" : "ol");
       const body: string[] = [];
-      while (i < lines.length && (LIST_ITEM.test(lines[i]) || (!isBlank(lines[i]) && /^\s+/.test(lines[i])) || (isBlank(lines[i]) && LIST_ITEM.test(lines[i + 1] ?? "")))) {
+      while (i < lines.length && (sameList(lines[i]) || (!isBlank(lines[i]) && !LIST_ITEM.test(lines[i]) && /^\s+/.test(lines[i])) || (isBlank(lines[i]) && sameList(lines[i + 1])))) {
         if (!isBlank(lines[i])) body.push(lines[i]);
         i++;
       }

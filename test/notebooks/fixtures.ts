@@ -1,0 +1,38 @@
+/** Small notebooks written by the tests themselves. */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export interface FixtureCell {
+  source: string;
+  type?: "code" | "markdown";
+  tags?: string[];
+}
+
+/** Writes an nbformat 4.4 notebook (no cell ids, stale outputs) so the runner's normalising is exercised too; returns its path. */
+export function writeNotebook(dir: string, name: string, cells: Array<string | FixtureCell>): string {
+  const nb = {
+    nbformat: 4,
+    nbformat_minor: 4,
+    metadata: { kernelspec: { name: "tslab", display_name: "TypeScript", language: "typescript" } },
+    cells: cells.map((c) => {
+      const cell = typeof c === "string" ? { source: c } : c;
+      const metadata = cell.tags ? { tags: cell.tags } : {};
+      if (cell.type === "markdown") return { cell_type: "markdown", metadata, source: cell.source };
+      return {
+        cell_type: "code",
+        metadata,
+        source: cell.source,
+        execution_count: 9,
+        outputs: [{ output_type: "stream", name: "stdout", text: "stale output from an earlier run\n" }],
+      };
+    }),
+  };
+  const path = join(dir, `${name}.ipynb`);
+  writeFileSync(path, JSON.stringify(nb, null, 1));
+  return path;
+}
+
+/** Parses a written notebook file. */
+export function readJson(path: string): any {
+  return JSON.parse(readFileSync(path, "utf8"));
+}

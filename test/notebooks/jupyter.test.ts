@@ -1,0 +1,55 @@
+// The same notebook through standard Jupyter tooling: the kernelspec registered by `t2s notebooks
+// install-kernel` into a temp prefix, executed by Debian's nbclient and validated by nbformat.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { repoRoot, runCli, scratchDir } from "../helpers.js";
+import { readJson } from "./fixtures.js";
+
+const PY = "/usr/bin/python3";
+const EXECUTE = `
+import sys, nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, kernel_name="tslab", timeout=120, resources={"metadata": {"path": sys.argv[2]}}).execute()
+nbformat.validate(nb)
+nbformat.write(nb, sys.argv[3])
+`;
+
+test("install-kernel registers tslab in a prefix, and nbclient executes 00-smoke with it", async () => {
+  const has = spawnSync(PY, ["-c", "import nbclient, nbformat, jupyter_client"], { encoding: "utf8" });
+  assert.equal(has.status, 0, `Debian's ${PY} needs nbclient (apt-get install python3-nbclient jupyter-client jupyter-nbconvert python3-ipykernel; scripts/setup-system.sh does it): ${has.stderr}`);
+  const prefix = scratchDir("t2s-jupyter-");
+  const r = await runCli(["notebooks", "install-kernel", "--prefix", prefix, "--json"]);
+  assert.equal(r.code, 0, r.stderr);
+  const info = JSON.parse(r.stdout);
+  const spec = readJson(join(prefix, "share", "jupyter", "kernels", "tslab", "kernel.json"));
+  assert.deepEqual(spec.argv.slice(1), ["kernel", "--config-path", "{connection_file}"]);
+  assert.equal(spec.argv[0], info.binary);
+  assert.equal(spec.language, "typescript");
+
+  const outFile = join(prefix, "smoke.nbclient.ipynb");
+  // the kernel starts in notebooks/, as Jupyter would start it
+  const run = spawnSync(PY, ["-c", EXECUTE, join(repoRoot, "notebooks", "00-smoke.ipynb"), join(repoRoot, "notebooks"), outFile], {
+    encoding: "utf8",
+    env: { ...process.env, JUPYTER_PATH: join(prefix, "share", "jupyter"), PYDEVD_DISABLE_FILE_VALIDATION: "1" },
+    timeout: 120_000,
+  });
+  assert.equal(run.status, 0, `nbclient failed:\n${run.stderr}`);
+  assert.ok(existsSync(outFile));
+  const nb = readJson(outFile);
+  const code = nb.cells.filter((c: any) => c.cell_type === "code");
+  assert.deepEqual(code.map((c: any) => c.execution_count), [1, 2, 3, 4, 5]);
+  const html = JSON.stringify(code.map((c: any) => c.outputs));
+  assert.match(html, /t2s-smoke-html/);
+  assert.match(html, /Plotly\.newPlot/);
+});
+
+test("install-kernel with a Python that lacks Jupyter names the Debian packages to install", async () => {
+  const r = await runCli(["notebooks", "install-kernel", "--prefix", scratchDir(), "--python", "/nonexistent/python3"]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /jupyter_missing/);
+  assert.match(r.stderr, /apt-get install jupyter-client python3-ipykernel/);
+});

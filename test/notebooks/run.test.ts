@@ -1,0 +1,115 @@
+// Runs real notebooks on a real tslab kernel through the `t2s` command (a few seconds per kernel start).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { validateNotebook } from "../../lib/notebooks/nbformat.js";
+import { runCli, scratchDir } from "../helpers.js";
+import { readJson, writeNotebook } from "./fixtures.js";
+
+const out = scratchDir("t2s-nb-out-");
+const src = (c: { source: string | string[] }) => (Array.isArray(c.source) ? c.source.join("") : c.source);
+const texts = (c: { outputs?: Array<Record<string, any>> }) =>
+  (c.outputs ?? []).map((o) => (o.output_type === "stream" ? String(o.text) : JSON.stringify(o.data ?? o.traceback ?? ""))).join("");
+
+test("00-smoke runs; the executed notebook and the HTML hold the HTML output and one inline plotly figure", async () => {
+  const r = await runCli(["notebooks", "run", "00-smoke", "--out", out], { timeoutMs: 90_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /ok\s+00-smoke\s+5\/5 code cells/);
+  assert.match(r.stderr, /00-smoke: cell 6\/6 ok/, "progress on stderr");
+  const nb = readJson(join(out, "00-smoke.ipynb"));
+  assert.deepEqual(validateNotebook(nb), []);
+  assert.equal(nb.nbformat_minor, 5);
+  assert.equal(nb.metadata.kernelspec.name, "tslab");
+  assert.equal(nb.metadata.language_info.name, "typescript");
+  const code = nb.cells.filter((c: any) => c.cell_type === "code");
+  assert.deepEqual(code.map((c: any) => c.execution_count), [1, 2, 3, 4, 5]);
+  assert.match(texts(code[1]), /t2s-lab \d+\.\d+\.\d+ on Node v20/, "a lib module was imported");
+  assert.match(texts(code[2]), /awaited 42/, "top-level await");
+  const html = code[3].outputs.find((o: any) => o.output_type === "display_data");
+  assert.match(html.data["text/html"], /<div id="t2s-smoke-html"><strong>t2s-lab smoke test<\/strong>/);
+  const rich = code[4].outputs.map((o: any) => String(o.data?.["text/html"] ?? ""));
+  assert.equal(rich.filter((h: string) => h.includes("plotly.js v")).length, 1, "plotly.js inlined once");
+  const figure = rich.find((h: string) => h.includes("Plotly.newPlot"));
+  assert.match(figure, /"type":"bar","x":\["bar 1","bar 2","bar 3"\]/);
+
+  const page = readFileSync(join(out, "00-smoke.html"), "utf8");
+  assert.match(page, /t2s-smoke-html/);
+  assert.ok(page.indexOf("plotly.js v") > 0 && page.indexOf("plotly.js v") < page.indexOf("Plotly.newPlot(el"), "bundle precedes the figure");
+  assert.doesNotMatch(page, /<script[^>]+src=/, "no network needed");
+});
+
+test("a type error in cell 2 stops the run: exit 1 naming cell 2, later cells not run", async () => {
+  const dir = scratchDir();
+  const path = writeNotebook(dir, "broken", [
+    "const ok: number = 1;\nconsole.log('first', ok);",
+    "const x: number = \"oops\";",
+    { source: "## after", type: "markdown" },
+    "console.log('never');",
+  ]);
+  const r = await runCli(["notebooks", "run", path, "--out", out], { timeoutMs: 90_000 });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /notebook broken failed at cell 2 \(id [\w-]+\): TypeScriptError: Type 'string' is not assignable to type 'number'/);
+  assert.match(r.stderr, /1:7 - Type 'string'/, "traceback shown");
+  assert.match(r.stdout, /FAILED broken\s+2\/3 code cells/);
+  const nb = readJson(join(out, "broken.ipynb"));
+  assert.deepEqual(validateNotebook(nb), []);
+  const [c1, c2, , c4] = nb.cells;
+  assert.equal(c1.execution_count, 1);
+  assert.match(texts(c1), /first 1/);
+  assert.equal(c2.execution_count, 2);
+  assert.deepEqual(c2.outputs.map((o: any) => [o.output_type, o.ename]), [["error", "TypeScriptError"]]);
+  assert.equal(c4.execution_count, null, "stale count cleared, cell not reported as run");
+  assert.deepEqual(c4.outputs, []);
+  assert.equal(nb.metadata.t2s.status, "failed");
+  assert.equal(nb.metadata.t2s.failed_cell, 2);
+  assert.match(readFileSync(join(out, "broken.html"), "utf8"), /failed at cell 2/);
+});
+
+test("--param values override the parameters cell and reach T2S_PARAMS; display ids update in place", async () => {
+  const dir = scratchDir();
+  const path = writeNotebook(dir, "params", [
+    { source: "let n: number = 1;\nlet label = \"default\";", tags: ["parameters"] },
+    "console.log(JSON.stringify({ n: n, label: label, typeofN: typeof n, env: JSON.parse(process.env.T2S_PARAMS ?? 'null') }));",
+    "import * as tslab from \"tslab\";\nconst bar = tslab.newDisplay();\nbar.html(\"<i>0%</i>\");",
+    "bar.html(\"<i>100%</i>\");",
+  ]);
+  const r = await runCli(["notebooks", "run", path, "--out", out, "--param", "n=5", "--param", "label=hello world", "--json"], { timeoutMs: 90_000 });
+  assert.equal(r.code, 0, r.stderr);
+  const result = JSON.parse(r.stdout)[0];
+  assert.equal(result.ok, true);
+  assert.equal(result.codeCells, 5);
+  const nb = readJson(result.ipynb);
+  assert.deepEqual(validateNotebook(nb), []);
+  const injected = nb.cells[1];
+  assert.deepEqual(injected.metadata.tags, ["injected-parameters"]);
+  assert.match(src(injected), /let n = 5;\nlet label = "hello world";/);
+  const printed = JSON.parse(texts(nb.cells[2]));
+  assert.deepEqual(printed, { n: 5, label: "hello world", typeofN: "number", env: { n: 5, label: "hello world" } });
+  assert.deepEqual(nb.cells[3].outputs.map((o: any) => o.data["text/html"]), ["<i>100%</i>"], "updated in place");
+  assert.deepEqual(nb.cells[4].outputs, []);
+  assert.deepEqual(nb.metadata.t2s.params, { n: 5, label: "hello world" });
+});
+
+test("a cell over --timeout-ms is interrupted and reported; the run ends cleanly", async () => {
+  const dir = scratchDir();
+  const path = writeNotebook(dir, "slow", ["await new Promise((r) => setTimeout(r, 120000));", "console.log('never')"]);
+  const r = await runCli(["notebooks", "run", path, "--out", out, "--timeout-ms", "1000"], { timeoutMs: 60_000 });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /failed at cell 1 .*CellTimeoutError: the cell did not finish within 1000 ms/);
+  const nb = readJson(join(out, "slow.ipynb"));
+  assert.equal(nb.cells[1].execution_count, null);
+});
+
+test("bad names and flags: unknown notebook exits 1 listing known ones, a malformed --param exits 2", async () => {
+  const missing = await runCli(["notebooks", "run", "no-such-notebook", "--out", out]);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /notebook_not_found.*no notebook 'no-such-notebook'.*known: .*00-smoke/s);
+  const bad = await runCli(["notebooks", "run", "00-smoke", "--param", "oops", "--out", out]);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--param must look like name=value/);
+  assert.equal(existsSync(join(out, "oops.ipynb")), false);
+  const list = await runCli(["notebooks", "list", "--json"]);
+  assert.equal(list.code, 0);
+  assert.ok(JSON.parse(list.stdout).some((n: { name: string }) => n.name === "00-smoke"));
+});
