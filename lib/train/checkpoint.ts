@@ -1,0 +1,111 @@
+/**
+ * Training checkpoints: the trainable weights (safetensors, named as the model names them: PEFT keys for
+ * LoRA), the optimizer moments, the RNG states and the step, in checkpoints/step-NNNNNN/ under the run's
+ * output folder. A checkpoint is written to a temporary folder and renamed into place, so a crash leaves
+ * either the whole checkpoint or none.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import * as tf from "@tensorflow/tfjs-core";
+import { T2sError } from "../errors.js";
+import { readSafetensors, writeSafetensors } from "../model/safetensors.js";
+import type { NamedVariable } from "./lm.js";
+import type { AdamW } from "./optimizer.js";
+
+export const WEIGHTS_FILE = "trainable.safetensors";
+const OPT_FILE = "optimizer.safetensors";
+const STATE_FILE = "trainer_state.json";
+
+export interface TrainerState {
+  /** Completed trainer steps (the next step to run has this index). */
+  step: number;
+  /** Updates the optimizer has applied. */
+  optimizerT: number;
+  /** Named RNG states (Rng.state()). */
+  rng: Record<string, number>;
+  /** Anything else the driver needs to continue exactly (data cursor, config digest, ...). */
+  extra: Record<string, unknown>;
+}
+
+export interface SaveOptions {
+  /** Name of the weights file (e.g. adapter_model.safetensors for a PEFT adapter). */
+  weightsFile?: string;
+  /** More files to write next to the weights (e.g. adapter_config.json), JSON-encoded when not strings. */
+  extraFiles?: Record<string, string | object>;
+}
+
+/** The folder name of a step's checkpoint. */
+export function checkpointName(step: number): string {
+  return `step-${String(step).padStart(6, "0")}`;
+}
+
+async function toHost(named: Array<[string, tf.Tensor]>): Promise<Map<string, { shape: number[]; data: Float32Array }>> {
+  const out = new Map<string, { shape: number[]; data: Float32Array }>();
+  for (const [name, t] of named) out.set(name, { shape: t.shape.slice(), data: Float32Array.from(await t.data()) });
+  return out;
+}
+
+/** Writes a checkpoint for `state.step` under `outDir/checkpoints/`; returns its folder. */
+export async function saveCheckpoint(outDir: string, params: NamedVariable[], optimizer: AdamW, state: Omit<TrainerState, "optimizerT">, opts: SaveOptions = {}): Promise<string> {
+  const root = join(outDir, "checkpoints");
+  mkdirSync(root, { recursive: true });
+  const final = join(root, checkpointName(state.step));
+  const tmp = `${final}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp);
+  const weightsFile = opts.weightsFile ?? WEIGHTS_FILE;
+  writeSafetensors(join(tmp, weightsFile), await toHost(params.map((p) => [p.name, p.variable])));
+  const os = optimizer.state();
+  const moments: Array<[string, tf.Tensor]> = [];
+  for (const p of params) moments.push([`m.${p.name}`, os.m.get(p.name)!], [`v.${p.name}`, os.v.get(p.name)!]);
+  writeSafetensors(join(tmp, OPT_FILE), await toHost(moments));
+  for (const [name, content] of Object.entries(opts.extraFiles ?? {})) {
+    writeFileSync(join(tmp, name), typeof content === "string" ? content : JSON.stringify(content, null, 2) + "\n");
+  }
+  const full: TrainerState & { weights_file: string } = { ...state, optimizerT: os.t, weights_file: weightsFile };
+  writeFileSync(join(tmp, STATE_FILE), JSON.stringify(full, null, 2) + "\n");
+  rmSync(final, { recursive: true, force: true });
+  renameSync(tmp, final);
+  return final;
+}
+
+/** The newest complete checkpoint folder under `outDir/checkpoints`, or null when there is none. */
+export function latestCheckpoint(outDir: string): string | null {
+  const root = join(outDir, "checkpoints");
+  if (!existsSync(root)) return null;
+  const steps = readdirSync(root)
+    .filter((n) => /^step-\d+$/.test(n) && existsSync(join(root, n, STATE_FILE)))
+    .sort();
+  return steps.length ? join(root, steps[steps.length - 1]) : null;
+}
+
+/** Restores weights and optimizer state from a checkpoint folder; returns the trainer state to continue from. */
+export function loadCheckpoint(dir: string, params: NamedVariable[], optimizer: AdamW): TrainerState {
+  const statePath = join(dir, STATE_FILE);
+  if (!existsSync(statePath)) throw new T2sError("bad_checkpoint", `${dir} has no ${STATE_FILE}; it is not a complete checkpoint`);
+  let state: TrainerState & { weights_file?: string };
+  try {
+    state = JSON.parse(readFileSync(statePath, "utf8"));
+  } catch (e) {
+    throw new T2sError("bad_checkpoint", `${statePath}: not valid JSON (${(e as Error).message})`);
+  }
+  const weights = readSafetensors(join(dir, state.weights_file ?? WEIGHTS_FILE));
+  for (const p of params) {
+    const w = weights.get(p.name);
+    if (!w) throw new T2sError("bad_checkpoint", `${dir}: no weights for ${p.name}; was it written by a run with other adapter settings?`);
+    if (w.shape.join(",") !== p.variable.shape.join(",")) throw new T2sError("bad_checkpoint", `${dir}: ${p.name} has shape [${w.shape}], the model wants [${p.variable.shape}]`);
+    p.variable.assign(tf.tensor(w.data, p.variable.shape, "float32"));
+  }
+  const moments = readSafetensors(join(dir, OPT_FILE));
+  const m = new Map<string, Float32Array>();
+  const v = new Map<string, Float32Array>();
+  for (const p of params) {
+    const mm = moments.get(`m.${p.name}`);
+    const vv = moments.get(`v.${p.name}`);
+    if (!mm || !vv) throw new T2sError("bad_checkpoint", `${dir}: optimizer state lacks ${p.name}`);
+    m.set(p.name, mm.data);
+    v.set(p.name, vv.data);
+  }
+  optimizer.loadState({ t: state.optimizerT, m, v });
+  return { step: state.step, optimizerT: state.optimizerT, rng: state.rng ?? {}, extra: state.extra ?? {} };
+}

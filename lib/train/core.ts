@@ -1,0 +1,138 @@
+/**
+ * What the SFT and GRPO drivers share: the optimizer step over accumulated micro-batch gradients
+ * (clip, schedule, AdamW), checkpoints with `resume`, and the per-step log (jsonl + callback).
+ */
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import * as tf from "@tensorflow/tfjs-core";
+import { appendJsonl, readJsonl, toJsonl } from "../jsonl.js";
+import { T2sError } from "../errors.js";
+import { latestCheckpoint, loadCheckpoint, saveCheckpoint, type SaveOptions, type TrainerState } from "./checkpoint.js";
+import type { NamedVariable, TrainableLM } from "./lm.js";
+import { AdamW, clipGlobalNorm, GradAccumulator } from "./optimizer.js";
+import { learningRate, type ScheduleKind } from "./schedule.js";
+
+export interface OptimOptions {
+  lr: number;
+  schedule?: ScheduleKind;
+  warmupSteps?: number;
+  minLrRatio?: number;
+  weightDecay?: number;
+  beta1?: number;
+  beta2?: number;
+  adamEps?: number;
+  /** Global gradient-norm limit (0 = no clipping). */
+  maxGradNorm?: number;
+}
+
+export interface RunOptions {
+  /** Where checkpoints and train_log.jsonl go (none: nothing is written). */
+  outDir?: string;
+  /** Save a checkpoint every N trainer steps (and always after the last); 0 = only at the end. */
+  checkpointEvery?: number;
+  /** Called with each step's log record (notebooks plot from here). */
+  onStep?: (record: Record<string, unknown>) => void;
+  /** Called with warnings (default: written to stderr). */
+  onWarning?: (message: string) => void;
+  /** How checkpoints name and describe the weights (PEFT adapter files for LoRA). */
+  checkpointFiles?: () => SaveOptions;
+}
+
+export class TrainerCore {
+  readonly params: NamedVariable[];
+  readonly optimizer: AdamW;
+  /** Completed trainer steps. */
+  step = 0;
+
+  constructor(readonly lm: TrainableLM, private readonly optim: OptimOptions, private readonly totalOptimizerSteps: number, private readonly run: RunOptions) {
+    this.params = lm.trainableParams();
+    if (this.params.length === 0) throw new T2sError("no_trainable", "the model has no trainable parameters (no adapter attached and full training off?)");
+    this.optimizer = new AdamW(this.params, { beta1: optim.beta1, beta2: optim.beta2, eps: optim.adamEps, weightDecay: optim.weightDecay ?? 0 });
+  }
+
+  /** The learning rate of the next optimizer update. */
+  currentLr(): number {
+    return learningRate(this.optimizer.state().t, {
+      lr: this.optim.lr,
+      schedule: this.optim.schedule ?? "constant",
+      warmupSteps: this.optim.warmupSteps ?? 0,
+      totalSteps: this.totalOptimizerSteps,
+      minLrRatio: this.optim.minLrRatio,
+    });
+  }
+
+  /** Runs `lossOf(i)` for every micro-batch, sums the gradients, clips, and applies one AdamW update. */
+  async optimizerStep(microBatches: number, lossOf: (i: number) => tf.Scalar): Promise<{ loss: number; gradNorm: number; lr: number }> {
+    const acc = new GradAccumulator();
+    const vars = this.params.map((p) => p.variable);
+    let loss = 0;
+    try {
+      for (let i = 0; i < microBatches; i++) {
+        const { value, grads } = tf.variableGrads(() => lossOf(i), vars);
+        loss += (await value.data())[0];
+        value.dispose();
+        acc.add(new Map(this.params.map((p) => [p.name, grads[p.variable.name] ?? tf.zerosLike(p.variable)])));
+      }
+      const gradNorm = await clipGlobalNorm(acc.grads, this.optim.maxGradNorm ?? 0);
+      if (!Number.isFinite(gradNorm)) throw new T2sError("non_finite", `gradient norm is ${gradNorm} at step ${this.step}; lower the learning rate or check the rewards`);
+      const lr = this.currentLr();
+      this.optimizer.step(acc.grads, lr);
+      return { loss, gradNorm, lr };
+    } finally {
+      acc.dispose();
+    }
+  }
+
+  private logPath(): string | null {
+    return this.run.outDir ? join(this.run.outDir, "train_log.jsonl") : null;
+  }
+
+  /** Appends a record to train_log.jsonl and hands it to the callback. */
+  log(record: Record<string, unknown>): void {
+    const p = this.logPath();
+    if (p) {
+      mkdirSync(this.run.outDir!, { recursive: true });
+      appendJsonl(p, [record]);
+    }
+    this.run.onStep?.(record);
+  }
+
+  warn(message: string): void {
+    if (this.run.onWarning) this.run.onWarning(message);
+    else process.stderr.write(`warning: ${message}\n`);
+  }
+
+  /** Whether a checkpoint is due after the step just completed (`this.step` already counts it). */
+  checkpointDue(lastStep: number): boolean {
+    if (!this.run.outDir) return false;
+    const every = this.run.checkpointEvery ?? 0;
+    return this.step >= lastStep || (every > 0 && this.step % every === 0);
+  }
+
+  async save(rng: Record<string, number>, extra: Record<string, unknown> = {}): Promise<string | null> {
+    if (!this.run.outDir) return null;
+    return saveCheckpoint(this.run.outDir, this.params, this.optimizer, { step: this.step, rng, extra }, this.run.checkpointFiles?.() ?? {});
+  }
+
+  /**
+   * Restores the newest checkpoint under the output folder (or `dir`); returns its state, or null when
+   * there is none. Log records of steps after the checkpoint are dropped (they will be redone).
+   */
+  resume(dir?: string): TrainerState | null {
+    const from = dir ?? (this.run.outDir ? latestCheckpoint(this.run.outDir) : null);
+    if (!from) return null;
+    const state = loadCheckpoint(from, this.params, this.optimizer);
+    this.step = state.step;
+    const p = this.logPath();
+    if (p && existsSync(p)) {
+      const kept = readJsonl<Record<string, unknown>>(p).records.filter((r) => typeof r.step === "number" && r.step < state.step);
+      writeFileSync(`${p}.tmp`, toJsonl(kept));
+      renameSync(`${p}.tmp`, p);
+    }
+    return state;
+  }
+
+  dispose(): void {
+    this.optimizer.dispose();
+  }
+}

@@ -1,0 +1,261 @@
+/**
+ * The GRPO step driver. Each step: draw P prompts (seeded), sample G completions per prompt through the
+ * injected sampler (the real episode loop in the kit), grade them with the injected grader, compute
+ * group advantages, then run `mu` optimisation passes over the batch (one optimizer update per pass,
+ * gradients accumulated over micro-batches), with the old log-probs recomputed by the trainer.
+ */
+import * as tf from "@tensorflow/tfjs-core";
+import { T2sError } from "../errors.js";
+import { groupAdvantages, type AdvantageScale } from "./advantages.js";
+import { batchTensors, planMicroBatches, type TokenRow } from "./batching.js";
+import { TrainerCore, type OptimOptions, type RunOptions } from "./core.js";
+import type { TrainableLM } from "./lm.js";
+import { sequenceLogprobs } from "./logprobs.js";
+import { policyLoss, type LossSettings, type LossType, type StepCounts } from "./losses.js";
+import { Rng } from "./rng.js";
+
+/** One sampled episode as the trainer sees it. */
+export interface Rollout extends TokenRow {
+  /** Token ids of the whole episode: prompt, the model's turns, tool results between them. */
+  ids: number[];
+  /** 1 where the policy generated the id (trained on), 0 for prompt and tool output. */
+  mask: number[];
+  /** Cut by a token budget (finish reason "length"). */
+  truncated: boolean;
+  /** Anything the grader needs (reply text, finish reason, turns...). */
+  info?: unknown;
+}
+
+/** Samples `groupSize` rollouts for each prompt with the current weights; deterministic given `seed`. */
+export type Sampler<P> = (prompts: P[], groupSize: number, ctx: { seed: number; step: number }) => Promise<Rollout[][]>;
+/** Grades one rollout: the training reward and whether it is correct. */
+export type Grader<P> = (prompt: P, rollout: Rollout) => Promise<{ reward: number; correct: boolean }>;
+
+export interface GrpoOptions extends OptimOptions, RunOptions {
+  steps: number;
+  /** Prompts per step (P) and samples per prompt (G). */
+  promptsPerStep: number;
+  groupSize: number;
+  lossType?: LossType;
+  epsilonLow?: number;
+  /** Default 0.28 (DAPO's clip-higher); for cispo the absolute weight cap, default 5. */
+  epsilonHigh?: number;
+  beta?: number;
+  scale?: AdvantageScale;
+  /** Optimisation passes over each generated batch (mu); old log-probs are recomputed when > 1. */
+  mu?: number;
+  /** Leave truncated samples out of the loss (their rewards still count in the group statistics). */
+  maskTruncated?: boolean;
+  /** Sampling temperature: logits are divided by it before the log-softmax, as when sampling. */
+  temperature?: number;
+  /** Completion token budget (dr_grpo's normaliser). */
+  maxCompletionLength: number;
+  /** Cap on B x T x vocab of one micro-batch's logits. */
+  maxTensorElements?: number;
+  maxMicroBatchRows?: number;
+  seed: number;
+  /** Warn when frac_reward_zero_std exceeds 0.5 in the first this-many steps (default 3). */
+  zeroStdWarnSteps?: number;
+  /** Run every `evalEvery` steps (and after the last); its numbers join that step's log record as eval_*. */
+  evalEvery?: number;
+  onEval?: (step: number) => Promise<Record<string, number>>;
+}
+
+/** Default cap: 2^28 floats = 1 GiB per [B, T, V] tensor, half of WebGPU's 2 GiB binding limit. */
+export const DEFAULT_MAX_TENSOR_ELEMENTS = 2 ** 28;
+
+export class GrpoTrainer<P> {
+  readonly core: TrainerCore;
+  private readonly dataRng: Rng;
+  private readonly sampleRng: Rng;
+  private readonly settings: LossSettings;
+
+  constructor(readonly lm: TrainableLM, readonly prompts: P[], readonly sampler: Sampler<P>, readonly grader: Grader<P>, readonly opts: GrpoOptions) {
+    if (prompts.length === 0) throw new T2sError("no_prompts", "no prompts to train on (is the band empty?)");
+    if (opts.groupSize < 2) throw new T2sError("bad_config", "groupSize (G) must be at least 2: advantages compare samples within a group");
+    const lossType = opts.lossType ?? "dapo";
+    this.settings = {
+      lossType,
+      epsilonLow: opts.epsilonLow ?? 0.2,
+      epsilonHigh: opts.epsilonHigh ?? (lossType === "cispo" ? 5 : 0.28),
+      beta: opts.beta ?? 0,
+    };
+    if (this.settings.beta > 0 && !lm.hasReference) throw new T2sError("no_reference", "beta > 0 needs a reference policy, and this model has none (train an adapter, or set beta 0)");
+    this.core = new TrainerCore(lm, opts, opts.steps * (opts.mu ?? 1), opts);
+    this.dataRng = new Rng(opts.seed);
+    this.sampleRng = new Rng((opts.seed ^ 0x5bd1e995) >>> 0);
+  }
+
+  /** Continues from the newest checkpoint in the output folder (or `dir`); returns the step it resumes at. */
+  resume(dir?: string): number {
+    const s = this.core.resume(dir);
+    if (!s) return 0;
+    if (s.rng.data === undefined || s.rng.sample === undefined) throw new T2sError("bad_checkpoint", "checkpoint has no GRPO RNG state (was it written by SFT?)");
+    this.dataRng.setState(s.rng.data);
+    this.sampleRng.setState(s.rng.sample);
+    return s.step;
+  }
+
+  /** Runs steps until `opts.steps`, checkpointing as configured; returns the log records. */
+  async train(): Promise<Array<Record<string, unknown>>> {
+    const out: Array<Record<string, unknown>> = [];
+    while (this.core.step < this.opts.steps) {
+      const rec = await this.step();
+      out.push(rec);
+    }
+    return out;
+  }
+
+  private drawPrompts(): number[] {
+    const n = this.prompts.length;
+    const order = this.dataRng.shuffle([...Array(n).keys()]);
+    // fewer prompts than P: take them all, then top up with a second shuffle (repeats across groups)
+    while (order.length < this.opts.promptsPerStep) order.push(...this.dataRng.shuffle([...Array(n).keys()]));
+    return order.slice(0, this.opts.promptsPerStep);
+  }
+
+  /** Runs one GRPO step and returns (and logs) its record. */
+  async step(): Promise<Record<string, unknown>> {
+    const o = this.opts;
+    const stepIndex = this.core.step;
+    const t0 = Date.now();
+    const picked = this.drawPrompts();
+    const prompts = picked.map((i) => this.prompts[i]);
+    const groups = await this.sampler(prompts, o.groupSize, { seed: this.sampleRng.seed(), step: stepIndex });
+    if (groups.length !== prompts.length || groups.some((g) => g.length !== o.groupSize)) {
+      throw new T2sError("bad_sampler", `the sampler returned ${groups.map((g) => g.length).join("/")} rollouts for ${prompts.length} prompts x ${o.groupSize}`);
+    }
+    const t1 = Date.now();
+    const rollouts = groups.flat();
+    const grades = await Promise.all(rollouts.map((r, i) => this.grader(prompts[Math.floor(i / o.groupSize)], r)));
+    const t2 = Date.now();
+    const rewards = grades.map((g) => g.reward);
+    const adv = groupAdvantages(rewards, o.groupSize, o.scale ?? "group");
+    const keep = rollouts.map((r) => (o.maskTruncated && r.truncated ? 0 : 1));
+    const train = await this.optimise(rollouts, adv.advantages, keep);
+    const t3 = Date.now();
+
+    const completionLengths = rollouts.map((r) => r.mask.reduce((a, b) => a + b, 0));
+    const trainedTokens = rollouts.reduce((a, r) => a + r.ids.length, 0) * (o.mu ?? 1);
+    const rec: Record<string, unknown> = {
+      step: stepIndex,
+      prompts: prompts.length,
+      samples: rollouts.length,
+      reward_mean: adv.rewardMean,
+      reward_std: adv.rewardStd,
+      correct_rate: grades.filter((g) => g.correct).length / grades.length,
+      frac_reward_zero_std: adv.fracZeroStd,
+      ...train,
+      completion_length_mean: mean(completionLengths),
+      completion_length_min: Math.min(...completionLengths),
+      completion_length_max: Math.max(...completionLengths),
+      truncated_rate: rollouts.filter((r) => r.truncated).length / rollouts.length,
+      tokens_per_s: trainedTokens / Math.max(1e-3, (t3 - t2) / 1000),
+      sample_time_s: (t1 - t0) / 1000,
+      grade_time_s: (t2 - t1) / 1000,
+      train_time_s: (t3 - t2) / 1000,
+    };
+    if (adv.fracZeroStd > 0.5 && stepIndex < (o.zeroStdWarnSteps ?? 3)) {
+      const msg = `step ${stepIndex}: ${(adv.fracZeroStd * 100).toFixed(0)}% of samples are in groups whose rewards are all equal (no learning signal); the band may be solved or hopeless for this model`;
+      rec.warning = msg;
+      this.core.warn(msg);
+    }
+    this.core.step += 1;
+    if (o.onEval && o.evalEvery && (this.core.step % o.evalEvery === 0 || this.core.step >= o.steps)) {
+      for (const [k, v] of Object.entries(await o.onEval(this.core.step))) rec[`eval_${k}`] = v;
+    }
+    rec.step_time_s = (Date.now() - t0) / 1000;
+    this.core.log(rec);
+    if (this.core.checkpointDue(o.steps)) await this.core.save({ data: this.dataRng.state(), sample: this.sampleRng.state() });
+    return rec;
+  }
+
+  /** The mu optimisation passes over one generated batch; returns the training metrics. */
+  private async optimise(rollouts: Rollout[], advantages: number[], keep: number[]): Promise<Record<string, number>> {
+    const o = this.opts;
+    const mu = o.mu ?? 1;
+    const plan = planMicroBatches(rollouts.map((r) => r.ids.length), this.lm.vocabSize, { maxElements: o.maxTensorElements ?? DEFAULT_MAX_TENSOR_ELEMENTS, maxRows: o.maxMicroBatchRows });
+    const batches = plan.map((rows) => {
+      const t = batchTensors(rows.map((i) => rollouts[i]), rows.map((i) => keep[i]));
+      return { ...t, advantages: tf.tensor1d(rows.map((i) => advantages[i])) };
+    });
+    const temperature = o.temperature ?? 1;
+    const counts: StepCounts = {
+      sequences: rollouts.length,
+      tokens: batches.reduce((a, b) => a + b.tokens, 0),
+      microBatches: batches.length,
+      maxCompletionLength: o.maxCompletionLength,
+    };
+    // reference and (for mu > 1) old log-probs are constants of this batch
+    const refs = this.settings.beta > 0 ? batches.map((b) => tf.tidy(() => sequenceLogprobs(this.lm, b.ids, { temperature, reference: true }).logp)) : null;
+    const olds = mu > 1 ? batches.map((b) => tf.tidy(() => sequenceLogprobs(this.lm, b.ids, { temperature }).logp)) : null;
+    const sums = { tokens: 0, clipLow: 0, clipHigh: 0, clipRegion: 0, kl: 0, entropy: 0 };
+    const metrics: Record<string, number> = {};
+    try {
+      for (let pass = 0; pass < mu; pass++) {
+        const held: tf.Tensor[] = [];
+        const r = await this.core.optimizerStep(batches.length, (i) => {
+          const b = batches[i];
+          const lp = sequenceLogprobs(this.lm, b.ids, { temperature, entropy: pass === 0 });
+          const res = policyLoss({ logp: lp.logp, oldLogp: olds ? olds[i] : null, refLogp: refs?.[i], advantages: b.advantages, mask: b.mask }, this.settings, counts);
+          held.push(...Object.values(res.sums));
+          if (pass === 0) {
+            const ent = lp.entropy!;
+            held.push(tf.keep(tf.sum(tf.mul(ent, b.mask))));
+            ent.dispose();
+          }
+          return res.loss;
+        });
+        const vals = await Promise.all(held.map((t) => t.data()));
+        tf.dispose(held);
+        if (pass === 0) {
+          // per micro-batch: tokens, clipLow, clipHigh, clipRegion, kl, entropy
+          for (let k = 0; k < vals.length; k += 6) {
+            sums.tokens += vals[k][0];
+            sums.clipLow += vals[k + 1][0];
+            sums.clipHigh += vals[k + 2][0];
+            sums.clipRegion += vals[k + 3][0];
+            sums.kl += vals[k + 4][0];
+            sums.entropy += vals[k + 5][0];
+          }
+          metrics.loss = r.loss;
+          metrics.grad_norm = r.gradNorm;
+          metrics.lr = r.lr;
+        } else if (pass === mu - 1) {
+          // clip fractions of the last pass show how far the policy moved off the sampled one
+          let tok = 0;
+          let region = 0;
+          for (let k = 0; k < vals.length; k += 5) {
+            tok += vals[k][0];
+            region += vals[k + 3][0];
+          }
+          metrics.loss_last_pass = r.loss;
+          metrics.clip_ratio_region_last_pass = tok ? region / tok : 0;
+        }
+      }
+    } finally {
+      for (const b of batches) tf.dispose([b.ids, b.mask, b.advantages]);
+      if (refs) tf.dispose(refs);
+      if (olds) tf.dispose(olds);
+    }
+    const n = Math.max(1, sums.tokens);
+    return {
+      ...metrics,
+      kl: sums.kl / n,
+      entropy: sums.entropy / n,
+      clip_ratio_low: sums.clipLow / n,
+      clip_ratio_high: sums.clipHigh / n,
+      clip_ratio_region: sums.clipRegion / n,
+      trained_tokens: sums.tokens,
+      micro_batches: batches.length,
+    };
+  }
+
+  dispose(): void {
+    this.core.dispose();
+  }
+}
+
+function mean(xs: number[]): number {
+  return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
+}

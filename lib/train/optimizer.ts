@@ -1,0 +1,123 @@
+/**
+ * AdamW with decoupled weight decay (PyTorch's update order), global-norm gradient clipping and a
+ * gradient accumulator for micro-batches. State is plain named tensors so checkpoints can store it.
+ */
+import * as tf from "@tensorflow/tfjs-core";
+import type { NamedVariable } from "./lm.js";
+
+export interface AdamWOptions {
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  weightDecay?: number;
+}
+
+export interface OptimizerState {
+  /** Number of updates applied so far (the bias-correction step). */
+  t: number;
+  /** First and second moments by parameter name. */
+  m: Map<string, tf.Tensor>;
+  v: Map<string, tf.Tensor>;
+}
+
+export class AdamW {
+  readonly beta1: number;
+  readonly beta2: number;
+  readonly eps: number;
+  readonly weightDecay: number;
+  private t = 0;
+  private readonly m = new Map<string, tf.Tensor>();
+  private readonly v = new Map<string, tf.Tensor>();
+
+  constructor(private readonly params: NamedVariable[], opts: AdamWOptions = {}) {
+    this.beta1 = opts.beta1 ?? 0.9;
+    this.beta2 = opts.beta2 ?? 0.999;
+    this.eps = opts.eps ?? 1e-8;
+    this.weightDecay = opts.weightDecay ?? 0;
+    for (const p of params) {
+      this.m.set(p.name, tf.keep(tf.zerosLike(p.variable)));
+      this.v.set(p.name, tf.keep(tf.zerosLike(p.variable)));
+    }
+  }
+
+  /** Applies one update with learning rate `lr`; `grads` maps parameter names to gradients (missing = zero). */
+  step(grads: Map<string, tf.Tensor>, lr: number): void {
+    this.t += 1;
+    const c1 = 1 - Math.pow(this.beta1, this.t);
+    const c2 = 1 - Math.pow(this.beta2, this.t);
+    for (const p of this.params) {
+      const g = grads.get(p.name);
+      if (!g) continue;
+      const [m, v] = [this.m.get(p.name)!, this.v.get(p.name)!];
+      const [m2, v2] = tf.tidy(() => [tf.add(tf.mul(m, this.beta1), tf.mul(g, 1 - this.beta1)), tf.add(tf.mul(v, this.beta2), tf.mul(tf.square(g), 1 - this.beta2))]);
+      tf.tidy(() => {
+        const decayed = this.weightDecay ? tf.mul(p.variable, 1 - lr * this.weightDecay) : p.variable;
+        const update = tf.div(tf.div(m2, c1), tf.add(tf.sqrt(tf.div(v2, c2)), this.eps));
+        p.variable.assign(tf.sub(decayed, tf.mul(update, lr)));
+      });
+      tf.keep(m2);
+      tf.keep(v2);
+      m.dispose();
+      v.dispose();
+      this.m.set(p.name, m2);
+      this.v.set(p.name, v2);
+    }
+  }
+
+  /** The state (tensors owned by the optimizer; do not dispose). */
+  state(): OptimizerState {
+    return { t: this.t, m: this.m, v: this.v };
+  }
+
+  /** Replaces the state with copies of the given values (a checkpoint's). */
+  loadState(s: { t: number; m: Map<string, Float32Array>; v: Map<string, Float32Array> }): void {
+    this.t = s.t;
+    for (const p of this.params) {
+      for (const [store, src] of [[this.m, s.m], [this.v, s.v]] as const) {
+        const data = src.get(p.name);
+        if (!data) throw new Error(`optimizer state has no entry for ${p.name}`);
+        store.get(p.name)!.dispose();
+        store.set(p.name, tf.keep(tf.tensor(data, p.variable.shape, "float32")));
+      }
+    }
+  }
+
+  dispose(): void {
+    for (const t of [...this.m.values(), ...this.v.values()]) t.dispose();
+  }
+}
+
+/** Scales gradients in place so their global L2 norm is at most `maxNorm`; returns the norm before clipping. */
+export async function clipGlobalNorm(grads: Map<string, tf.Tensor>, maxNorm: number): Promise<number> {
+  const total = tf.tidy(() => tf.sqrt(tf.addN([...grads.values()].map((g) => tf.sum(tf.square(g))))));
+  const norm = (await total.data())[0];
+  total.dispose();
+  if (maxNorm > 0 && Number.isFinite(norm) && norm > maxNorm) {
+    const scale = maxNorm / (norm + 1e-6);
+    for (const [k, g] of grads) {
+      grads.set(k, tf.keep(tf.mul(g, scale)));
+      g.dispose();
+    }
+  }
+  return norm;
+}
+
+/** Sums gradients over the micro-batches of one optimizer step. */
+export class GradAccumulator {
+  readonly grads = new Map<string, tf.Tensor>();
+  /** Adds `g` (by parameter name) and disposes the given tensors. */
+  add(g: Map<string, tf.Tensor>): void {
+    for (const [k, t] of g) {
+      const prev = this.grads.get(k);
+      if (prev) {
+        this.grads.set(k, tf.keep(tf.add(prev, t)));
+        prev.dispose();
+        t.dispose();
+      } else this.grads.set(k, tf.keep(t));
+    }
+  }
+  dispose(): void {
+    for (const t of this.grads.values()) t.dispose();
+    this.grads.clear();
+  }
+}
