@@ -2,7 +2,7 @@
  * Percentile bootstrap over tasks: resample the per-task values with replacement B times, take the mean
  * of each resample, and read the interval off the sorted means. The interval is
  * [sorted[floor(alpha/2 * B)], sorted[floor((1 - alpha/2) * B) - 1]] (for B = 2000: the 51st and the
- * 1950th of 2000), the rule of the reference implementation.
+ * 1950th of 2000).
  */
 import { mulberry32 } from "./prng.js";
 
