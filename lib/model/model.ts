@@ -18,6 +18,8 @@ export interface AttachedAdapter {
   targetModules: string[];
   /** PEFT keys of the pairs, in a stable order. */
   keys: string[];
+  /** The adapter_config.json it came with (or was created from). */
+  config?: Record<string, unknown>;
 }
 
 export class CausalLM {
@@ -35,8 +37,11 @@ export class CausalLM {
   /** Adapters folded into the weights (merged), in order. */
   readonly merged: string[] = [];
   private disposed = false;
+  /** When set, the only tensors this model owns (a merged copy shares the rest with its base). */
+  private readonly owned: Set<tf.Tensor> | null;
 
-  constructor(config: ModelConfig, weights: DecoderWeights, tokenizer: ChatTokenizer | null, info: { name: string; dir: string | null; backend: string }) {
+  constructor(config: ModelConfig, weights: DecoderWeights, tokenizer: ChatTokenizer | null, info: { name: string; dir: string | null; backend: string; owned?: Set<tf.Tensor> }) {
+    this.owned = info.owned ?? null;
     this.config = config;
     this.weights = weights;
     this.tokenizer = tokenizer;
@@ -117,6 +122,7 @@ export class CausalLM {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    for (const t of new Set(this.tensors())) if (!t.isDisposed) t.dispose();
+    const mine = this.owned ?? new Set(this.tensors());
+    for (const t of mine) if (!t.isDisposed) t.dispose();
   }
 }
