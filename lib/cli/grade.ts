@@ -1,0 +1,122 @@
+/** `t2s grade`: grade a query or model reply against a gold query, one at a time or as a JSONL stream. */
+import type { Command } from "commander";
+import { cpus } from "node:os";
+import { createInterface } from "node:readline";
+import { isT2sError, UsageError } from "../errors.js";
+import { ExecutorPool } from "../db/pool.js";
+import { grade, type GradeOptions } from "../verifier/grade.js";
+import { isRewardPreset } from "../verifier/rewards.js";
+import { gradeAnswer, MAX_NEIGHBORS, parseGradeRequest, REQUEST_DEFAULTS, type GradeRequest, type RequestDefaults } from "../verifier/request.js";
+import { intOption, printJson } from "./options.js";
+
+interface GradeFlags {
+  jsonl?: boolean;
+  db?: string;
+  gold?: string;
+  pred?: string;
+  raw?: boolean;
+  preset: string;
+  order: string;
+  round: string;
+  neighbors: number;
+  neighborSeed: number;
+  numericText?: boolean;
+  timeoutMs: number;
+  maxRows: number;
+  workers?: number;
+  json?: boolean;
+}
+
+function defaultsFrom(flags: GradeFlags): RequestDefaults {
+  if (!isRewardPreset(flags.preset)) throw new UsageError(`--preset must be shaped, binary or tool-rl, got '${flags.preset}'`);
+  if (!["top-level", "anywhere", "ignore", "always"].includes(flags.order)) throw new UsageError(`--order must be top-level, anywhere, ignore or always, got '${flags.order}'`);
+  let round: number | null;
+  if (flags.round === "none") round = null;
+  else {
+    round = Number(flags.round);
+    if (!Number.isInteger(round) || round < 0 || round > 12) throw new UsageError(`--round must be an integer 0-12 or 'none', got '${flags.round}'`);
+  }
+  if (flags.neighbors > MAX_NEIGHBORS) throw new UsageError(`--neighbors must be at most ${MAX_NEIGHBORS}, got ${flags.neighbors}`);
+  return { ...REQUEST_DEFAULTS, preset: flags.preset, order: flags.order as RequestDefaults["order"], round, neighbors: flags.neighbors, numericText: !!flags.numericText };
+}
+
+async function gradeRequest(pool: ExecutorPool, req: GradeRequest, flags: GradeFlags) {
+  const opts: GradeOptions = {
+    executor: pool,
+    preset: req.preset,
+    isReply: req.reply,
+    finishReason: req.finishReason,
+    invalidToolCalls: req.invalidToolCalls,
+    neighbors: req.neighbors,
+    neighborSeed: flags.neighborSeed,
+    timeoutMs: flags.timeoutMs,
+    maxRows: flags.maxRows,
+    compare: { order: req.order, round: req.round, numericText: req.numericText },
+  };
+  return grade({ db_path: req.db, gold_sql: req.gold }, req.pred, opts);
+}
+
+async function runJsonl(pool: ExecutorPool, flags: GradeFlags, defaults: RequestDefaults): Promise<void> {
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  // lines are graded concurrently but answered in input order; the window bounds memory on long streams
+  const window: Promise<string>[] = [];
+  const limit = Math.max(8, pool.size * 8);
+  let lineNo = 0;
+  const answer = async (raw: string, n: number): Promise<string> => {
+    const req = parseGradeRequest(raw, defaults);
+    if ("error" in req) return JSON.stringify({ error: `line ${n}: ${req.error}` });
+    try {
+      return JSON.stringify(gradeAnswer(await gradeRequest(pool, req, flags)));
+    } catch (e) {
+      if (isT2sError(e)) return JSON.stringify({ error: `line ${n}: ${e.code}: ${e.message}` });
+      throw e;
+    }
+  };
+  for await (const raw of rl) {
+    lineNo++;
+    if (raw.trim() === "") continue;
+    window.push(answer(raw, lineNo));
+    while (window.length >= limit) process.stdout.write((await window.shift()) + "\n");
+  }
+  while (window.length) process.stdout.write((await window.shift()) + "\n");
+}
+
+export function registerGrade(program: Command): void {
+  program
+    .command("grade")
+    .description("grade a query or model reply against a gold query (execute both, compare result sets)")
+    .option("--jsonl", 'read {"db","gold","pred",...} objects from stdin, one per line; write {"correct","executes","outcome","reason","reward"} per line, in order')
+    .option("--db <path>", "SQLite database file (single grade)")
+    .option("--gold <sql>", "gold SQL query (single grade)")
+    .option("--pred <text>", "the model reply, or the SQL with --raw (single grade)")
+    .option("--raw", "--pred is raw SQL, not a model reply to extract the query from")
+    .option("--preset <name>", "reward preset: shaped, binary or tool-rl", "shaped")
+    .option("--order <rule>", "when row order matters: top-level (gold has a top-level ORDER BY), anywhere (Spider), ignore, always", "top-level")
+    .option("--round <d>", "decimals numbers are rounded to before comparing, or 'none'", "2")
+    .option("--numeric-text", "text that reads as a number ('1,234.50') compares as that number")
+    .option("--neighbors <k>", "also require a match on K perturbed copies of the database", intOption("--neighbors", 0), 0)
+    .option("--neighbor-seed <n>", "seed of the perturbed copies", intOption("--neighbor-seed", 0), 0)
+    .option("--timeout-ms <n>", "stop a query after this many milliseconds", intOption("--timeout-ms", 1), 5000)
+    .option("--max-rows <n>", "row cap; a larger candidate result is too_large, a larger gold a task error", intOption("--max-rows", 1), 200)
+    .option("--workers <n>", "SQL worker processes (default: number of CPUs, at most 4, for --jsonl; 1 otherwise)", intOption("--workers", 1))
+    .option("--json", "print the single grade as one JSON object")
+    .action(async (flags: GradeFlags) => {
+      const defaults = defaultsFrom(flags);
+      const single = flags.db !== undefined || flags.gold !== undefined || flags.pred !== undefined;
+      if (flags.jsonl && single) throw new UsageError("give either --jsonl or --db/--gold/--pred, not both");
+      if (!flags.jsonl && (flags.db === undefined || flags.gold === undefined || flags.pred === undefined)) {
+        throw new UsageError("give --db, --gold and --pred (or --jsonl to read requests from stdin)");
+      }
+      const workers = flags.workers ?? (flags.jsonl ? Math.min(4, Math.max(1, cpus().length)) : 1);
+      const pool = new ExecutorPool({ workers });
+      try {
+        if (flags.jsonl) return await runJsonl(pool, flags, defaults);
+        const req: GradeRequest = { ...defaults, db: flags.db as string, gold: flags.gold as string, pred: flags.pred as string, reply: !flags.raw, invalidToolCalls: 0 };
+        const r = await gradeRequest(pool, req, flags);
+        if (flags.json) printJson({ ...gradeAnswer(r), sql: r.sql });
+        else process.stdout.write(`${r.outcome}  reward=${r.reward}  ${r.reason}\n${r.sql !== null ? `sql: ${r.sql}\n` : ""}`);
+      } finally {
+        await pool.close();
+      }
+    });
+}
