@@ -9,6 +9,7 @@ import { registerDb } from "./db.js";
 import { registerReport } from "./report.js";
 import { registerDelta } from "./delta.js";
 import { registerNotebooks } from "./notebooks.js";
+import { registerGrade } from "./grade.js";
 
 export type RegisterCommands = (program: Command) => void;
 
@@ -19,4 +20,5 @@ export const commandGroups: RegisterCommands[] = [
   registerReport,
   registerDelta,
   registerNotebooks,
+  registerGrade,
 ];
