@@ -98,7 +98,7 @@ export function loadTokenizer(dir: string, extraEos: number[] = []): ChatTokeniz
   const vocabSize = tok.get_vocab(true).size;
   return {
     encode: (text, opts = {}) => tok.encode(text, { add_special_tokens: opts.addSpecialTokens ?? true }).ids,
-    decode: (ids, opts = {}) => tok.decode(ids, { skip_special_tokens: opts.skipSpecialTokens ?? false }),
+    decode: (ids, opts = {}) => (ids.length ? tok.decode(ids, { skip_special_tokens: opts.skipSpecialTokens ?? false }) : ""),
     applyChatTemplate(messages, opts = {}) {
       if (!template) throw new T2sError("no_chat_template", `${dir} has no chat template (tokenizer_config.json chat_template or chat_template.jinja)`);
       const ctx: Record<string, unknown> = {
