@@ -26,13 +26,14 @@ export type Interval = [number, number];
 
 /** Returns the B bootstrap means of `values`, sorted ascending. */
 export function bootstrapMeans(values: ArrayLike<number>, B = DEFAULT_B, seed = DEFAULT_SEED): Float64Array {
-  const n = values.length;
+  const xs = Float64Array.from(values as ArrayLike<number>);
+  const n = xs.length;
   const means = new Float64Array(B);
   if (n === 0) return means.fill(NaN);
   const rand = mulberry32(seed);
   for (let b = 0; b < B; b++) {
     let s = 0;
-    for (let i = 0; i < n; i++) s += values[Math.floor(rand() * n)];
+    for (let i = 0; i < n; i++) s += xs[Math.floor(rand() * n)];
     means[b] = s / n;
   }
   return means.sort();

@@ -86,9 +86,16 @@ export function signFlipTest(diffs: readonly number[], opts: SignFlipOptions = {
   const P = opts.permutations ?? DEFAULT_PERMUTATIONS;
   const rand = mulberry32(opts.seed ?? 0);
   let extreme = 0;
+  const values = Float64Array.from(nonzero);
   for (let b = 0; b < P; b++) {
     let s = 0;
-    for (let i = 0; i < m; i++) s += rand() < 0.5 ? nonzero[i] : -nonzero[i];
+    let bits = 0;
+    for (let i = 0; i < m; i++) {
+      // one draw gives 32 fair signs (mulberry32 outputs are k / 2^32, so this recovers its 32 bits)
+      if ((i & 31) === 0) bits = (rand() * 4294967296) >>> 0;
+      s += bits & 1 ? values[i] : -values[i];
+      bits >>>= 1;
+    }
     if (Math.abs(s) >= threshold) extreme++;
   }
   return { p: (extreme + 1) / (P + 1), exact: false, assignments: P };
