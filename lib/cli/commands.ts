@@ -9,6 +9,7 @@ import { registerDb } from "./db.js";
 import { registerReport } from "./report.js";
 import { registerDelta } from "./delta.js";
 import { registerNotebooks } from "./notebooks.js";
+import { registerBenchmark } from "./benchmark.js";
 import { registerGrade } from "./grade.js";
 
 export type RegisterCommands = (program: Command) => void;
@@ -20,5 +21,6 @@ export const commandGroups: RegisterCommands[] = [
   registerReport,
   registerDelta,
   registerNotebooks,
+  registerBenchmark,
   registerGrade,
 ];

@@ -5,6 +5,8 @@
  * re-rolls and losses, keep the metadata sidecar honest.
  */
 import { randomBytes } from "node:crypto";
+import { appendFileSync, mkdirSync } from "node:fs";
+import { dirname } from "node:path";
 import type { ExecOutcome } from "../db/types.js";
 import { T2sError, isT2sError } from "../errors.js";
 import { runEpisode, type EpisodeOptions, type GradeFacts, type Sampling } from "../episode/loop.js";
@@ -33,7 +35,7 @@ export interface RolloutOptions {
   out: string;
   /** Samples per task. */
   k: number;
-  /** Replication id; rows are keyed by (eval run, task, sample). Default "1". */
+  /** Replication id; rows are keyed by (eval run, task, sample). Default "0" (the stats default). */
   evalRun?: string;
   /** Run seed; each sample's seed derives from (seed, eval run, task, sample). Default 0. */
   seed?: number;
@@ -117,14 +119,16 @@ export async function runRollout(tasks: Task[], policy: Policy, env: RolloutEnv,
     if (ids.has(t.id)) throw new T2sError("duplicate_task", `task id ${t.id} appears twice in the task set; ids must be unique`);
     ids.add(t.id);
   }
-  const evalRun = opts.evalRun ?? "1";
+  const evalRun = opts.evalRun ?? "0";
   const seed = opts.seed ?? 0;
+  mkdirSync(dirname(opts.out), { recursive: true });
   const sidecar = metaPath(opts.out);
   const existingMeta = readMeta(sidecar);
   const { store, tornBytes, duplicates } = RowsStore.open(opts.out);
   const meta = reconcileMeta(existingMeta, currentMeta(tasks, policy, opts), store.rows.length > 0, opts);
   if (!existingMeta && store.rows.length > 0 && typeof store.rows[0].run_id === "string") meta.run_id = store.rows[0].run_id;
   writeMeta(sidecar, meta);
+  appendFileSync(opts.out, ""); // the rows file exists from the start, even if no episode lands
 
   const plan = planEpisodes(tasks, opts.k, evalRun, seed, (e, t, s) => store.has(e, t, s));
   const progress = new Progress({ total: tasks.length * opts.k, resumed: plan.done, stream: opts.progressStream, onProgress: opts.onProgress, intervalMs: opts.progressIntervalMs });

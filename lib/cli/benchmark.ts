@@ -1,0 +1,128 @@
+/** `t2s benchmark`: k sampled episodes per task against a policy, written to a resumable rows file, then the report. */
+import type { Command } from "commander";
+import { UsageError } from "../errors.js";
+import { benchmark } from "../runs/benchmark.js";
+import { formatFacts } from "../runs/facts.js";
+import { progressLine } from "../runs/progress.js";
+import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
+import type { StatRow } from "../stats/rows.js";
+import { formatSummary } from "./report.js";
+import { collect, intOption, numberOption, printJson } from "./options.js";
+
+interface BenchmarkFlags {
+  policy: string;
+  tasks: string;
+  split?: string;
+  k: number;
+  temperature: number;
+  topP?: number;
+  style: string;
+  protocol: string;
+  maxTokens: number;
+  maxToolCalls: number;
+  maxContext?: number;
+  toolRows: number;
+  toolChars: number;
+  toolTruncate: string;
+  concurrency: number;
+  seed: number;
+  evalRun: string;
+  limit?: number;
+  out: string;
+  force?: boolean;
+  preset?: string;
+  warmup?: number;
+  retries: number;
+  backoffMs: number;
+  requestTimeout?: number;
+  workers?: number;
+  by: string[];
+  quiet?: boolean;
+  json?: boolean;
+}
+
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`${flag} must be one of ${allowed.join(", ")}, got '${value}'`);
+  return value as T;
+}
+
+export function registerBenchmark(program: Command): void {
+  program
+    .command("benchmark")
+    .description("sample k episodes per task from a policy, grade them, write rows (resumable: re-run the same command) and print the report")
+    .requiredOption("--policy <spec>", "openai:<model>@<base_url> (any OpenAI-compatible server), scripted:<file>, or tfjs:<dir>[+<adapter>]")
+    .requiredOption("--tasks <file>", "task jsonl file (e.g. data/shop/tasks.jsonl)")
+    .requiredOption("--out <file>", "rows file (jsonl, append-only); its metadata goes to <file>.meta.json")
+    .option("--split <split>", "only tasks of this split: train or holdout (default: all)")
+    .option("--limit <n>", "only the first n tasks (after --split)", intOption("--limit", 1))
+    .option("--k <n>", "samples per task", intOption("--k", 1), 4)
+    .option("--temperature <t>", "sampling temperature", numberOption("--temperature"), 0.7)
+    .option("--top-p <p>", "nucleus sampling top_p (default: the server's)", numberOption("--top-p"))
+    .option("--style <style>", "single (one reply, graded) or tool (SQL tool calls, then a final answer)", "single")
+    .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
+    .option("--max-tokens <n>", "tokens per turn; a reply cut by it is 'truncated'", intOption("--max-tokens", 1), 2048)
+    .option("--max-tool-calls <n>", "tool calls per episode (tool style)", intOption("--max-tool-calls", 0), 5)
+    .option("--max-context <n>", "total context budget in tokens; a turn that would pass it ends the episode as truncated", intOption("--max-context", 1))
+    .option("--tool-rows <n>", "rows a tool result shows at most", intOption("--tool-rows", 1), 20)
+    .option("--tool-chars <n>", "characters of a tool result kept when cut in the middle", intOption("--tool-chars", 16), 256)
+    .option("--tool-truncate <mode>", "middle (head ...(truncated)... tail) or rows (whole rows only)", "middle")
+    .option("--concurrency <n>", "episodes and requests in flight", intOption("--concurrency", 1), 8)
+    .option("--seed <n>", "run seed; each sample's seed derives from (seed, eval run, task, sample)", intOption("--seed", 0), 0)
+    .option("--eval-run <id>", "replication id stored in every row (rows are keyed by eval run, task, sample)", "0")
+    .option("--force", "add to a rows file whose metadata (policy, sampling, prompt, tasks) differs")
+    .option("--preset <name>", "reward preset: shaped, binary or tool-rl (default: the verifier's)")
+    .option("--warmup <seconds>", "wait up to this long for the server to answer before starting", intOption("--warmup", 1))
+    .option("--retries <n>", "retries per request on 429/5xx/connection errors/timeouts", intOption("--retries", 0), 6)
+    .option("--backoff-ms <n>", "first retry delay in ms (doubles each retry, jittered, capped at 60 s)", intOption("--backoff-ms", 0), 1000)
+    .option("--request-timeout <seconds>", "per-request timeout (default max(300, max-tokens / 4))", intOption("--request-timeout", 1))
+    .option("--workers <n>", "SQL worker processes (default: CPU count)", intOption("--workers", 1))
+    .option("--by <field>", "report groups (repeatable; default difficulty and archetype)", collect, [])
+    .option("--quiet", "no progress line on stderr")
+    .option("--json", "print JSON {summary, facts, progress, meta} instead of the report")
+    .action(async (f: BenchmarkFlags) => {
+      const split = f.split === undefined ? undefined : oneOf("--split", f.split, ["train", "holdout"] as const);
+      const { result, summary, facts } = await benchmark({
+        policy: f.policy,
+        tasks: f.tasks,
+        split,
+        limit: f.limit,
+        k: f.k,
+        out: f.out,
+        style: oneOf("--style", f.style, ["single", "tool"] as const),
+        protocol: oneOf("--protocol", f.protocol, ["native", "hermes"] as const),
+        temperature: f.temperature,
+        topP: f.topP,
+        maxTokens: f.maxTokens,
+        maxToolCalls: f.maxToolCalls,
+        maxContextTokens: f.maxContext,
+        toolRows: f.toolRows,
+        toolChars: f.toolChars,
+        toolTruncate: oneOf("--tool-truncate", f.toolTruncate, ["middle", "rows"] as const),
+        concurrency: f.concurrency,
+        seed: f.seed,
+        evalRun: f.evalRun,
+        force: f.force,
+        preset: f.preset === undefined ? undefined : oneOf("--preset", f.preset, ["shaped", "binary", "tool-rl"] as const),
+        warmupS: f.warmup,
+        retries: f.retries,
+        backoffMs: f.backoffMs,
+        requestTimeoutS: f.requestTimeout,
+        workers: f.workers,
+        by: f.by.length ? f.by : undefined,
+        progressStream: f.quiet ? undefined : process.stderr,
+      });
+      const p = result.progress;
+      if (result.tornBytes) process.stderr.write(`note: cut off a torn last line (${result.tornBytes} bytes) of ${f.out} left by an interrupted run\n`);
+      if (result.duplicates) process.stderr.write(`warning: ${f.out} holds ${result.duplicates} duplicate row(s); they are ignored\n`);
+      if (f.json) printJson({ summary, facts, progress: p, meta: result.meta, lost_examples: result.lostExamples });
+      else {
+        if (result.rows.length) process.stdout.write(formatSummary(f.out, result.rows as unknown as StatRow[], summary, DEFAULT_B, DEFAULT_SEED) + "\n" + formatFacts(facts));
+        process.stdout.write(`${progressLine(p)}\n`);
+      }
+      if (p.lost > 0) {
+        const examples = Object.values(result.lostExamples).map((m) => `  ${m}`).join("\n");
+        process.stderr.write(`warning: ${p.lost} episode(s) lost (no row written):\n${examples}\nrun the same command again to fill them\n`);
+        process.exitCode = 1;
+      }
+    });
+}

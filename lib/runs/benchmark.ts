@@ -1,0 +1,148 @@
+/**
+ * `benchmark()`: the whole rollout from a policy spec and a task file to rows, a pass@k summary and the
+ * failure breakdown. Used by `t2s benchmark` and by notebooks; re-running with the same arguments resumes.
+ */
+import { resolve } from "node:path";
+import { ExecutorPool } from "../db/pool.js";
+import type { Executor } from "../db/types.js";
+import { T2sError } from "../errors.js";
+import { promptTemplateHash, type EpisodeStyle, type PromptConfig, type ToolProtocol } from "../episode/prompt.js";
+import { loadPolicy } from "../policy/spec.js";
+import type { Policy } from "../policy/types.js";
+import type { StatRow } from "../stats/rows.js";
+import { summarize, type Summary } from "../stats/summary.js";
+import { readTasks } from "../tasks/io.js";
+import type { Task } from "../tasks/types.js";
+import type { RewardPreset } from "../verifier/types.js";
+import { defaultEnv } from "./env.js";
+import { rolloutFacts, type RolloutFacts } from "./facts.js";
+import { tasksHash } from "./meta.js";
+import type { ProgressSnapshot } from "./progress.js";
+import { runRollout, type RolloutEnv, type RolloutResult } from "./rollout.js";
+
+export interface BenchmarkOptions {
+  /** A policy spec ("openai:<model>@<url>", "scripted:<file>", ...) or a Policy. */
+  policy: string | Policy;
+  /** A task jsonl file or the tasks themselves. */
+  tasks: string | Task[];
+  split?: "train" | "holdout";
+  /** Only the first N tasks (after the split filter), in file order. */
+  limit?: number;
+  /** Samples per task (default 4). */
+  k?: number;
+  out: string;
+  style?: EpisodeStyle;
+  protocol?: ToolProtocol;
+  temperature?: number;
+  topP?: number;
+  /** Tokens per turn (default 2048). */
+  maxTokens?: number;
+  maxToolCalls?: number;
+  maxContextTokens?: number;
+  toolRows?: number;
+  toolChars?: number;
+  toolTruncate?: "middle" | "rows";
+  toolTimeoutMs?: number;
+  /** Episodes (and requests) in flight (default 8). */
+  concurrency?: number;
+  seed?: number;
+  evalRun?: string;
+  force?: boolean;
+  preset?: RewardPreset;
+  /** Wait up to this many seconds for the server before starting (0/undefined: no wait). */
+  warmupS?: number;
+  retries?: number;
+  backoffMs?: number;
+  requestTimeoutS?: number;
+  /** SQL worker processes when no executor is given. */
+  workers?: number;
+  executor?: Executor;
+  /** Replace the environment (tests, benches). */
+  env?: RolloutEnv;
+  progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
+  onProgress?: (p: ProgressSnapshot) => void;
+  progressIntervalMs?: number;
+  /** Group the summary by these row fields (default difficulty, archetype). */
+  by?: string[];
+}
+
+export interface BenchmarkResult {
+  result: RolloutResult;
+  summary: Summary;
+  facts: RolloutFacts;
+  policy: string;
+}
+
+/**
+ * An executor pool started on first use: a resumed run with nothing left to do, or one whose requests
+ * all fail, never spawns SQL workers. Closing waits for workers still starting, since a pool closed
+ * mid-start can leave its caller waiting.
+ */
+function lazyPool(workers?: number): Executor {
+  let pool: ExecutorPool | undefined;
+  return {
+    execute(dbPath, sql, options) {
+      pool ??= new ExecutorPool({ workers });
+      return pool.execute(dbPath, sql, options);
+    },
+    async close() {
+      if (!pool) return;
+      await pool.ready().catch(() => undefined);
+      await pool.close();
+    },
+  };
+}
+
+/** Selects the tasks of a run: split filter, then the first `limit`. */
+export function selectTasks(all: Task[], split?: "train" | "holdout", limit?: number): Task[] {
+  const chosen = split ? all.filter((t) => t.split === split) : all;
+  return limit !== undefined ? chosen.slice(0, limit) : chosen;
+}
+
+/** Runs (or resumes) a benchmark and returns its rows, pass@k summary and failure breakdown. */
+export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult> {
+  const all = typeof opts.tasks === "string" ? readTasks(opts.tasks) : opts.tasks;
+  const tasks = selectTasks(all, opts.split, opts.limit);
+  if (tasks.length === 0) throw new T2sError("no_tasks", `no tasks to run${opts.split ? ` in split '${opts.split}'` : ""}${typeof opts.tasks === "string" ? ` of ${opts.tasks}` : ""}`);
+  const style = opts.style ?? "single";
+  const toolRows = opts.toolRows ?? 20;
+  const prompt: PromptConfig = { style, protocol: opts.protocol, maxToolCalls: opts.maxToolCalls, toolRows };
+  const concurrency = opts.concurrency ?? 8;
+  const maxTokens = opts.maxTokens ?? 2048;
+  const policy = typeof opts.policy === "string"
+    ? await loadPolicy(opts.policy, { concurrency, retries: opts.retries, backoffMs: opts.backoffMs, timeoutMs: opts.requestTimeoutS !== undefined ? opts.requestTimeoutS * 1000 : undefined })
+    : opts.policy;
+  const ownExecutor = !opts.executor && !opts.env ? lazyPool(opts.workers) : undefined;
+  try {
+    if (opts.warmupS && policy.warmup) await policy.warmup(opts.warmupS * 1000);
+    const env = opts.env ?? defaultEnv({ executor: (opts.executor ?? ownExecutor)!, prompt, preset: opts.preset, toolRows, toolTimeoutMs: opts.toolTimeoutMs });
+    const k = opts.k ?? 4;
+    const result = await runRollout(tasks, policy, env, {
+      out: resolve(opts.out),
+      k,
+      evalRun: opts.evalRun,
+      seed: opts.seed,
+      concurrency,
+      promptHash: promptTemplateHash(prompt),
+      tasksHash: tasksHash(all),
+      tasksFile: typeof opts.tasks === "string" ? resolve(opts.tasks) : undefined,
+      force: opts.force,
+      progressStream: opts.progressStream,
+      onProgress: opts.onProgress,
+      progressIntervalMs: opts.progressIntervalMs,
+      episode: {
+        style,
+        protocol: opts.protocol,
+        maxToolCalls: opts.maxToolCalls,
+        maxContextTokens: opts.maxContextTokens,
+        toolOutput: { maxRows: toolRows, maxChars: opts.toolChars ?? 256, mode: opts.toolTruncate ?? "middle" },
+        sampling: { temperature: opts.temperature ?? 0.7, top_p: opts.topP, max_tokens: maxTokens },
+      },
+    });
+    const summary = summarize(result.rows as unknown as StatRow[], { k, by: opts.by ?? ["difficulty", "archetype"] });
+    return { result, summary, facts: rolloutFacts(result.rows), policy: policy.name };
+  } finally {
+    if (typeof opts.policy === "string") await policy.close?.();
+    await ownExecutor?.close();
+  }
+}

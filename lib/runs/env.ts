@@ -1,0 +1,67 @@
+/**
+ * The real environment of a rollout: prompts built from the database's schema and notes, tool queries on
+ * the read-only executor pool, grading by the verifier. Kept apart from the runner so tests and benches
+ * can swap any piece.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { basename, dirname, extname, join } from "node:path";
+import type { Executor } from "../db/types.js";
+import { schemaDdl } from "../db/schema.js";
+import { shopNotes } from "../db/shop/build.js";
+import { openingMessages, type PromptConfig } from "../episode/prompt.js";
+import type { ChatMessage } from "../policy/types.js";
+import type { Task } from "../tasks/types.js";
+import { grade } from "../verifier/grade.js";
+import type { RewardPreset } from "../verifier/types.js";
+import type { RolloutEnv } from "./rollout.js";
+
+/**
+ * The NOTES text for a task's database: the shop's own notes for db_id "shop", else a NOTES file beside
+ * the database (`<name>.notes.md`, `NOTES.md` or `NOTES` in its folder), else none.
+ */
+export function notesFor(task: Pick<Task, "db_id" | "db_path">): string | undefined {
+  if (task.db_id === "shop") return shopNotes();
+  const dir = dirname(task.db_path);
+  const stem = basename(task.db_path, extname(task.db_path));
+  for (const name of [`${stem}.notes.md`, "NOTES.md", "NOTES"]) {
+    const p = join(dir, name);
+    if (existsSync(p)) return readFileSync(p, "utf8");
+  }
+  return undefined;
+}
+
+export interface EnvOptions {
+  executor: Executor;
+  prompt: PromptConfig;
+  /** Reward preset passed to the grader (its default when unset). */
+  preset?: RewardPreset;
+  /** Rows a tool query returns at most (default 20). */
+  toolRows?: number;
+  /** Time limit of a tool query in ms (default 5000). */
+  toolTimeoutMs?: number;
+}
+
+/** Returns the environment that runs tool queries on `executor` and grades with the verifier. */
+export function defaultEnv(opts: EnvOptions): RolloutEnv {
+  const systemCache = new Map<string, { ddl: string; notes: string | undefined }>();
+  const context = (task: Task) => {
+    let c = systemCache.get(task.db_path);
+    if (!c) {
+      c = { ddl: schemaDdl(task.db_path), notes: notesFor(task) };
+      systemCache.set(task.db_path, c);
+    }
+    return c;
+  };
+  return {
+    opening(task: Task): ChatMessage[] {
+      const c = context(task);
+      return openingMessages(opts.prompt, c.ddl, c.notes, task.question, task.evidence);
+    },
+    runTool(task, query) {
+      return opts.executor.execute(task.db_path, query, { maxRows: opts.toolRows ?? 20, timeoutMs: opts.toolTimeoutMs ?? 5000 });
+    },
+    grade(task, reply, facts) {
+      return grade(task, reply, { executor: opts.executor, preset: opts.preset, finishReason: facts.finishReason, invalidToolCalls: facts.invalidToolCalls, assistantTurns: facts.assistantTurns });
+    },
+  };
+}
