@@ -14,12 +14,13 @@ import { sequenceLogprobs } from "./logprobs.js";
 import { policyLoss, type LossSettings, type LossType, type StepCounts } from "./losses.js";
 import { Rng } from "./rng.js";
 
-/** One sampled episode as the trainer sees it. */
-export interface Rollout extends TokenRow {
-  /** Token ids of the whole episode: prompt, the model's turns, tool results between them. */
-  ids: number[];
-  /** 1 where the policy generated the id (trained on), 0 for prompt and tool output. */
-  mask: number[];
+/**
+ * One sampled episode as the trainer sees it: one token row per model call (the prompt that call saw,
+ * then the tokens it generated, masked in). A multi-turn episode has a row per assistant turn, so every
+ * row holds exactly the ids the sampler scored, with no re-tokenisation of earlier turns.
+ */
+export interface Rollout {
+  rows: TokenRow[];
   /** Cut by a token budget (finish reason "length"). */
   truncated: boolean;
   /** Anything the grader needs (reply text, finish reason, turns...). */
@@ -135,8 +136,8 @@ export class GrpoTrainer<P> {
     const train = await this.optimise(rollouts, adv.advantages, keep);
     const t3 = Date.now();
 
-    const completionLengths = rollouts.map((r) => r.mask.reduce((a, b) => a + b, 0));
-    const trainedTokens = rollouts.reduce((a, r) => a + r.ids.length, 0) * (o.mu ?? 1);
+    const completionLengths = rollouts.map((r) => r.rows.reduce((a, row) => a + row.mask.reduce((x, y) => x + y, 0), 0));
+    const trainedTokens = rollouts.reduce((a, r) => a + r.rows.reduce((x, row) => x + row.ids.length, 0), 0) * (o.mu ?? 1);
     const rec: Record<string, unknown> = {
       step: stepIndex,
       prompts: prompts.length,
@@ -171,17 +172,27 @@ export class GrpoTrainer<P> {
   }
 
   /** The mu optimisation passes over one generated batch; returns the training metrics. */
-  private async optimise(rollouts: Rollout[], advantages: number[], keep: number[]): Promise<Record<string, number>> {
+  private async optimise(rollouts: Rollout[], rolloutAdv: number[], rolloutKeep: number[]): Promise<Record<string, number>> {
     const o = this.opts;
     const mu = o.mu ?? 1;
-    const plan = planMicroBatches(rollouts.map((r) => r.ids.length), this.lm.vocabSize, { maxElements: o.maxTensorElements ?? DEFAULT_MAX_TENSOR_ELEMENTS, maxRows: o.maxMicroBatchRows });
+    const rowsAll: TokenRow[] = [];
+    const advantages: number[] = [];
+    const keep: number[] = [];
+    rollouts.forEach((r, i) => {
+      for (const row of r.rows) {
+        rowsAll.push(row);
+        advantages.push(rolloutAdv[i]);
+        keep.push(rolloutKeep[i]);
+      }
+    });
+    const plan = planMicroBatches(rowsAll.map((r) => r.ids.length), this.lm.vocabSize, { maxElements: o.maxTensorElements ?? DEFAULT_MAX_TENSOR_ELEMENTS, maxRows: o.maxMicroBatchRows });
     const batches = plan.map((rows) => {
-      const t = batchTensors(rows.map((i) => rollouts[i]), rows.map((i) => keep[i]));
+      const t = batchTensors(rows.map((i) => rowsAll[i]), rows.map((i) => keep[i]));
       return { ...t, advantages: tf.tensor1d(rows.map((i) => advantages[i])) };
     });
     const temperature = o.temperature ?? 1;
     const counts: StepCounts = {
-      sequences: rollouts.length,
+      sequences: rowsAll.length,
       tokens: batches.reduce((a, b) => a + b.tokens, 0),
       microBatches: batches.length,
       maxCompletionLength: o.maxCompletionLength,

@@ -33,14 +33,14 @@ export function toySampler(lm: TinyLM): Sampler<number> {
       });
     }
     const out: Rollout[][] = prompts.map(() => []);
-    rows.forEach((r, i) => out[Math.floor(i / g)].push({ ids: r, mask: r.map((_, t) => (t === 0 ? 0 : 1)), truncated: !done[i] }));
+    rows.forEach((r, i) => out[Math.floor(i / g)].push({ rows: [{ ids: r, mask: r.map((_, t) => (t === 0 ? 0 : 1)) }], truncated: !done[i] }));
     return out;
   };
 }
 
 export const toyGrader: Grader<number> = async (p, r) => {
   const want = target(p);
-  const got = r.ids.slice(1);
+  const got = r.rows[0].ids.slice(1);
   const hits = want.filter((w, k) => got[k] === w).length;
   return { reward: hits / want.length, correct: hits === want.length };
 };
