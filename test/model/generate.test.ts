@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { loadModel } from "../../lib/model/load.js";
 import { attachAdapter } from "../../lib/model/lora.js";
-import { generate, type GenerateStats } from "../../lib/model/generate.js";
+import { generate, type GenerateStats, type Generation } from "../../lib/model/generate.js";
 import { tf } from "../../lib/model/tf.js";
 import { ARCH_FIXTURES, fixtureDir, readReference, type LogitsReference } from "./fixtures.js";
 
@@ -31,7 +31,7 @@ test("a batch of different lengths with a shared prefix equals each prompt run a
   const system = [1, 40, 41, 42, 43, 44, 45, 46];
   const prompts = [system.concat([7]), system.concat([9, 10, 11, 12, 13]), system.concat([100, 101]), [5, 6, 7]];
   const before = tf.memory().numTensors;
-  const alone = [];
+  const alone: Generation[] = [];
   for (const p of prompts) alone.push((await generate(model, [p], { temperature: 0, maxTokens: 6, eosIds: [] }))[0]);
   const stats: GenerateStats = { prefixTokens: 0, steps: 0 };
   const batch = await generate(model, prompts.slice(0, 3), { temperature: 0, maxTokens: 6, eosIds: [] }, stats);
