@@ -191,8 +191,8 @@ export function compareRows(a: readonly StatRow[], b: readonly StatRow[], opts: 
     runDeltas.push(mean(pairTasks(runA, runB).map((t) => t.diff)));
   }
   const power = pairedPower(pairs.map((t) => t.diff));
-  const markers: Record<string, MarkerDelta> = {};
-  for (const field of opts.markers ?? detectMarkers(a, b)) markers[field] = markerDelta(a, b, field, s);
+  // fromEntries defines own properties, so even a field named "__proto__" lands as a key
+  const markers: Record<string, MarkerDelta> = Object.fromEntries((opts.markers ?? detectMarkers(a, b)).map((field) => [field, markerDelta(a, b, field, s)]));
   const stats: DeltaStats = {
     n_paired: pairs.length,
     delta: d.delta,
@@ -224,11 +224,10 @@ export function compareRows(a: readonly StatRow[], b: readonly StatRow[], opts: 
 export function compareGroups(a: readonly StatRow[], b: readonly StatRow[], opts: DeltaOptions = {}): Record<string, Record<string, DeltaDetail>> {
   const out: Record<string, Record<string, DeltaDetail>> = {};
   for (const field of opts.by ?? []) {
-    out[field] = {};
     const ga = splitByGroup(a, field);
     const gb = splitByGroup(b, field);
     const keys = [...new Set([...ga.keys(), ...gb.keys()])].sort(compareIds);
-    for (const key of keys) out[field][key] = compareRows(ga.get(key) ?? [], gb.get(key) ?? [], opts);
+    out[field] = Object.fromEntries(keys.map((key) => [key, compareRows(ga.get(key) ?? [], gb.get(key) ?? [], opts)]));
   }
   return out;
 }
@@ -238,8 +237,7 @@ export function pairedDelta(a: readonly StatRow[], b: readonly StatRow[], opts: 
   const overall = compareRows(a, b, opts);
   const by: Record<string, Record<string, DeltaStats>> = {};
   for (const [field, groups] of Object.entries(compareGroups(a, b, opts))) {
-    by[field] = {};
-    for (const [key, detail] of Object.entries(groups)) by[field][key] = detail.stats;
+    by[field] = Object.fromEntries(Object.entries(groups).map(([key, detail]) => [key, detail.stats]));
   }
   return { ...overall.stats, by };
 }

@@ -35,7 +35,7 @@ export function fmtP(p: number | null | undefined): string {
  * columns). Columns whose header is in `left` are left-aligned; the rest (numbers) right-aligned.
  */
 export function formatTable(header: string[], rows: string[][], left: string[] = []): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const widths = header.map((h, i) => rows.reduce((w, r) => Math.max(w, (r[i] ?? "").length), h.length));
   const line = (cells: string[]) =>
     cells
       .map((c, i) => (left.includes(header[i]) ? c.padEnd(widths[i]) : c.padStart(widths[i])))

@@ -110,8 +110,8 @@ export function summarize(rows: readonly StatRow[], opts: SummaryOptions = {}): 
   const overall = summarizeTasks(rows, k, B, seed);
   const by: Record<string, Record<string, SummaryStats>> = {};
   for (const field of opts.by ?? []) {
-    by[field] = {};
-    for (const [key, groupRows] of splitByGroup(rows, field)) by[field][key] = summarizeTasks(groupRows, k, B, seed);
+    // fromEntries defines own properties, so even a group value "__proto__" lands as a key
+    by[field] = Object.fromEntries([...splitByGroup(rows, field)].map(([key, groupRows]) => [key, summarizeTasks(groupRows, k, B, seed)]));
   }
   return { ...overall, by };
 }

@@ -95,3 +95,11 @@ test("pass@k curve from k = 1 to the largest sample count", () => {
   assert.equal(curve[5].n_tasks, 1);
   for (let i = 1; i < curve.length - 2; i++) assert.ok((curve[i].passk as number) >= (curve[i - 1].passk as number));
 });
+
+test("group values are plain keys, even odd ones", () => {
+  const rows = [...countRows("a", 2, 1, { style: "__proto__" }), ...countRows("b", 2, 2, { style: 3 }), ...countRows("c", 2, 0, { style: true })];
+  const s = summarize(rows, { by: ["style"] });
+  assert.deepEqual(Object.keys(s.by.style).sort(), ["3", "__proto__", "true"]);
+  assert.equal(s.by.style["__proto__"].n_tasks, 1);
+  assert.equal(JSON.parse(JSON.stringify(s)).by.style.__proto__.pass1, 0.5);
+});
