@@ -34,8 +34,9 @@ test("no interval below 3 values; a constant gives a zero-width interval", () =>
 
 test("the pass@1 interval covers the true rate 95% +- 2% of the time", () => {
   // 2000 simulated benchmarks of 60 tasks x 4 samples; task rates theta = U^1.5 (mean 0.4). With 2000
-  // replications the coverage estimate has SE sqrt(.95 * .05 / 2000) = 0.0049, so +-0.02 is ~4 SE: a
-  // correct interval (true coverage ~0.945-0.95 at this size) fails this check with probability < 0.2%.
+  // replications the coverage estimate has SE sqrt(.95 * .05 / 2000) = 0.0049. The percentile interval's
+  // true coverage at this size is ~0.945 (0.9452 over 10000 replications), 3 SE inside the +-0.02 band:
+  // a correct implementation fails this check with probability ~0.2%; a 90% or 99% interval never passes.
   const replications = 2000;
   const tasks = 60;
   const samples = 4;
