@@ -11,6 +11,7 @@ import { registerDelta } from "./delta.js";
 import { registerNotebooks } from "./notebooks.js";
 import { registerBenchmark } from "./benchmark.js";
 import { registerGrade } from "./grade.js";
+import { registerModel } from "./model.js";
 
 export type RegisterCommands = (program: Command) => void;
 
@@ -23,4 +24,5 @@ export const commandGroups: RegisterCommands[] = [
   registerNotebooks,
   registerBenchmark,
   registerGrade,
+  registerModel,
 ];
