@@ -31,6 +31,13 @@ export function registerNotebooks(program: Command): void {
       const params = parseParams(opts.param);
       const paths = names.length ? names.map((n) => resolveNotebook(n)) : listNotebooks();
       const results: NotebookRunResult[] = [];
+      // exiting fires each kernel's exit hook, which kills it: no kernel outlives an interrupted run
+      const stop = (signal: string) => {
+        process.stderr.write(`\ninterrupted (${signal}): kernel stopped, reports of unfinished notebooks not written\n`);
+        process.exit(130);
+      };
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
       for (const path of paths) {
         const r = await runNotebook(path, {
           params,
@@ -45,6 +52,8 @@ export function registerNotebooks(program: Command): void {
           process.stderr.write(`error: notebook ${r.name} failed at ${where} (id ${f.cellId}): ${f.ename}: ${f.evalue}\n${indent(f.traceback)}\n`);
         }
       }
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
       if (opts.json) printJson(results);
       else {
         for (const r of results) {

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { validateNotebook } from "../../lib/notebooks/nbformat.js";
 import { runCli, scratchDir } from "../helpers.js";
+import { inspectReport } from "./browser.js";
 import { readJson, writeNotebook } from "./fixtures.js";
 
 const out = scratchDir("t2s-nb-out-");
@@ -37,6 +38,9 @@ test("00-smoke runs; the executed notebook and the HTML hold the HTML output and
   assert.match(page, /t2s-smoke-html/);
   assert.ok(page.indexOf("plotly.js v") > 0 && page.indexOf("plotly.js v") < page.indexOf("Plotly.newPlot(el"), "bundle precedes the figure");
   assert.doesNotMatch(page, /<script[^>]+src=/, "no network needed");
+  // the figure really draws from the inlined bundle, offline (Chromium from scripts/setup-system.sh)
+  const drawn = await inspectReport(join(out, "00-smoke.html"));
+  assert.deepEqual(drawn, { figures: 1, bars: 3, errors: [] });
 });
 
 test("a type error in cell 2 stops the run: exit 1 naming cell 2, later cells not run", async () => {

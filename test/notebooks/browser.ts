@@ -1,0 +1,33 @@
+/** Opens an HTML report in the system Chromium (no network) and counts what Plotly drew. */
+import { chromium } from "playwright-core";
+
+export interface PageFacts {
+  figures: number;
+  bars: number;
+  errors: string[];
+}
+
+/** Loads the file, lets its scripts run, and returns the number of plotted figures and bars plus page errors and network attempts. */
+export async function inspectReport(file: string): Promise<PageFacts> {
+  const browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  try {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    page.on("request", (r) => {
+      if (!/^(file|data|about):/.test(r.url())) errors.push(`network request: ${r.url()}`);
+    });
+    await page.goto(`file://${file}`);
+    // page code as strings: the test tsconfig has no DOM types
+    await page.waitForFunction('document.querySelectorAll(".t2s-plotly .main-svg").length > 0', undefined, { timeout: 20_000 }).catch(() => undefined);
+    const facts = (await page.evaluate(
+      '({ figures: document.querySelectorAll(".t2s-plotly.js-plotly-plot").length, bars: document.querySelectorAll(".t2s-plotly .point").length })',
+    )) as { figures: number; bars: number };
+    return { ...facts, errors };
+  } finally {
+    await browser.close();
+  }
+}
