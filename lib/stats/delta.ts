@@ -9,7 +9,7 @@ import { mean } from "./estimators.js";
 import { DEFAULT_PERMUTATIONS, signFlipTest } from "./permutation.js";
 import { pairedPower } from "./power.js";
 import { deriveSeed } from "./prng.js";
-import { binaryValue, compareIds, evalRunOf, evalRuns, isBinary, splitByGroup, taskCounts, type StatRow } from "./rows.js";
+import { binaryValue, compareIds, evalRunOf, evalRuns, isBinary, splitByGroup, taskCounts, validateRows, type StatRow } from "./rows.js";
 import { noiseBand, verdictFor, type NoiseBand, type Verdict } from "./verdict.js";
 import { UsageError } from "../errors.js";
 
@@ -174,6 +174,8 @@ function runPass1(rows: readonly StatRow[], runIds: readonly string[]): number[]
 /** Returns the full comparison of `a` and `b` (no groups), with what lies behind the numbers. */
 export function compareRows(a: readonly StatRow[], b: readonly StatRow[], opts: DeltaOptions = {}): DeltaDetail {
   const s = checkOptions(opts);
+  validateRows(a, "a");
+  validateRows(b, "b");
   const pairs = pairTasks(a, b);
   const paired = new Set(pairs.map((t) => t.task_id));
   const pa = a.filter((r) => paired.has(String(r.task_id)));

@@ -124,12 +124,12 @@ export function splitByGroup(rows: readonly StatRow[], field: string): Map<strin
 }
 
 /** Throws a T2sError naming the first row that is not a usable stat row (by position in the list). */
-export function validateRows(rows: readonly unknown[], source = "rows"): StatRow[] {
-  rows.forEach((r, i) => {
-    const problem = rowProblem(r);
+export function validateRows(rows: readonly unknown[], source = "rows"): readonly StatRow[] {
+  for (let i = 0; i < rows.length; i++) {
+    const problem = rowProblem(rows[i]);
     if (problem) throw new T2sError("bad_row", `${source}[${i}]: ${problem}`);
-  });
-  return rows as StatRow[];
+  }
+  return rows as readonly StatRow[];
 }
 
 /** What reading a rows file found. */

@@ -6,7 +6,7 @@
  */
 import { bootstrapCI, DEFAULT_B, DEFAULT_SEED, type Interval } from "./bootstrap.js";
 import { mean, passAtK, passPowK } from "./estimators.js";
-import { evalRunOf, splitByGroup, taskCounts, taskIdOf, type StatRow, type TaskCounts } from "./rows.js";
+import { evalRunOf, splitByGroup, taskCounts, taskIdOf, validateRows, type StatRow, type TaskCounts } from "./rows.js";
 import { UsageError } from "../errors.js";
 
 export interface SummaryOptions {
@@ -104,6 +104,7 @@ function checkOptions(opts: SummaryOptions): void {
  */
 export function summarize(rows: readonly StatRow[], opts: SummaryOptions = {}): Summary {
   checkOptions(opts);
+  validateRows(rows, "rows");
   const B = opts.B ?? DEFAULT_B;
   const seed = opts.seed ?? DEFAULT_SEED;
   const k = opts.k ?? defaultK(rows);

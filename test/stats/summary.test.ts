@@ -103,3 +103,9 @@ test("group values are plain keys, even odd ones", () => {
   assert.equal(s.by.style["__proto__"].n_tasks, 1);
   assert.equal(JSON.parse(JSON.stringify(s)).by.style.__proto__.pass1, 0.5);
 });
+
+test("rows passed in code are validated too", () => {
+  assert.throws(() => summarize([{ task_id: "a", sample: 0, correct: "true" } as unknown as StatRow]), /rows\[0\]: correct must be/);
+  assert.throws(() => summarize([{ sample: 0, correct: true } as unknown as StatRow]), /task_id must be a string/);
+  assert.equal(summarize([{ task_id: 7, sample: 0, correct: 1 } as unknown as StatRow]).pass1, 1);
+});
