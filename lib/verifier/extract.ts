@@ -3,7 +3,8 @@
  *  1. Reasoning is removed first: every `<think>...</think>` block; text before a lone `</think>` (chat
  *     templates open the block in the prompt); and everything after an unclosed `<think>`.
  *  2. The last closed `<solution>...</solution>` block wins; if it holds a fenced block, the last such
- *     fence inside it is taken, else its whole text.
+ *     fence inside it is taken, else its whole text (minus any words before the first SELECT/WITH when
+ *     the text does not start with a statement keyword; a block of prose alone holds no SQL).
  *  3. Otherwise the last closed fenced block whose info string is empty, `sql` or `sqlite` (any case).
  *  4. Otherwise (fallback, on by default) the text from the first SELECT, or the first WITH that starts
  *     a common table expression (`WITH [RECURSIVE] name [(cols)] AS (`), up to the first `;` outside
@@ -24,7 +25,9 @@ export function extractSql(reply: string, opts: ExtractOptions = {}): string | n
   const solution = lastSolution(text);
   if (solution !== null) {
     const inner = lastFence(solution, true);
-    return normalizeSql(inner ?? solution);
+    if (inner !== null) return normalizeSql(inner);
+    const query = skipLeadingProse(solution);
+    return query === null ? null : normalizeSql(query);
   }
   const fence = lastFence(text, false);
   if (fence !== null) return normalizeSql(fence);
@@ -79,6 +82,18 @@ function lastFence(text: string, anyLanguage: boolean): string | null {
     if (anyLanguage || SQL_INFO.test(info)) last = code;
   }
   return last;
+}
+
+const STATEMENT_START = /^\s*(\(|select|with|values|insert|update|delete|replace|create|drop|alter|pragma|attach|detach|vacuum|reindex|analyze|begin|commit|rollback|savepoint|release|explain)\b/i;
+
+/**
+ * Drops words before the query in a solution block ("The answer is SELECT ..."); null when the block
+ * neither starts with a statement keyword nor holds a SELECT/WITH (prose only: no SQL).
+ */
+function skipLeadingProse(text: string): string | null {
+  if (STATEMENT_START.test(text)) return text;
+  const start = fallbackStart(text);
+  return start < 0 ? null : text.slice(start);
 }
 
 /** Index of the first SELECT word or CTE-opening WITH, or -1. */

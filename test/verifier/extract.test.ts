@@ -59,3 +59,10 @@ test("normalisation keeps literals and quoted identifiers intact and drops comme
 test("a non-SELECT statement in a block is returned (the executor judges it unsafe)", () => {
   assert.equal(extractSql("<solution>DELETE FROM t;</solution>"), "DELETE FROM t");
 });
+
+test("words before the query inside a solution block are dropped", () => {
+  assert.equal(extractSql("<solution>The final query is: SELECT a FROM t</solution>"), "SELECT a FROM t");
+  assert.equal(extractSql("<solution>(SELECT 1) UNION SELECT 2</solution>"), "(SELECT 1) UNION SELECT 2");
+  assert.equal(extractSql("<solution>no query here</solution>"), null);
+  assert.equal(extractSql("<solution>PRAGMA table_info(t)</solution>"), "PRAGMA table_info(t)");
+});
