@@ -37,9 +37,9 @@ export function formatComparison(d: DeltaDetail, permutations: number): string {
     const n = d.noise;
     lines.push(`noise     band ±${fmt(n.band)} = t ${n.q.toFixed(3)} (df ${n.df}) x run sd ${fmt(n.run_sd, 4)} x sqrt(1/${n.runs_a} + 1/${n.runs_b})`);
   } else {
-    lines.push(`noise     no band: needs >= 2 eval runs a side (a has ${s.runs_a}, b has ${s.runs_b})`);
+    lines.push(`noise     no band: needs >= 2 eval runs a side (a has ${s.runs_a}, b has ${s.runs_b}); a gain here is unreplicated`);
   }
-  if (s.run_deltas.length) {
+  if (s.run_deltas.length >= 2) {
     const pairs = s.run_deltas.map((x, i) => `${d.run_ids_a[i]}->${d.run_ids_b[i]} ${fmtSigned(x)}`).join(", ");
     lines.push(`runs      replicated ${replicated(d)} (${pairs})`);
   }
