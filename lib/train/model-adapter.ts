@@ -1,0 +1,110 @@
+/**
+ * The trainer's view of a lib/model CausalLM: the trainable variables (the LoRA pairs of one adapter, or
+ * every weight for full training) and causal logits with the adapter applied, or without it as the
+ * reference policy. Checkpoints of an adapter are PEFT folders (adapter_model.safetensors +
+ * adapter_config.json) that `t2s serve` and lib/model's attachAdapter load as they are.
+ */
+import * as tf from "@tensorflow/tfjs-core";
+import { T2sError } from "../errors.js";
+import type { LayerWeights, Linear } from "../model/decoder.js";
+import type { CausalLM } from "../model/model.js";
+import { adapterTensors } from "../model/lora.js";
+import type { SaveOptions } from "./checkpoint.js";
+import { ensureGradients } from "./gradients.js";
+import type { NamedVariable, TrainableLM } from "./lm.js";
+
+const LINEARS: Array<[keyof LayerWeights, string]> = [
+  ["q", "self_attn.q_proj"], ["k", "self_attn.k_proj"], ["v", "self_attn.v_proj"], ["o", "self_attn.o_proj"],
+  ["gate", "mlp.gate_proj"], ["up", "mlp.up_proj"], ["down", "mlp.down_proj"],
+];
+
+/** Turns every weight of the model into a tf.Variable (in place) and returns them with their HF names. */
+export function makeFullTrainable(model: CausalLM): NamedVariable[] {
+  const out: NamedVariable[] = [];
+  const w = model.weights;
+  const seen = new Map<tf.Tensor, tf.Variable>();
+  const v = <T extends tf.Tensor>(t: T, name: string): T => {
+    let variable = seen.get(t);
+    if (!variable) {
+      variable = t instanceof tf.Variable ? t : tf.variable(t, true, `full/${model.name}/${name}`);
+      if ((variable as tf.Tensor) !== t) t.dispose();
+      seen.set(t, variable);
+      out.push({ name, variable });
+    }
+    return variable as unknown as T;
+  };
+  w.embed = v(w.embed, "model.embed_tokens.weight");
+  w.norm = v(w.norm, "model.norm.weight");
+  if (w.lmHead) w.lmHead = v(w.lmHead, "lm_head.weight");
+  w.layers.forEach((l, i) => {
+    const p = `model.layers.${i}.`;
+    l.inputNorm = v(l.inputNorm, `${p}input_layernorm.weight`);
+    l.postNorm = v(l.postNorm, `${p}post_attention_layernorm.weight`);
+    if (l.qNorm) l.qNorm = v(l.qNorm, `${p}self_attn.q_norm.weight`);
+    if (l.kNorm) l.kNorm = v(l.kNorm, `${p}self_attn.k_norm.weight`);
+    for (const [field, path] of LINEARS) {
+      const lin = l[field] as Linear;
+      lin.weight = v(lin.weight, `${p}${path}.weight`);
+      if (lin.bias) lin.bias = v(lin.bias, `${p}${path}.bias`);
+    }
+  });
+  return out;
+}
+
+export class ModelTrainable implements TrainableLM {
+  readonly vocabSize: number;
+  readonly hasReference: boolean;
+  private readonly params: NamedVariable[];
+
+  /**
+   * `adapter`: the name of a trainable adapter attached to the model (createAdapter, or attachAdapter with
+   * trainable: true); null trains all weights (converted to variables here).
+   */
+  constructor(readonly model: CausalLM, readonly adapter: string | null) {
+    ensureGradients();
+    this.vocabSize = model.config.vocabSize;
+    this.hasReference = adapter !== null;
+    if (adapter === null) this.params = makeFullTrainable(model);
+    else {
+      this.params = adapterTensors(model, adapter).map(({ key, tensor }) => {
+        if (!(tensor instanceof tf.Variable)) throw new T2sError("not_trainable", `adapter ${adapter} was attached without trainable: true`);
+        return { name: key, variable: tensor as tf.Variable };
+      });
+    }
+  }
+
+  trainableParams(): NamedVariable[] {
+    return this.params;
+  }
+
+  logits(ids: tf.Tensor2D, opts: { reference?: boolean } = {}): tf.Tensor3D {
+    return this.model.logits(ids, { adapter: opts.reference ? null : this.adapter });
+  }
+
+  /** How checkpoints store the weights: a PEFT adapter folder, or model.safetensors + config for full training. */
+  checkpointFiles(): SaveOptions {
+    if (this.adapter === null) return { weightsFile: "model.safetensors" };
+    const info = this.model.adapters.get(this.adapter)!;
+    const base = (info as { config?: Record<string, unknown> }).config ?? {};
+    return {
+      weightsFile: "adapter_model.safetensors",
+      extraFiles: {
+        "adapter_config.json": {
+          ...base,
+          peft_type: "LORA",
+          task_type: "CAUSAL_LM",
+          base_model_name_or_path: this.model.dir ?? this.model.name,
+          r: info.r,
+          lora_alpha: info.alpha,
+          lora_dropout: 0,
+          target_modules: info.targetModules,
+          bias: "none",
+          fan_in_fan_out: false,
+          inference_mode: true,
+          use_rslora: Boolean((base as { use_rslora?: boolean }).use_rslora),
+          use_dora: false,
+        },
+      },
+    };
+  }
+}

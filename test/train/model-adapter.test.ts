@@ -1,0 +1,95 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import * as tf from "@tensorflow/tfjs-core";
+import { assertClose, finiteDiff, useCpu } from "./tiny-lm.js";
+import { loadModel } from "../../lib/model/load.js";
+import { createAdapter, attachAdapter } from "../../lib/model/lora.js";
+import { expectedShapes } from "../../lib/model/load.js";
+import { ModelTrainable } from "../../lib/train/model-adapter.js";
+import { sequenceLogprobs } from "../../lib/train/logprobs.js";
+import { policyLoss } from "../../lib/train/losses.js";
+import { SftTrainer } from "../../lib/train/sft.js";
+import { scratchDir } from "../helpers.js";
+import { Rng } from "../../lib/train/rng.js";
+
+await useCpu();
+const QWEN2 = resolve("test/fixtures/model/qwen2");
+const IDS = tf.tensor2d([[5, 17, 33, 2, 90, 41], [7, 7, 120, 64, 3, 0]], undefined, "int32");
+const MASK = tf.tensor2d([[0, 0, 1, 1, 1], [0, 1, 1, 1, 0]]);
+
+test("LoRA parameters of the real decoder get finite-difference-exact GRPO gradients", async () => {
+  const model = await loadModel(QWEN2, { backend: "cpu" });
+  createAdapter(model, { name: "train", r: 2, alpha: 4, targetModules: ["q_proj", "v_proj", "down_proj"], seed: 1 });
+  const lm = new ModelTrainable(model, "train");
+  const params = lm.trainableParams();
+  assert.equal(params.length, 2 * 3 * 2, "A and B for 3 modules x 2 layers");
+  assert.match(params[0].name, /^base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight$/);
+  // B starts at zero (a no-op adapter): the reference and the policy agree
+  const same = tf.tidy(() => tf.max(tf.abs(tf.sub(lm.logits(IDS), lm.logits(IDS, { reference: true })))).dataSync()[0]);
+  assert.equal(same, 0);
+  const rng = new Rng(3);
+  for (const p of params) if (p.name.includes("lora_B")) p.variable.assign(tf.tensor(Array.from({ length: p.variable.size }, () => rng.normal() * 0.2), p.variable.shape));
+  const old = tf.keep(tf.tidy(() => tf.add(sequenceLogprobs(lm, IDS).logp, tf.tensor2d([[0, 0, 0.05, -0.4, 0.02], [0, 0.3, -0.05, 0.01, 0]]))));
+  const ref = tf.keep(tf.tidy(() => sequenceLogprobs(lm, IDS, { reference: true }).logp));
+  const settings = { lossType: "grpo" as const, epsilonLow: 0.2, epsilonHigh: 0.28, beta: 0.1 };
+  const counts = { sequences: 2, tokens: 6, microBatches: 1, maxCompletionLength: 5 };
+  const loss = () => {
+    const r = policyLoss({ logp: sequenceLogprobs(lm, IDS).logp, oldLogp: old as tf.Tensor2D, refLogp: ref as tf.Tensor2D, advantages: tf.tensor1d([1.2, -0.7]), mask: MASK }, settings, counts);
+    tf.dispose(Object.values(r.sums));
+    return r.loss;
+  };
+  const { grads } = tf.variableGrads(loss, params.map((p) => p.variable));
+  const value = () => tf.tidy(() => loss().dataSync()[0]);
+  let nonzero = 0;
+  for (const p of [params[0], params[1], params[10], params[11]]) {
+    const g = grads[p.variable.name].dataSync();
+    for (const i of [0, 7, 31]) {
+      const fd = finiteDiff(value, p.variable, i, 1e-2);
+      assertClose(g[i], fd, 2e-3, 5e-2, `${p.name}[${i}]`);
+      if (Math.abs(g[i]) > 1e-3) nonzero++;
+    }
+  }
+  assert.ok(nonzero >= 4, "some gradients are clearly non-zero");
+  tf.dispose([old, ref, ...Object.values(grads)]);
+  model.dispose();
+});
+
+test("checkpoints of an adapter are PEFT folders that lib/model attaches", async () => {
+  const model = await loadModel(QWEN2, { backend: "cpu" });
+  createAdapter(model, { name: "train", r: 2, alpha: 4, targetModules: ["q_proj", "v_proj"], seed: 1 });
+  const lm = new ModelTrainable(model, "train");
+  const out = scratchDir();
+  const examples = [{ ids: [5, 17, 33, 2, 90], mask: [0, 0, 1, 1, 1] }, { ids: [7, 8, 9, 10], mask: [0, 0, 1, 1] }];
+  const t = new SftTrainer(lm, examples, { batchSize: 2, steps: 2, lr: 0.01, seed: 1, outDir: out, checkpointFiles: () => lm.checkpointFiles() });
+  const recs = await t.train();
+  assert.ok((recs[1].loss as number) < (recs[0].loss as number));
+  const dir = join(out, "checkpoints", "step-000002");
+  assert.ok(existsSync(join(dir, "adapter_model.safetensors")));
+  const cfg = JSON.parse(readFileSync(join(dir, "adapter_config.json"), "utf8"));
+  assert.equal(cfg.peft_type, "LORA");
+  assert.equal(cfg.r, 2);
+  // attaching the checkpoint gives the trained adapter's logits
+  const info = attachAdapter(model, dir, { name: "reloaded" });
+  assert.equal(info.r, 2);
+  const diff = tf.tidy(() => tf.max(tf.abs(tf.sub(model.logits(IDS, { adapter: "train" }), model.logits(IDS, { adapter: "reloaded" })))).dataSync()[0]);
+  assert.ok(diff < 1e-5, `reloaded adapter differs by ${diff}`);
+  t.dispose();
+  model.dispose();
+});
+
+test("full-weight training names every weight as the checkpoint does and updates it", async () => {
+  const model = await loadModel(QWEN2, { backend: "cpu" });
+  const lm = new ModelTrainable(model, null);
+  const names = lm.trainableParams().map((p) => p.name).sort();
+  assert.deepEqual(names, [...expectedShapes(model.config).keys()].sort());
+  assert.equal(lm.hasReference, false);
+  const before = lm.trainableParams()[0].variable.dataSync().slice();
+  const t = new SftTrainer(lm, [{ ids: [5, 17, 33, 2], mask: [0, 1, 1, 1] }], { batchSize: 1, steps: 1, lr: 0.01, seed: 1 });
+  await t.train();
+  const after = lm.trainableParams()[0].variable.dataSync();
+  assert.ok(after.some((x, i) => x !== before[i]));
+  t.dispose();
+  model.dispose();
+});
