@@ -5,6 +5,7 @@
  * re-rolls and losses, keep the metadata sidecar honest.
  */
 import { randomBytes } from "node:crypto";
+import { setMaxListeners } from "node:events";
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { ExecOutcome } from "../db/types.js";
@@ -134,6 +135,7 @@ export async function runRollout(tasks: Task[], policy: Policy, env: RolloutEnv,
   const progress = new Progress({ total: tasks.length * opts.k, resumed: plan.done, stream: opts.progressStream, onProgress: opts.onProgress, intervalMs: opts.progressIntervalMs });
   const lostExamples: Record<string, string> = {};
   const abort = new AbortController();
+  setMaxListeners(0, abort.signal); // every request in flight listens on the one run-wide signal
   let fatal: unknown = null;
   let next = 0;
   const ep = opts.episode;
