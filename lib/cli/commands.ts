@@ -12,6 +12,7 @@ import { registerNotebooks } from "./notebooks.js";
 import { registerBenchmark } from "./benchmark.js";
 import { registerGrade } from "./grade.js";
 import { registerModel } from "./model.js";
+import { registerTasks } from "./tasks.js";
 
 export type RegisterCommands = (program: Command) => void;
 
@@ -25,4 +26,5 @@ export const commandGroups: RegisterCommands[] = [
   registerBenchmark,
   registerGrade,
   registerModel,
+  registerTasks,
 ];

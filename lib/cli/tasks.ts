@@ -1,0 +1,179 @@
+/** `t2s tasks ...`: verify, author, split, summarise and export task sets. */
+import type { Command } from "commander";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { UsageError } from "../errors.js";
+import { schemaDdl } from "../db/schema.js";
+import { defaultShopPath, shopNotes } from "../db/shop/build.js";
+import { openingMessages } from "../episode/prompt.js";
+import { kitPath } from "../paths.js";
+import { createExecutor } from "../tasks/executor.js";
+import { EXPORT_FORMATS, exportTasks, type ExportFormat } from "../tasks/export.js";
+import { writeTasks } from "../tasks/io.js";
+import { loadTasks, SOURCE_FORMATS, type LoadOptions, type SourceFormat } from "../tasks/loaders.js";
+import { DEFAULT_AUTHOR_SEED } from "../tasks/shop/author.js";
+import { writeShopTaskSet } from "../tasks/shop/ship.js";
+import { HOLDOUT_FRACTION } from "../tasks/split.js";
+import { taskStats } from "../tasks/stats.js";
+import { runTeacher } from "../tasks/teacher.js";
+import type { Task } from "../tasks/types.js";
+import { verifyTasks } from "../tasks/verify.js";
+import { intOption, printJson } from "./options.js";
+
+interface SourceOpts {
+  format?: string;
+  file?: string;
+  dbRoot?: string;
+}
+
+function addSourceOptions(cmd: Command): Command {
+  return cmd
+    .argument("<source>", "task file (kit jsonl, BIRD-Platinum jsonl) or folder (Spider, BIRD)")
+    .option("--format <name>", `source format: ${SOURCE_FORMATS.join(", ")} (default: detected)`)
+    .option("--file <name>", "records file inside a Spider/BIRD folder (default dev.json)")
+    .option("--db-root <dir>", "BIRD-Platinum: folder holding <db_id>/<db_id>.sqlite");
+}
+
+function load(source: string, opts: SourceOpts): Task[] {
+  if (opts.format && !SOURCE_FORMATS.includes(opts.format as SourceFormat)) {
+    throw new UsageError(`--format must be one of ${SOURCE_FORMATS.join(", ")}, got '${opts.format}'`);
+  }
+  const lo: LoadOptions = { format: opts.format as SourceFormat | undefined, file: opts.file, dbRoot: opts.dbRoot };
+  return loadTasks(resolve(source), lo);
+}
+
+const progress = (label: string) => (done: number, total: number) => {
+  if (done === total || done % 200 === 0) process.stderr.write(`[${label}] ${done}/${total}\n`);
+};
+
+export function registerTasks(program: Command): void {
+  const tasks = program.command("tasks").description("task sets: verify, author, split, stats, export");
+
+  addSourceOptions(tasks.command("verify").description("execute every gold query twice; keep tasks with 1-50 stable, non-NULL rows"))
+    .option("--out <path>", "write the kept tasks to this jsonl file")
+    .option("--workers <n>", "executor worker processes (default: CPU count)", intOption("--workers", 1))
+    .option("--json", "print the report as JSON")
+    .action(async (source: string, opts: SourceOpts & { out?: string; workers?: number; json?: boolean }) => {
+      const list = load(source, opts);
+      const executor = await createExecutor({ workers: opts.workers });
+      try {
+        const report = await verifyTasks(list, { executor, onProgress: opts.json ? undefined : progress("verify") });
+        if (opts.out) writeTasks(opts.out, report.kept);
+        const drops = report.dropped.map((d) => ({ id: d.task.id, reason: d.reason, detail: d.detail }));
+        const summary = { total: list.length, kept: report.kept.length, dropped: report.dropped.length, by_reason: report.byReason, drops };
+        if (opts.json) printJson(summary);
+        else {
+          process.stdout.write(`kept ${summary.kept} of ${summary.total}\n`);
+          for (const [r, n] of Object.entries(report.byReason)) process.stdout.write(`  dropped ${r}: ${n}\n`);
+          for (const d of drops.slice(0, 20)) process.stdout.write(`  ${d.id} ${d.reason}: ${d.detail.slice(0, 100)}\n`);
+        }
+        if (report.dropped.length) process.exitCode = 1;
+      } finally {
+        await executor.close();
+      }
+    });
+
+  tasks
+    .command("author")
+    .description("write tasks: 'shop' from templates over the live data, or any database with --teacher")
+    .argument("[target]", "'shop' for the programmatic shop author (omit with --teacher)")
+    .option("--seed <n>", `seed of the programmatic author (default ${DEFAULT_AUTHOR_SEED}, the shipped set)`, intOption("--seed", 0))
+    .option("--db <path>", "database to author over (default data/shop/shop.sqlite)")
+    .option("--out <path>", "tasks file (default data/shop/tasks.jsonl for shop; required with --teacher)")
+    .option("--teacher <spec>", "author with an OpenAI-compatible model: openai:<model>@<base-url>")
+    .option("--db-id <id>", "db_id written into teacher tasks (default: the file name without .sqlite)")
+    .option("--rounds <n>", "teacher: rounds over all archetype x difficulty cells", intOption("--rounds", 1), 2)
+    .option("--per-batch <n>", "teacher: tasks asked for per request", intOption("--per-batch", 1), 8)
+    .option("--concurrency <n>", "teacher: requests in flight", intOption("--concurrency", 1), 4)
+    .option("--workers <n>", "executor worker processes (default: CPU count)", intOption("--workers", 1))
+    .option("--json", "print a summary as JSON")
+    .action(async (target: string | undefined, opts: { seed?: number; db?: string; out?: string; teacher?: string; dbId?: string; rounds: number; perBatch: number; concurrency: number; workers?: number; json?: boolean }) => {
+      const dbPath = resolve(opts.db ?? defaultShopPath());
+      const executor = await createExecutor({ workers: opts.workers });
+      try {
+        if (opts.teacher) {
+          if (!opts.out) throw new UsageError("--out is required with --teacher (tasks are appended there; rerun to resume)");
+          const r = await runTeacher({
+            spec: opts.teacher,
+            dbPath,
+            dbId: opts.dbId,
+            out: resolve(opts.out),
+            rounds: opts.rounds,
+            perBatch: opts.perBatch,
+            concurrency: opts.concurrency,
+            executor,
+            log: (line) => process.stderr.write(line + "\n"),
+          });
+          if (opts.json) printJson(r);
+          else process.stdout.write(`teacher: ${r.kept_now} tasks added (${r.total} in ${r.out}); jobs run ${r.jobs_run}, skipped ${r.jobs_skipped}, failed ${r.jobs_failed}\n`);
+          if (r.jobs_failed) process.exitCode = 1;
+          return;
+        }
+        if (target !== "shop") throw new UsageError(target ? `unknown author target '${target}': use 'shop' or --teacher` : "say what to author: 'shop', or --teacher openai:<model>@<url>");
+        if (!existsSync(dbPath)) throw new UsageError(`no shop database at ${dbPath}; build it with 't2s db build shop'`);
+        const out = resolve(opts.out ?? kitPath("data", "shop", "tasks.jsonl"));
+        const r = await writeShopTaskSet({ dbPath, out, seed: opts.seed, executor, onProgress: opts.json ? undefined : (phase, d, t) => progress(phase)(d, t) });
+        const c = r.manifest.counts;
+        if (opts.json) printJson({ tasks: r.tasksPath, manifest: r.manifestPath, counts: c, not_kept: r.report.dropped });
+        else process.stdout.write(`wrote ${c.count} tasks (${c.train} train, ${c.holdout} holdout, share ${c.holdout_share.toFixed(3)}) to ${r.tasksPath}\nmanifest ${r.manifestPath}\n`);
+      } finally {
+        await executor.close();
+      }
+    });
+
+  addSourceOptions(tasks.command("split").description(`show (and optionally write) the train/holdout split: holdout = id hash in the lowest ${HOLDOUT_FRACTION * 100}%`))
+    .option("--out-dir <dir>", "write train.jsonl and holdout.jsonl there")
+    .option("--json", "print counts as JSON")
+    .action((source: string, opts: SourceOpts & { outDir?: string; json?: boolean }) => {
+      const list = load(source, opts);
+      const train = list.filter((t) => t.split === "train");
+      const holdout = list.filter((t) => t.split === "holdout");
+      const files: Record<string, string> = {};
+      if (opts.outDir) {
+        files.train = join(resolve(opts.outDir), "train.jsonl");
+        files.holdout = join(resolve(opts.outDir), "holdout.jsonl");
+        writeTasks(files.train, train);
+        writeTasks(files.holdout, holdout);
+      }
+      const summary = { total: list.length, train: train.length, holdout: holdout.length, holdout_share: list.length ? holdout.length / list.length : 0, files };
+      if (opts.json) printJson(summary);
+      else process.stdout.write(`train ${summary.train}, holdout ${summary.holdout} (share ${summary.holdout_share.toFixed(3)})\n${Object.values(files).map((f) => `wrote ${f}\n`).join("")}`);
+    });
+
+  addSourceOptions(tasks.command("stats").description("counts by split, archetype x difficulty, style; duplicate checks"))
+    .option("--json", "print the stats as JSON")
+    .action((source: string, opts: SourceOpts & { json?: boolean }) => {
+      const s = taskStats(load(source, opts));
+      if (opts.json) return printJson(s);
+      const out: string[] = [`tasks ${s.count}: train ${s.train}, holdout ${s.holdout} (share ${s.holdout_share.toFixed(3)})`];
+      const diffs = [...new Set(Object.values(s.cells).flatMap((m) => Object.keys(m)))];
+      out.push(["archetype".padEnd(18), ...diffs.map((d) => d.padStart(8))].join(""));
+      for (const [a, m] of Object.entries(s.cells)) out.push([a.padEnd(18), ...diffs.map((d) => String(m[d] ?? 0).padStart(8))].join(""));
+      out.push(`styles: ${Object.entries(s.by_style).map(([k, v]) => `${k} ${v}`).join(", ")}`);
+      out.push(`duplicate gold SQL pairs: ${s.duplicate_sql_pairs}; question pairs with word overlap > 0.75: ${s.similar_question_pairs}`);
+      process.stdout.write(out.join("\n") + "\n");
+    });
+
+  addSourceOptions(tasks.command("export").description("write the set for other trainers: verl-style and TRL-style jsonl (train.jsonl, test.jsonl = holdout)"))
+    .requiredOption("--to <format>", `${EXPORT_FORMATS.join(", ")} or all`)
+    .option("--out <dir>", "output folder (default ./export)", "export")
+    .option("--notes <file>", "database notes to put in the system prompt (default: the shop NOTES for db_id 'shop')")
+    .option("--json", "print the written files as JSON")
+    .action(async (source: string, opts: SourceOpts & { to: string; out: string; notes?: string; json?: boolean }) => {
+      const formats: ExportFormat[] = opts.to === "all" ? EXPORT_FORMATS : [opts.to as ExportFormat];
+      if (!formats.every((f) => EXPORT_FORMATS.includes(f))) throw new UsageError(`--to must be ${EXPORT_FORMATS.join(", ")} or all, got '${opts.to}'`);
+      const list = load(source, opts);
+      const { readFileSync } = await import("node:fs");
+      const customNotes = opts.notes ? readFileSync(opts.notes, "utf8") : undefined;
+      const ddl = new Map<string, string>();
+      const messagesFor = (t: Task) => {
+        if (!ddl.has(t.db_path)) ddl.set(t.db_path, schemaDdl(t.db_path));
+        const notes = customNotes ?? (t.db_id === "shop" ? shopNotes() : undefined);
+        return openingMessages({ style: "single" }, ddl.get(t.db_path) as string, notes, t.question, t.evidence);
+      };
+      const written: Record<string, unknown> = {};
+      for (const f of formats) written[f] = exportTasks(list, f, resolve(opts.out), messagesFor);
+      if (opts.json) printJson(written);
+      else for (const [f, w] of Object.entries(written)) process.stdout.write(`${f}: ${JSON.stringify(w)}\n`);
+    });
+}

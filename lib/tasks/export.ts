@@ -1,0 +1,68 @@
+/**
+ * Export of a task set to the formats distributed trainers read, so the same tasks can be trained on
+ * elsewhere. Both are jsonl (parquet would need a heavy dependency; verl and TRL both load jsonl via
+ * `datasets`):
+ *  - verl: {data_source, prompt: [messages], ability, reward_model: {style: "rule", ground_truth}, extra_info}
+ *  - trl:  {prompt: [messages], solution, task_id, db_id, db_path, split, ...} (extra columns reach TRL
+ *          reward functions as keyword arguments).
+ * Files: <out>/<format>/train.jsonl and <out>/<format>/test.jsonl (the holdout split).
+ */
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Task } from "./types.js";
+
+export type ExportFormat = "verl" | "trl";
+export const EXPORT_FORMATS: ExportFormat[] = ["verl", "trl"];
+
+export interface ChatMessageLike {
+  role: string;
+  content: string | null;
+}
+
+/** One exported record for a task in a format; `messages` is the prompt the policy would see. */
+export function exportRecord(task: Task, format: ExportFormat, messages: ChatMessageLike[], index: number): Record<string, unknown> {
+  const info = {
+    task_id: task.id,
+    db_id: task.db_id,
+    db_path: task.db_path,
+    split: task.split,
+    difficulty: task.difficulty,
+    archetype: task.archetype,
+    style: task.style,
+    ...(task.evidence ? { evidence: task.evidence } : {}),
+    ...(task.grading ? { grading: task.grading } : {}),
+  };
+  if (format === "verl") {
+    return {
+      data_source: `t2s-lab/${task.db_id}`,
+      prompt: messages,
+      ability: "text2sql",
+      reward_model: { style: "rule", ground_truth: task.gold_sql },
+      extra_info: { index, ...info },
+    };
+  }
+  return { prompt: messages, solution: task.gold_sql, ...info };
+}
+
+/** Writes train.jsonl and test.jsonl for a format under `outDir/<format>`; returns the files and counts. */
+export function exportTasks(
+  tasks: Task[],
+  format: ExportFormat,
+  outDir: string,
+  messagesFor: (task: Task) => ChatMessageLike[],
+): { files: Record<string, string>; counts: Record<string, number> } {
+  const dir = join(outDir, format);
+  mkdirSync(dir, { recursive: true });
+  const parts: Record<string, Task[]> = { train: tasks.filter((t) => t.split === "train"), test: tasks.filter((t) => t.split === "holdout") };
+  const files: Record<string, string> = {};
+  const counts: Record<string, number> = {};
+  for (const [name, list] of Object.entries(parts)) {
+    const path = join(dir, `${name}.jsonl`);
+    const text = list.map((t, i) => JSON.stringify(exportRecord(t, format, messagesFor(t), i)) + "\n").join("");
+    writeFileSync(`${path}.tmp`, text);
+    renameSync(`${path}.tmp`, path);
+    files[name] = path;
+    counts[name] = list.length;
+  }
+  return { files, counts };
+}
