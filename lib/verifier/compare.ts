@@ -12,6 +12,7 @@
  *  - `subset` (BIRD-Platinum): every candidate row must appear among the gold rows, with an optional row
  *    count rule, instead of equal multisets.
  */
+import { T2sError } from "../errors.js";
 import type { ExecSuccess, SqlValue } from "../db/types.js";
 import type { CompareOptions, CompareResult } from "./types.js";
 import { matchColumns, type KeyTable, type RowRule } from "./permute.js";
@@ -20,6 +21,13 @@ import { DEFAULT_VALUE_RULES, showValue, valueKey, type ValueRules } from "./val
 
 /** Returns the value rules that `opts` selects (defaults filled in). */
 export function valueRulesOf(opts: CompareOptions): ValueRules {
+  const r = opts.round;
+  if (r !== undefined && r !== null && !(Number.isInteger(r) && r >= 0 && r <= 20)) {
+    throw new T2sError("bad_compare_options", `round must be an integer 0-20 or null, got ${String(r)}`);
+  }
+  if (opts.order !== undefined && !ORDER_MODES.includes(opts.order)) {
+    throw new T2sError("bad_compare_options", `order must be one of ${ORDER_MODES.join(", ")}, got ${String(opts.order)}`);
+  }
   return {
     round: opts.round === undefined ? DEFAULT_VALUE_RULES.round : opts.round,
     numericText: opts.numericText ?? DEFAULT_VALUE_RULES.numericText,
@@ -27,6 +35,8 @@ export function valueRulesOf(opts: CompareOptions): ValueRules {
     caseFold: opts.caseFold ?? DEFAULT_VALUE_RULES.caseFold,
   };
 }
+
+const ORDER_MODES: readonly string[] = ["top-level", "anywhere", "ignore", "always"];
 
 /** Returns whether row order matters for this gold under `opts.order`. */
 export function orderMatters(opts: CompareOptions): boolean {
@@ -41,6 +51,7 @@ const shape = (rows: number, cols: number) => `${rows} row${rows === 1 ? "" : "s
 
 /** Compares a candidate result with the gold result; returns whether they match and why. */
 export function compareResults(candidate: ExecSuccess, gold: ExecSuccess, opts: CompareOptions = {}): CompareResult {
+  const rules = valueRulesOf(opts);
   if (candidate.truncated) return { match: false, tooLarge: true, reason: `result too large: more than ${candidate.rows.length} rows` };
   const cRows = candidate.rows.length;
   const gRows = gold.rows.length;
@@ -49,7 +60,6 @@ export function compareResults(candidate: ExecSuccess, gold: ExecSuccess, opts: 
   const got = `got ${shape(cRows, cCols)}, want ${shape(gRows, gCols)}`;
   if (cRows === 0 && gRows === 0) return { match: true, reason: "result matches (both empty)" };
   if (cRows === 0 || gRows === 0 || cCols !== gCols) return { match: false, reason: `result differs: ${got}` };
-  const rules = valueRulesOf(opts);
   const gKeys = keyTable(gold.rows, rules);
   const cKeys = keyTable(candidate.rows, rules);
   const strict = opts.columnOrder === "strict";

@@ -143,3 +143,9 @@ test("reasons name a missing gold row", () => {
   const r = compareResults(res([[1, "x"]]), res([[1, "y"]]));
   assert.equal(r.reason, 'result differs: got 1 row x 2 cols, want 1 row x 2 cols; gold row (1, "y") is missing');
 });
+
+test("bad options are typed errors", () => {
+  assert.throws(() => compareResults(res([[1]]), res([[1]]), { round: -1 }), /round must be/);
+  assert.throws(() => compareResults(res([[1]]), res([[1]]), { round: 1.5 }), /round must be/);
+  assert.throws(() => compareResults(res([[1]]), res([[1]]), { order: "sometimes" as never }), /order must be/);
+});
