@@ -79,6 +79,8 @@ export class TslabKernel {
   private readonly iopub = new Subscriber({ linger: 0 });
   private readonly hb = new Request({ linger: 0 });
   private readonly pending = new Map<string, Pending>();
+  /** Output handlers of finished cells: output a cell's timers print later still belongs to that cell. */
+  private readonly late = new Map<string, (msg: JupyterMessage) => void>();
   private readonly replies = new Map<string, (content: Record<string, unknown>) => void>();
   private child: ChildProcess | undefined;
   private exitInfo: string | undefined;
@@ -194,8 +196,12 @@ export class TslabKernel {
         const msg = this.safeDecode(frames);
         if (!msg) continue;
         this.iopubSeen = true;
-        const p = this.pending.get(msg.parent_header.msg_id ?? "");
-        if (!p) continue;
+        const parent = msg.parent_header.msg_id ?? "";
+        const p = this.pending.get(parent);
+        if (!p) {
+          if (msg.header.msg_type !== "status") this.late.get(parent)?.(msg);
+          continue;
+        }
         if (msg.header.msg_type === "status" && msg.content.execution_state === "idle") {
           p.idle = true;
           if (p.reply) p.done();
@@ -268,6 +274,7 @@ export class TslabKernel {
       await finished;
     }
     this.pending.delete(msg.header.msg_id);
+    this.late.set(msg.header.msg_id, onIopub);
     const died = p.reply ? undefined : this.exitInfo;
     return { reply: p.reply ?? null, timedOut, died };
   }

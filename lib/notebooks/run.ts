@@ -94,6 +94,7 @@ export async function runNotebook(path: string, opts: RunNotebookOptions): Promi
       const n = position.get(cell) ?? 0;
       const label = n === 0 ? "injected parameters cell" : `cell ${n}/${total}`;
       const code = joinSource(cell.source);
+      if (code.trim() === "") continue; // as nbclient: an empty cell is not executed
       const t0 = Date.now();
       const startedAt = new Date().toISOString();
       const outcome = await kernel.execute(code, (m) => collector.handle(cell, m), opts.timeoutMs ?? 0);

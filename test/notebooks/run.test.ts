@@ -70,19 +70,21 @@ test("a type error in cell 2 stops the run: exit 1 naming cell 2, later cells no
   assert.match(readFileSync(join(out, "broken.html"), "utf8"), /failed at cell 2/);
 });
 
-test("--param values override the parameters cell and reach T2S_PARAMS; display ids update in place", async () => {
+test("--param values override the parameters cell and reach T2S_PARAMS; display ids update in place; empty cells are skipped", async () => {
   const dir = scratchDir();
   const path = writeNotebook(dir, "params", [
     { source: "let n: number = 1;\nlet label = \"default\";", tags: ["parameters"] },
     "console.log(JSON.stringify({ n: n, label: label, typeofN: typeof n, env: JSON.parse(process.env.T2S_PARAMS ?? 'null') }));",
     "import * as tslab from \"tslab\";\nconst bar = tslab.newDisplay();\nbar.html(\"<i>0%</i>\");",
     "bar.html(\"<i>100%</i>\");",
+    "  \n",
   ]);
   const r = await runCli(["notebooks", "run", path, "--out", out, "--param", "n=5", "--param", "label=hello world", "--json"], { timeoutMs: 90_000 });
   assert.equal(r.code, 0, r.stderr);
   const result = JSON.parse(r.stdout)[0];
   assert.equal(result.ok, true);
-  assert.equal(result.codeCells, 5);
+  assert.equal(result.codeCells, 6);
+  assert.equal(result.executed, 5, "an empty cell is not executed");
   const nb = readJson(result.ipynb);
   assert.deepEqual(validateNotebook(nb), []);
   const injected = nb.cells[1];
@@ -92,6 +94,7 @@ test("--param values override the parameters cell and reach T2S_PARAMS; display 
   assert.deepEqual(printed, { n: 5, label: "hello world", typeofN: "number", env: { n: 5, label: "hello world" } });
   assert.deepEqual(nb.cells[3].outputs.map((o: any) => o.data["text/html"]), ["<i>100%</i>"], "updated in place");
   assert.deepEqual(nb.cells[4].outputs, []);
+  assert.equal(nb.cells[5].execution_count, null);
   assert.deepEqual(nb.metadata.t2s.params, { n: 5, label: "hello world" });
 });
 
