@@ -86,14 +86,15 @@ test("tool style with native tool calls: the tool runs on the database and the f
   const server = await startFakeOpenAI(scriptedResponder([
     { match: "How many items", turns: [{ tool_calls: [{ name: "execute_sql_query", arguments: { query: "SELECT count(*) AS n FROM items" } }] }, { content: "<solution>SELECT count(*) FROM items</solution>" }] },
     { match: "most expensive", turns: [{ tool_calls: [{ name: "execute_sql_query", arguments: "{bad json" }] }, { tool_calls: [{ name: "execute_sql_query", arguments: { query: "DELETE FROM items" } }] }, { content: "<solution>SELECT name FROM items ORDER BY price DESC LIMIT 1</solution>" }] },
+    { match: "less than 5", turns: [{ content: "<solution>DELETE FROM items WHERE price < 5</solution>" }] },
     { match: "", turns: [{ content: "I do not know." }] },
   ]));
   const { tasks, out } = setup();
   try {
-    const r = await runCli([...baseArgs(server.baseUrl, tasks, out), "--style", "tool", "--limit", "3", "--json"]);
+    const r = await runCli([...baseArgs(server.baseUrl, tasks, out), "--style", "tool", "--limit", "4", "--json"]);
     assert.equal(r.code, 0, r.stderr);
     const rows = rowsOf(out);
-    assert.equal(rows.length, 6);
+    assert.equal(rows.length, 8);
     const count = rows.find((x) => x.task_id === "count")!;
     assert.equal(count.correct, true);
     assert.equal(count.n_assistant_turns, 2);
@@ -105,7 +106,11 @@ test("tool style with native tool calls: the tool runs on the database and the f
     assert.equal(pricey.invalid_tool_calls, 2);
     assert.equal(pricey.n_assistant_turns, 3);
     const cheap = rows.find((x) => x.task_id === "cheap")!;
-    assert.equal(cheap.outcome, "no_sql");
+    assert.equal(cheap.outcome, "unsafe");
+    assert.equal(cheap.correct, false);
+    const names = rows.find((x) => x.task_id === "names")!;
+    assert.equal(names.outcome, "no_sql");
+    assert.equal(names.has_sql, false);
     assert.ok(server.requests.every((q) => q.hasTools));
   } finally {
     await server.close();
