@@ -36,6 +36,8 @@ function fileSignature(path: string): string {
     throw new ConnectionError({ kind: "no_database", message: `no database file at ${path}` });
   }
   if (!st.isFile()) throw new ConnectionError({ kind: "no_database", message: `${path} is not a file` });
+  // SQLite would open an empty file as an empty database; an empty file is a missing database in practice.
+  if (st.size === 0) throw new ConnectionError({ kind: "no_database", message: `${path} is empty (0 bytes), not a database` });
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
 }
 

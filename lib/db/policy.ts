@@ -133,6 +133,8 @@ export function checkSqlText(sql: string): ExecError | null {
   if (sql.length > MAX_SQL_LENGTH) {
     return { kind: "too_large", message: `the SQL text is ${sql.length} characters; the limit is ${MAX_SQL_LENGTH}` };
   }
+  // SQLite stops reading at a NUL byte, so text after one would be silently ignored: refuse it instead.
+  if (sql.includes("\u0000")) return unsafe("the SQL contains a NUL character");
   const tokens = codeTokens(sql);
   if (tokens.length === 0 || tokens.every((t) => t.type === "punct" && t.text === ";")) {
     return { kind: "syntax", message: "no SQL statement was given" };

@@ -8,6 +8,7 @@
 import type { ChildProcess } from "node:child_process";
 import { cpus } from "node:os";
 import { resolve } from "node:path";
+import { performance } from "node:perf_hooks";
 import { T2sError } from "../errors.js";
 import { checkSqlText } from "./policy.js";
 import type { RunReply, RunRequest, WorkerMessage } from "./protocol.js";
@@ -22,6 +23,11 @@ export interface ExecutorPoolOptions {
   memoryLimitMb?: number;
   /** Largest result accepted, in bytes of values; larger results fail with `too_large`. Default 16 MiB. */
   maxResultBytes?: number;
+  /**
+   * Extra started-and-idle workers kept ready (default 1), so a query queued behind a killed runaway starts
+   * at once instead of waiting the ~0.5-1.5 s a new worker needs to start. At most `workers` run at a time.
+   */
+  spareWorkers?: number;
 }
 
 export interface PoolStats {
@@ -50,11 +56,17 @@ interface Slot {
   timer?: NodeJS.Timeout;
   memTimer?: NodeJS.Timeout;
   stderrTail: string;
+  /** When the current job was sent (performance.now()). */
+  startedAt: number;
+  /** The current job has used half its time: a replacement is started in advance, in case it is killed. */
+  long: boolean;
   /** Set when the pool itself killed the worker, so its exit is not reported as a crash. */
   retired: boolean;
 }
 
 const MEMORY_POLL_MS = 50;
+const MAX_TIMER_MS = 2_147_483_647;
+const KILL_MEMORY_MS = 5000;
 const START_FAILURE_LIMIT = 3;
 
 function fail(kind: ExecError["kind"], message: string): ExecOutcome {
@@ -75,11 +87,14 @@ export class ExecutorPool implements Executor {
   readonly size: number;
   readonly memoryLimitMb: number;
   readonly maxResultBytes: number;
+  readonly spareWorkers: number;
   private readonly slots: Slot[] = [];
   private readonly queue: Job[] = [];
   private nextId = 1;
   private closed = false;
   private startFailures = 0;
+  /** When workers were last killed; a burst of kills keeps extra workers starting, since starts are slow. */
+  private killTimes: number[] = [];
   private readonly counters = { completed: 0, timeouts: 0, memoryKills: 0, crashes: 0, restarts: 0 };
 
   constructor(options: ExecutorPoolOptions = {}) {
@@ -89,16 +104,20 @@ export class ExecutorPool implements Executor {
     if (!Number.isFinite(mem) || mem < 128) throw new T2sError("bad_pool_options", `memoryLimitMb must be >= 128, got ${mem}`);
     const maxBytes = options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
     if (!Number.isFinite(maxBytes) || maxBytes < 1) throw new T2sError("bad_pool_options", `maxResultBytes must be >= 1, got ${maxBytes}`);
+    const spares = options.spareWorkers ?? 1;
+    if (!Number.isInteger(spares) || spares < 0) throw new T2sError("bad_pool_options", `spareWorkers must be an integer >= 0, got ${spares}`);
     this.size = workers;
     this.memoryLimitMb = mem;
     this.maxResultBytes = maxBytes;
-    for (let i = 0; i < workers; i++) this.startWorker();
+    this.spareWorkers = spares;
+    this.ensureWorkers();
   }
 
   /** Runs one read-only statement; resolves with rows or a typed error (never rejects for bad SQL). */
   execute(dbPath: string, sql: string, options: ExecOptions = {}): Promise<ExecOutcome> {
     if (this.closed) return Promise.reject(new T2sError("pool_closed", "the executor pool is closed; create a new ExecutorPool"));
-    const timeoutMs = options.timeoutMs ?? 5000;
+    // setTimeout cannot wait longer than 2^31-1 ms (it would fire at once), so longer limits are capped.
+    const timeoutMs = Math.min(options.timeoutMs ?? 5000, MAX_TIMER_MS);
     const maxRows = options.maxRows ?? 200;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
       return Promise.reject(new T2sError("bad_exec_options", `timeoutMs must be a positive number, got ${timeoutMs}`));
@@ -112,7 +131,7 @@ export class ExecutorPool implements Executor {
     if (this.startFailures >= START_FAILURE_LIMIT) {
       // A previous burst of failed starts gave up; try again for this call.
       this.startFailures = 0;
-      while (this.slots.length < this.size) this.startWorker();
+      this.ensureWorkers();
     }
     return new Promise<ExecOutcome>((resolvePromise, reject) => {
       const id = this.nextId++;
@@ -120,6 +139,19 @@ export class ExecutorPool implements Executor {
       this.queue.push({ id, request, timeoutMs, resolve: resolvePromise, reject });
       this.pump();
     });
+  }
+
+  /** Process ids of the current workers (for monitoring; killing one only costs its current query). */
+  workerPids(): number[] {
+    return this.slots.map((s) => s.child.pid).filter((p): p is number => p !== undefined);
+  }
+
+  /** Resolves when `workers + spareWorkers` idle workers are started and waiting (useful before timing anything). */
+  async ready(): Promise<void> {
+    while (!this.closed && this.slots.filter((s) => s.ready && !s.job).length < this.size + this.spareWorkers) {
+      if (this.startFailures >= START_FAILURE_LIMIT) throw new T2sError("worker_start_failed", "the SQL worker processes could not start");
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 
   /** Counters for monitoring and benchmarks. */
@@ -168,7 +200,7 @@ export class ExecutorPool implements Executor {
 
   private startWorker(): void {
     const child = spawnWorker(this.memoryLimitMb);
-    const slot: Slot = { child, ready: false, stderrTail: "", retired: false };
+    const slot: Slot = { child, ready: false, stderrTail: "", retired: false, startedAt: 0, long: false };
     this.slots.push(slot);
     child.stderr?.on("data", (d: Buffer) => {
       slot.stderrTail = (slot.stderrTail + d.toString()).slice(-4000);
@@ -197,6 +229,7 @@ export class ExecutorPool implements Executor {
     this.counters.completed++;
     job.resolve(reply.outcome);
     this.pump();
+    this.trimWorkers();
   }
 
   private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
@@ -226,7 +259,7 @@ export class ExecutorPool implements Executor {
       );
     }
     this.counters.restarts++;
-    this.startWorker();
+    this.ensureWorkers();
     this.pump();
   }
 
@@ -234,6 +267,31 @@ export class ExecutorPool implements Executor {
     if (slot.timer) clearTimeout(slot.timer);
     if (slot.memTimer) clearTimeout(slot.memTimer);
     slot.timer = slot.memTimer = undefined;
+    slot.long = false;
+  }
+
+  /** Workers wanted now: the running ones, the spares, and one in advance for each long-running query. */
+  private target(): number {
+    const now = performance.now();
+    this.killTimes = this.killTimes.filter((t) => now - t < KILL_MEMORY_MS);
+    const burst = Math.min(this.size + 1, this.killTimes.length);
+    return this.size + this.spareWorkers + burst + this.slots.filter((s) => s.job && s.long).length;
+  }
+
+  private ensureWorkers(): void {
+    if (this.closed || this.startFailures >= START_FAILURE_LIMIT) return;
+    while (this.slots.length < this.target()) this.startWorker();
+  }
+
+  /** Stops idle workers beyond the target (left over when a long query finished instead of being killed). */
+  private trimWorkers(): void {
+    while (this.queue.length === 0 && this.slots.length > this.target()) {
+      const idle = this.slots.find((s) => s.ready && !s.job && !s.retired);
+      if (!idle) return;
+      idle.retired = true;
+      this.slots.splice(this.slots.indexOf(idle), 1);
+      void this.stopChild(idle.child);
+    }
   }
 
   /** Kills a worker whose query must stop, answers its caller, and starts a replacement. */
@@ -247,13 +305,19 @@ export class ExecutorPool implements Executor {
     if (index >= 0) this.slots.splice(index, 1);
     if (job) job.resolve(outcome);
     this.counters.restarts++;
-    if (!this.closed) this.startWorker();
+    this.killTimes.push(performance.now());
+    this.ensureWorkers();
     this.pump();
   }
 
   private watchMemory(slot: Slot): void {
     slot.memTimer = setTimeout(() => {
-      if (!slot.job || slot.retired) return;
+      const job = slot.job;
+      if (!job || slot.retired) return;
+      if (!slot.long && performance.now() - slot.startedAt >= job.timeoutMs / 2) {
+        slot.long = true;
+        this.ensureWorkers();
+      }
       const mb = slot.child.pid !== undefined ? residentMb(slot.child.pid) : undefined;
       if (mb !== undefined && mb > this.memoryLimitMb) {
         this.counters.memoryKills++;
@@ -266,10 +330,13 @@ export class ExecutorPool implements Executor {
 
   private pump(): void {
     while (this.queue.length > 0 && !this.closed) {
+      if (this.slots.filter((s) => s.job).length >= this.size) break;
       const slot = this.slots.find((s) => s.ready && !s.job && !s.retired);
       if (!slot) break;
       const job = this.queue.shift() as Job;
       slot.job = job;
+      slot.startedAt = performance.now();
+      slot.long = false;
       slot.timer = setTimeout(() => {
         if (slot.job !== job) return;
         this.counters.timeouts++;

@@ -6,43 +6,51 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
 import { kitPath, kitRoot } from "../paths.js";
 
 /** Address space Node and V8 reserve as data before any query runs (measured ~120 MB, kept generous). */
 const DATA_BASELINE_MB = 384;
 
-let tsxUrl: string | undefined;
+let tsxHook: string | undefined;
 
-/** The file URL of tsx's loader, resolved from the kit so workers start from any working directory. */
-export function tsxLoaderUrl(): string {
-  if (!tsxUrl) tsxUrl = pathToFileURL(createRequire(kitPath("package.json")).resolve("tsx")).href;
-  return tsxUrl;
+/** The path of tsx's CommonJS hook, resolved from the kit so workers start from any working directory. */
+export function tsxCjsHook(): string {
+  if (!tsxHook) tsxHook = createRequire(kitPath("package.json")).resolve("tsx/cjs");
+  return tsxHook;
 }
 
-/** The worker's entry file. */
+/** The TypeScript file the workers run. */
 export function workerPath(): string {
   return kitPath("lib", "db", "worker.ts");
 }
 
+/**
+ * The file forked: a two-line CommonJS shim that loads tsx's in-thread hook and then worker.ts. The
+ * package is ESM, so Node would send a .ts entry to the ESM loader, whose tsx hooks run in an extra thread
+ * and take about twice as long to start; start-up time is what a caller waits after a worker is killed.
+ */
+export function workerEntry(): string {
+  return kitPath("lib", "db", "worker-boot.cjs");
+}
+
 /** Starts a worker with the given memory ceiling; stderr is piped so a crash can be explained. */
 export function spawnWorker(memoryLimitMb: number): ChildProcess {
-  const nodeArgs = [`--max-old-space-size=${Math.max(64, Math.floor(memoryLimitMb / 2))}`, "--import", tsxLoaderUrl()];
+  const nodeArgs = [`--max-old-space-size=${Math.max(64, Math.floor(memoryLimitMb / 2))}`];
   const common = {
     cwd: kitRoot(),
-    env: { ...process.env, T2S_ROOT: kitRoot() },
+    env: { ...process.env, T2S_ROOT: kitRoot(), T2S_TSX_CJS: tsxCjsHook() },
     stdio: ["ignore", "ignore", "pipe", "ipc"] as ("ignore" | "pipe" | "ipc")[],
     serialization: "json" as const,
   };
   if (process.platform === "linux" && existsSync("/bin/sh")) {
     const dataKb = (memoryLimitMb + DATA_BASELINE_MB) * 1024;
-    return fork(workerPath(), [], {
+    return fork(workerEntry(), [], {
       ...common,
       execPath: "/bin/sh",
       execArgv: ["-c", `ulimit -d ${dataKb} 2>/dev/null; exec "$0" "$@"`, process.execPath, ...nodeArgs],
     });
   }
-  return fork(workerPath(), [], { ...common, execArgv: nodeArgs });
+  return fork(workerEntry(), [], { ...common, execArgv: nodeArgs });
 }
 
 /** Resident memory of a live process in MB, or undefined where /proc is not available. */

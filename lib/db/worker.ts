@@ -3,9 +3,25 @@
  * read-only connection and replies. It has no timeout of its own: the pool kills it when a query runs too
  * long or uses too much memory, which is the only way to stop SQLite inside better-sqlite3.
  */
+import Database from "better-sqlite3";
 import { ConnectionCache } from "./connection.js";
+import { checkPrepared, checkSqlText } from "./policy.js";
 import type { RunReply, RunRequest } from "./protocol.js";
 import { runQuery } from "./run.js";
+
+/** Runs the whole query path once in memory, so a worker's first real query is not slowed by loading code. */
+function warmUp(): void {
+  const db = new Database(":memory:");
+  try {
+    const sql = "SELECT 1 AS x UNION ALL SELECT 2";
+    if (!checkSqlText(sql)) {
+      const stmt = db.prepare(sql);
+      if (!checkPrepared(db, stmt, sql)) for (const _row of stmt.raw(true).iterate()) void _row;
+    }
+  } finally {
+    db.close();
+  }
+}
 
 function serve(send: (message: unknown) => boolean): void {
   const cache = new ConnectionCache();
@@ -25,6 +41,7 @@ function serve(send: (message: unknown) => boolean): void {
     cache.close();
     process.exit(0);
   });
+  warmUp();
   send({ ready: true, pid: process.pid });
 }
 
