@@ -68,6 +68,8 @@ async function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
   }
 }
 
+class PortTakenError extends Error {}
+
 /** A running tslab kernel and the sockets connected to it. */
 export class TslabKernel {
   readonly session = randomId();
@@ -95,13 +97,16 @@ export class TslabKernel {
 
   /** Starts a kernel and resolves once it answers on shell and iopub (throws T2sError otherwise). */
   static async start(opts: KernelStartOptions): Promise<TslabKernel> {
-    const k = new TslabKernel();
-    try {
-      await k.launch(opts);
-      return k;
-    } catch (e) {
-      await k.shutdown();
-      throw e;
+    for (let attempt = 1; ; attempt++) {
+      const k = new TslabKernel();
+      try {
+        await k.launch(opts);
+        return k;
+      } catch (e) {
+        await k.shutdown();
+        // the free ports were picked before the kernel bound them; another process may have won one
+        if (!(e instanceof PortTakenError) || attempt >= 3) throw e instanceof PortTakenError ? k.startError(e.message) : e;
+      }
     }
   }
 
@@ -154,6 +159,7 @@ export class TslabKernel {
     const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
     let info: Record<string, unknown> | undefined;
     while (!info || !this.iopubSeen) {
+      if (/EADDRINUSE|Address already in use/i.test(this.processLog)) throw new PortTakenError("a port in the connection file was already in use");
       if (this.exitInfo) throw this.startError(`the kernel process ended (${this.exitInfo})`);
       if (Date.now() > deadline) throw this.startError(`the kernel did not answer within ${opts.startTimeoutMs ?? 60_000} ms`);
       const got = await this.request(this.shell, "kernel_info_request", {}, 500);
