@@ -117,7 +117,7 @@ export function registerBenchmark(program: Command): void {
       if (f.json) printJson({ summary, facts, progress: p, meta: result.meta, lost_examples: result.lostExamples });
       else {
         if (result.rows.length) process.stdout.write(formatSummary(f.out, result.rows as unknown as StatRow[], summary, DEFAULT_B, DEFAULT_SEED) + "\n" + formatFacts(facts));
-        process.stdout.write(`${progressLine(p)}\n`);
+        process.stdout.write(`run: ${progressLine(p)}\n`);
       }
       if (p.lost > 0) {
         const examples = Object.values(result.lostExamples).map((m) => `  ${m}`).join("\n");

@@ -11,7 +11,7 @@ export interface RolloutFacts {
   outcomes: Record<string, number>;
   /** Share of rows with no SQL found. */
   no_sql_rate: number;
-  /** Share of rows whose SQL did not run (has SQL but does not execute). */
+  /** Share of rows whose SQL did not run (has SQL, does not execute; truncated and unsafe counted apart). */
   sql_error_rate: number;
   truncated_rate: number;
   unsafe_rate: number;
@@ -37,7 +37,7 @@ export function rolloutFacts(rows: readonly RolloutRow[]): RolloutFacts {
     rows: n,
     outcomes,
     no_sql_rate: rate((r) => !r.has_sql),
-    sql_error_rate: rate((r) => r.has_sql && !r.executes),
+    sql_error_rate: rate((r) => r.has_sql && !r.executes && r.outcome !== "truncated" && r.outcome !== "unsafe"),
     truncated_rate: rate((r) => r.outcome === "truncated"),
     unsafe_rate: rate((r) => r.outcome === "unsafe"),
     tool_misuse_rate: rate((r) => (r.invalid_tool_calls ?? 0) > 0),
