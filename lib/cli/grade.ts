@@ -81,6 +81,7 @@ async function runJsonl(pool: ExecutorPool, flags: GradeFlags, defaults: Request
   while (window.length) process.stdout.write((await window.shift()) + "\n");
 }
 
+/** Adds `t2s grade` to the program. */
 export function registerGrade(program: Command): void {
   program
     .command("grade")

@@ -10,7 +10,9 @@
  * `round` null numbers compare exactly (only -0 = 0 still holds).
  * Text: trimmed (Unicode white space), then case-folded: NFC, lower case, upper case, lower case, NFC. The
  * round trip through upper case applies the full case mappings, so 'STRASSE' = 'straße' = 'STRAẞE',
- * 'ſ' = 's', and composed and decomposed accents agree ('é' = 'e\u0301'). Either step can be turned off.
+ * 'ſ' = 's', and composed and decomposed accents agree ('é' = 'e\u0301'); dotless 'ı' stays apart from 'i'.
+ * This groups characters as Unicode full case folding does (checked against Python's str.casefold on every
+ * code point). Either step can be turned off.
  * Numeric text ('1,234.50', '$12', ' 3 ') counts as a number only with `numericText`; otherwise text
  * '1' and the number 1 differ. NULL equals only NULL. Blobs compare by their bytes and never equal text.
  */
@@ -51,9 +53,14 @@ export function foldText(s: string, rules: Pick<ValueRules, "trim" | "caseFold">
   if (!rules.caseFold) return t;
   // eslint-disable-next-line no-control-regex
   if (/^[\x00-\x7f]*$/.test(t)) return t.toLowerCase();
-  // lower first so that capital sharp s (U+1E9E) also reaches "ss"
-  t = t.normalize("NFC").toLowerCase().toUpperCase().toLowerCase().normalize("NFC");
-  return t;
+  // lower first so that capital sharp s (U+1E9E) also reaches "ss"; dotless i is kept apart, because its
+  // upper case is I and Unicode case folding does not map it to i
+  return t
+    .normalize("NFC")
+    .split("\u0131")
+    .map((part) => part.toLowerCase().toUpperCase().toLowerCase())
+    .join("\u0131")
+    .normalize("NFC");
 }
 
 const NUMERIC_TEXT = /^[+-]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?$/;

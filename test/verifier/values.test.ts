@@ -65,6 +65,8 @@ test("text is trimmed and Unicode case-folded by default", () => {
   assert.notEqual(key(" a", { trim: false }), key("a", { trim: false }));
   assert.notEqual(key("alice"), key("alicia"));
   assert.equal(foldText("İ", { trim: true, caseFold: true }), "i̇");
+  assert.notEqual(key("ı"), key("i"), "dotless i is not folded to i");
+  assert.equal(key("KIRMIZI"), key("kirmizi"));
 });
 
 test("NULL equals only NULL; blobs compare by bytes and never equal text", () => {
