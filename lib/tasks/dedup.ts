@@ -70,9 +70,13 @@ export class DedupIndex {
   private readonly postings = new Map<string, number[]>();
   private readonly rank: (w: string) => number;
 
-  constructor(opts: { threshold?: number; rank?: (word: string) => number } = {}) {
+  private readonly tokenize: (question: string) => string[];
+
+  /** `tokenize` replaces the [a-z0-9]+ word split (it must return distinct words). */
+  constructor(opts: { threshold?: number; rank?: (word: string) => number; tokenize?: (question: string) => string[] } = {}) {
     this.threshold = opts.threshold ?? MAX_QUESTION_OVERLAP;
     this.rank = opts.rank ?? wordHash;
+    this.tokenize = opts.tokenize ?? questionWords;
   }
 
   readonly threshold: number;
@@ -82,7 +86,7 @@ export class DedupIndex {
   }
 
   private ordered(question: string): string[] {
-    return questionWords(question).sort((x, y) => this.rank(x) - this.rank(y) || (x < y ? -1 : x > y ? 1 : 0));
+    return this.tokenize(question).sort((x, y) => this.rank(x) - this.rank(y) || (x < y ? -1 : x > y ? 1 : 0));
   }
 
   /** Length of the prefix that must share a word with any set overlapping more than the threshold. */
@@ -182,6 +186,17 @@ export function findDuplicates(tasks: { id: string; question: string; gold_sql: 
   }
   return pairs;
 }
+
+/**
+ * Other common ways to split a question into words (\w+ runs; whitespace-separated; whitespace-separated
+ * with edge punctuation stripped). A set kept clean under all of them stays clean whichever split a
+ * reviewer uses.
+ */
+export const ALTERNATIVE_TOKENIZERS: ((question: string) => string[])[] = [
+  (q) => [...new Set(q.toLowerCase().match(/\w+/g) ?? [])],
+  (q) => [...new Set(q.toLowerCase().split(/\s+/).filter(Boolean))],
+  (q) => [...new Set(q.toLowerCase().split(/\s+/).map((w) => w.replace(/^[^\w]+|[^\w]+$/g, "")).filter(Boolean))],
+];
 
 /** How many questions contain each word: a rank for DedupIndex that puts rare words first. */
 export function documentFrequency(questions: string[]): Map<string, number> {

@@ -5,7 +5,7 @@
  * the survivors balanced over archetype x difficulty cells. Same database + same seed = same tasks.
  */
 import type { Executor } from "../../db/types.js";
-import { DedupIndex, documentFrequency, normalizeSql } from "../dedup.js";
+import { ALTERNATIVE_TOKENIZERS, DedupIndex, documentFrequency, MAX_QUESTION_OVERLAP, normalizeSql } from "../dedup.js";
 import { mulberry32, shuffled } from "../random.js";
 import { splitFor, taskId } from "../split.js";
 import type { Task } from "../types.js";
@@ -95,7 +95,11 @@ export async function authorShopTasks(dbPath: string, opts: AuthorOptions): Prom
 
   // 3. greedy keep: cells in turn, templates in turn within a cell, so no cell or template crowds out others
   const df = documentFrequency(all.map((c) => c.question));
-  const index = new DedupIndex({ rank: (w) => df.get(w) ?? 0 });
+  // the shipped rule is stricter than the documented one: overlap must stay below 0.75 (not just at most),
+  // under the [a-z0-9]+ split and under the other usual word splits too
+  const strict = MAX_QUESTION_OVERLAP - 1e-9;
+  const index = new DedupIndex({ rank: (w) => df.get(w) ?? 0, threshold: strict });
+  const others = ALTERNATIVE_TOKENIZERS.map((tokenize) => new DedupIndex({ threshold: strict, tokenize }));
   const queues = new Map<string, Candidate[][]>();
   byTemplate.forEach((cands) => {
     if (!cands.length) return;
@@ -132,12 +136,13 @@ export async function authorShopTasks(dbPath: string, opts: AuthorOptions): Prom
         continue;
       }
       const id = taskId(cand.question, dbId);
-      const hit = index.check(cand.question, cand.sql);
+      const hit = index.check(cand.question, cand.sql) ?? others.map((o) => o.check(cand.question)).find((h) => h !== null) ?? null;
       if (hit) {
         drop(hit.kind === "sql" ? "duplicate_sql" : "similar_question");
         continue;
       }
       index.add(id, cand.question, cand.sql);
+      for (const o of others) o.add(id, cand.question);
       cellCount.set(cell, (cellCount.get(cell) ?? 0) + 1);
       templateCount.set(t.name, (templateCount.get(t.name) ?? 0) + 1);
       kept.push({
