@@ -1,7 +1,8 @@
 /**
  * `npm run bench:grade`: grades per second on the shop database, with the gold result cached vs run every
- * time, on 1 vs N SQL worker processes. Each grade extracts the query from a fenced reply, runs it (and
- * the gold unless cached), and compares the result sets. Prints a table; options:
+ * time, on 1 vs N SQL worker processes (and, for scale, with the 3-neighbor check on). Each grade extracts
+ * the query from a fenced reply, runs it (and the gold unless cached), and compares the result sets.
+ * Prints a table; options:
  *   --grades <n>   grades per configuration (default 600)
  *   --workers <n>  N for the multi-worker rows (default: number of CPUs)
  */
@@ -50,26 +51,31 @@ async function main(): Promise<void> {
     const pool = new ExecutorPool({ workers });
     // warm the workers (connections, statement caches) so start-up is not timed
     await Promise.all(tasks.map((t) => pool.execute(db, t.gold_sql)));
-    for (const cached of [false, true]) {
+    const configs: Array<{ cached: boolean; neighbors: number }> = [
+      { cached: false, neighbors: 0 },
+      { cached: true, neighbors: 0 },
+      ...(workers === many ? [{ cached: true, neighbors: 3 }] : []),
+    ];
+    for (const { cached, neighbors } of configs) {
       const cache = new GoldCache();
-      if (cached) await Promise.all(tasks.map((t) => grade(t, reply(t), { executor: pool, goldCache: cache })));
+      if (cached) await Promise.all(tasks.map((t) => grade(t, reply(t), { executor: pool, goldCache: cache, neighbors })));
       let next = 0;
       let correct = 0;
       const t0 = performance.now();
       const lane = async () => {
         while (next < grades) {
           const t = tasks[next++ % tasks.length];
-          const r = await grade(t, reply(t), { executor: pool, goldCache: cached ? cache : false });
+          const r = await grade(t, reply(t), { executor: pool, goldCache: cached ? cache : false, neighbors });
           if (r.correct) correct++;
         }
       };
       await Promise.all([...Array(workers * 4)].map(lane));
       const seconds = (performance.now() - t0) / 1000;
-      rows.push([String(workers), cached ? "cached" : "run each time", String(grades), seconds.toFixed(2), (grades / seconds).toFixed(0), `${correct}/${grades}`]);
+      rows.push([String(workers), cached ? "cached" : "run each time", String(neighbors), String(grades), seconds.toFixed(2), (grades / seconds).toFixed(0), `${correct}/${grades}`]);
     }
     await pool.close();
   }
-  const head = ["workers", "gold", "grades", "seconds", "grades/s", "correct"];
+  const head = ["workers", "gold", "neighbors", "grades", "seconds", "grades/s", "correct"];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join("  ");
   process.stdout.write(line(head) + "\n" + widths.map((w) => "-".repeat(w)).join("  ") + "\n" + rows.map(line).join("\n") + "\n");
