@@ -12,6 +12,7 @@ import { registerNotebooks } from "./notebooks.js";
 import { registerBenchmark } from "./benchmark.js";
 import { registerGrade } from "./grade.js";
 import { registerModel } from "./model.js";
+import { registerServe } from "./serve.js";
 import { registerTasks } from "./tasks.js";
 
 export type RegisterCommands = (program: Command) => void;
@@ -26,5 +27,6 @@ export const commandGroups: RegisterCommands[] = [
   registerBenchmark,
   registerGrade,
   registerModel,
+  registerServe,
   registerTasks,
 ];

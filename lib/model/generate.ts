@@ -19,6 +19,9 @@ export interface GenerationRequest {
   seed?: number;
   /** Which sample of its request this row is (seeds differ per sample); default: its row index. */
   sampleIndex?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
 }
 
 export interface GenerateOptions {
@@ -75,6 +78,7 @@ interface Row {
   emitted: number;
   maxTokens: number;
   stop: string[];
+  params: SamplingParams;
 }
 
 function commonPrefix(rows: number[][]): number {
@@ -96,8 +100,11 @@ export async function generate(model: CausalLM, prompts: (number[] | GenerationR
   for (const r of reqs) if (r.ids.length === 0) throw new T2sError("usage", "every prompt needs at least one token");
   const tok = model.tokenizer;
   const eos = new Set(opts.eosIds ?? (tok ? tok.eosIds : model.config.eosTokenIds));
-  const params: SamplingParams = { temperature: opts.temperature ?? 1, topP: opts.topP ?? 1, topK: opts.topK ?? 0 };
-  if (params.temperature < 0 || params.topP <= 0 || params.topP > 1 || params.topK < 0) throw new T2sError("usage", "temperature must be >= 0, top_p in (0, 1], top_k >= 0");
+  const paramsOf = (r: GenerationRequest): SamplingParams => {
+    const p = { temperature: r.temperature ?? opts.temperature ?? 1, topP: r.topP ?? opts.topP ?? 1, topK: r.topK ?? opts.topK ?? 0 };
+    if (!(p.temperature >= 0) || !(p.topP > 0 && p.topP <= 1) || !(p.topK >= 0)) throw new T2sError("usage", "temperature must be >= 0, top_p in (0, 1], top_k >= 0");
+    return p;
+  };
   const maxPos = model.config.maxPositions;
   const rows: Row[] = reqs.map((r, i) => ({
     req: r,
@@ -109,6 +116,7 @@ export async function generate(model: CausalLM, prompts: (number[] | GenerationR
     emitted: 0,
     maxTokens: Math.max(0, Math.min(r.maxTokens ?? opts.maxTokens ?? 256, maxPos - r.ids.length)),
     stop: (r.stop ?? opts.stop ?? []).filter((s) => s.length > 0),
+    params: paramsOf(r),
   }));
   const decode = (ids: number[]) => (tok && ids.length ? tok.decode(ids, { skipSpecialTokens: true }) : "");
   const stepOpts = { lastOnly: true, adapter: opts.adapter ?? null };
@@ -150,7 +158,7 @@ export async function generate(model: CausalLM, prompts: (number[] | GenerationR
       const keep: number[] = [];
       active.forEach((rowIdx, a) => {
         const row = rows[rowIdx];
-        const { id, logprob } = sampleToken(data.subarray(a * V, (a + 1) * V), params, row.rand);
+        const { id, logprob } = sampleToken(data.subarray(a * V, (a + 1) * V), row.params, row.rand);
         row.out.push(id);
         row.logprobs.push(logprob);
         if (eos.has(id)) finish(row, "stop", "eos");

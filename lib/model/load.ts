@@ -18,6 +18,8 @@ export interface LoadOptions {
   backend?: string;
   /** Name the model is served under (default: the folder's base name). */
   name?: string;
+  /** Longest prompt + completion allowed (default: config.json's max_position_embeddings). */
+  contextLength?: number;
 }
 
 /** Returns the shape every tensor of a checkpoint must have for `c` (HF names). */
@@ -109,6 +111,10 @@ export async function loadModel(dir: string, opts: LoadOptions = {}): Promise<Ca
   if (!existsSync(abs)) throw new T2sError("missing_file", `model folder ${dir} does not exist`);
   const choice = await useBackend(opts.backend ?? process.env.T2S_BACKEND ?? "auto");
   const config = readConfig(abs);
+  if (opts.contextLength !== undefined) {
+    if (!Number.isInteger(opts.contextLength) || opts.contextLength < 1) throw new T2sError("usage", `context length must be a positive integer, got ${opts.contextLength}`);
+    config.maxPositions = opts.contextLength;
+  }
   const tokenizer: ChatTokenizer | null = existsSync(resolve(abs, "tokenizer.json")) ? loadTokenizer(abs, config.eosTokenIds) : null;
   const named = readCheckpoint(abs);
   const weights = buildWeights(config, named, abs);

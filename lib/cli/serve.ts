@@ -1,0 +1,47 @@
+/** `t2s serve`: the OpenAI-compatible server over a local model and its adapters. */
+import type { Command } from "commander";
+import { UsageError } from "../errors.js";
+import { collect, intOption } from "./options.js";
+
+/** Parses `--adapter NAME=DIR` values into a name -> folder map (names must be unique). */
+export function parseAdapterFlags(values: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const v of values) {
+    const i = v.indexOf("=");
+    if (i <= 0 || i === v.length - 1) throw new UsageError(`--adapter must look like NAME=DIR, got '${v}'`);
+    const name = v.slice(0, i);
+    if (out[name]) throw new UsageError(`--adapter name '${name}' is given twice`);
+    out[name] = v.slice(i + 1);
+  }
+  return out;
+}
+
+export function registerServe(program: Command): void {
+  program
+    .command("serve")
+    .description("serve a local model (and LoRA adapters) over the OpenAI chat-completions protocol")
+    .requiredOption("--model <dir>", "Hugging Face model folder (needs a chat template)")
+    .option("--name <name>", "name the base model is served under (default: the folder name)")
+    .option("--adapter <name=dir>", "serve a PEFT LoRA adapter under its own name (repeatable)", collect, [])
+    .option("--port <n>", "port to listen on (0 = any free port)", intOption("--port"), 8000)
+    .option("--host <host>", "interface to listen on", "127.0.0.1")
+    .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm, cpu (default auto)")
+    .option("--max-model-len <n>", "longest prompt + completion in tokens (default: max_position_embeddings)", intOption("--max-model-len", 1))
+    .option("--batch-window <ms>", "wait this long for more requests before starting a batch", intOption("--batch-window"), 5)
+    .option("--max-batch <rows>", "sequences per generation batch at most", intOption("--max-batch", 1), 64)
+    .action(async (opts: { model: string; name?: string; adapter: string[]; port: number; host: string; backend?: string; maxModelLen?: number; batchWindow: number; maxBatch: number }) => {
+      const adapters = parseAdapterFlags(opts.adapter);
+      const { loadModel } = await import("../model/load.js");
+      const { startServer } = await import("../serve/server.js");
+      const model = await loadModel(opts.model, { backend: opts.backend, name: opts.name, contextLength: opts.maxModelLen });
+      const server = await startServer({ model, adapters, port: opts.port, host: opts.host, batchWindowMs: opts.batchWindow, maxBatchRows: opts.maxBatch });
+      process.stdout.write(`serving ${[...server.engine.models.keys()].join(", ")} at ${server.url}/v1 (backend ${model.backend})\n`);
+      await new Promise<void>((resolve) => {
+        const stop = () => resolve();
+        process.once("SIGINT", stop);
+        process.once("SIGTERM", stop);
+      });
+      await server.close();
+      model.dispose();
+    });
+}
