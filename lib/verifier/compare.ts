@@ -82,7 +82,7 @@ export function compareResults(candidate: ExecSuccess, gold: ExecSuccess, opts: 
   }
   const blocks = orderBlocks(gold, gKeys, opts);
   if (matchColumns(gKeys, cKeys, gCols, { kind: "blocks", blocks }, strict)) {
-    return { match: true, reason: `result matches (${shape(gRows, gCols)}, in order)` };
+    return { match: true, reason: `result matches (${shape(gRows, gCols)}${gRows > 1 ? ", in order" : ""})` };
   }
   if (matchColumns(gKeys, cKeys, gCols, all, strict)) {
     return { match: false, reason: `result differs: same rows (${shape(gRows, gCols)}) in a different order, and the gold orders its rows` };
