@@ -9,6 +9,7 @@ import { PolicyError } from "./types.js";
 export interface HttpReply {
   status: number;
   text: string;
+  headers: Record<string, string | string[] | undefined>;
 }
 
 export interface HttpOptions {
@@ -53,7 +54,7 @@ export function httpCall(url: string, opts: HttpOptions): Promise<HttpReply> {
     const req = send(u, { method: opts.method ?? "GET", headers, agent: opts.agent }, (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => finish(null, { status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("end", () => finish(null, { status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8"), headers: res.headers }));
       res.on("error", (e) => finish(new PolicyError("connection", `reply from ${u.origin} broke off: ${e.message}`, { retryable: true })));
       res.on("aborted", () => finish(new PolicyError("connection", `reply from ${u.origin} broke off`, { retryable: true })));
     });

@@ -48,10 +48,20 @@ function finishReason(raw: unknown, hasToolCalls: boolean): FinishReason {
   return hasToolCalls && raw == null ? "tool_calls" : "stop";
 }
 
-function classifyStatus(status: number, body: string, origin: string): PolicyError {
+/** Retry-After in ms (seconds or an HTTP date), or undefined. */
+export function retryAfterMs(header: string | string[] | undefined, now = Date.now()): number | undefined {
+  const v = Array.isArray(header) ? header[0] : header;
+  if (!v) return undefined;
+  const secs = Number(v);
+  if (Number.isFinite(secs)) return Math.max(0, secs * 1000);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+function classifyStatus(status: number, body: string, origin: string, retryAfter?: number): PolicyError {
   const detail = body.slice(0, 300).replace(/\s+/g, " ");
   if (status === 429 || status === 408 || status >= 500) {
-    return new PolicyError(`http_${status}`, `${origin} answered ${status}: ${detail}`, { retryable: true, status });
+    return new PolicyError(`http_${status}`, `${origin} answered ${status}: ${detail}`, { retryable: true, status, retryAfterMs: retryAfter });
   }
   if (status === 401 || status === 403) {
     return new PolicyError("auth", `${origin} refused the API key (${status}); set T2S_API_KEY or OPENAI_API_KEY: ${detail}`, { status, fatal: true });
@@ -131,10 +141,9 @@ export class OpenAIPolicy implements Policy {
     if (opts.stop && opts.stop.length) body.stop = opts.stop;
     if (opts.seed !== undefined) body.seed = opts.seed;
     if (opts.n !== undefined && opts.n !== 1) body.n = opts.n;
-    if (opts.tools && opts.tools.length) {
-      body.tools = opts.tools;
-      body.tool_choice = "auto";
-    }
+    // tool_choice is left to the server's default ("auto" when tools are given): vLLM rejects an explicit
+    // "auto" unless it was started with --enable-auto-tool-choice
+    if (opts.tools && opts.tools.length) body.tools = opts.tools;
     const text = JSON.stringify(body);
     const url = `${this.baseUrl}/chat/completions`;
     const timeoutMs = this.opts.timeoutMs ?? defaultTimeoutMs(opts.max_tokens);
@@ -143,7 +152,7 @@ export class OpenAIPolicy implements Policy {
         this.limiter.run(async () => {
           const t0 = Date.now();
           const reply = await httpCall(url, { method: "POST", body: text, headers: this.headers(), timeoutMs, signal: opts.signal, agent: this.agentFor(url) });
-          if (reply.status < 200 || reply.status >= 300) throw classifyStatus(reply.status, reply.text, new URL(url).origin);
+          if (reply.status < 200 || reply.status >= 300) throw classifyStatus(reply.status, reply.text, new URL(url).origin, retryAfterMs(reply.headers["retry-after"]));
           let json: unknown;
           try {
             json = JSON.parse(reply.text);
@@ -191,6 +200,7 @@ function toWire(m: ChatMessage): Record<string, unknown> {
   const out: Record<string, unknown> = { role: m.role, content: m.content };
   if (m.tool_calls && m.tool_calls.length) out.tool_calls = m.tool_calls;
   if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
-  if (m.name) out.name = m.name;
+  // the tool's name stays in the stored turn; strict servers reject `name` on tool messages
+  if (m.name && m.role !== "tool") out.name = m.name;
   return out;
 }

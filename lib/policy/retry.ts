@@ -65,7 +65,9 @@ export async function withRetries<T>(attempt: (n: number) => Promise<T>, opts: R
     } catch (e) {
       if (!(e instanceof PolicyError) || !e.retryable || n >= retries || opts.signal?.aborted) throw e;
       opts.onRetry?.(e.reason, n + 1);
-      await sleep(backoffDelay(n + 1, opts), opts.signal);
+      // a server's Retry-After wins when it asks for longer than our own backoff (capped like it)
+      const wait = Math.max(backoffDelay(n + 1, opts), Math.min(e.retryAfterMs ?? 0, opts.maxMs ?? 60_000));
+      await sleep(wait, opts.signal);
     }
   }
 }

@@ -78,12 +78,15 @@ export class PolicyError extends Error {
   readonly status?: number;
   /** Fatal errors stop the whole run (bad key, unknown model): retrying other episodes cannot help. */
   readonly fatal: boolean;
-  constructor(reason: string, message: string, opts: { retryable?: boolean; status?: number; fatal?: boolean } = {}) {
+  /** The server asked to wait this long before retrying (Retry-After). */
+  readonly retryAfterMs?: number;
+  constructor(reason: string, message: string, opts: { retryable?: boolean; status?: number; fatal?: boolean; retryAfterMs?: number } = {}) {
     super(message);
     this.name = "PolicyError";
     this.reason = reason;
     this.retryable = opts.retryable ?? false;
     this.status = opts.status;
     this.fatal = opts.fatal ?? false;
+    this.retryAfterMs = opts.retryAfterMs;
   }
 }

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { OpenAIPolicy, defaultTimeoutMs, parseOpenAISpec } from "../../lib/policy/openai.js";
+import { OpenAIPolicy, defaultTimeoutMs, parseOpenAISpec, retryAfterMs } from "../../lib/policy/openai.js";
 import { PolicyError } from "../../lib/policy/types.js";
 import { startFakeOpenAI, scriptedResponder } from "../support/fake-openai.js";
 
@@ -146,6 +146,42 @@ test("warmup waits through 503s until the server is ready", async () => {
     await p.warmup(20_000, 50);
     assert.ok((server.statusCounts[503] ?? 0) >= 1);
     assert.ok((server.statusCounts[200] ?? 0) >= 2);
+  } finally {
+    await p.close();
+    await server.close();
+  }
+});
+
+test("Retry-After is read as seconds or a date and carried on the error", async () => {
+  assert.equal(retryAfterMs("2"), 2000);
+  assert.equal(retryAfterMs(new Date(10_000).toUTCString(), 4_000), 6000);
+  assert.equal(retryAfterMs(undefined), undefined);
+  assert.equal(retryAfterMs("soon"), undefined);
+  const server = await startFakeOpenAI(scriptedResponder([{ match: "busy", turns: [{ status: 429, headers: { "retry-after": "0" } }] }]));
+  const p = new OpenAIPolicy("m", server.baseUrl, { backoffMs: 1, retries: 1 });
+  try {
+    await assert.rejects(p.complete(msgs("busy"), {}), (e: unknown) => e instanceof PolicyError && e.reason === "http_429" && e.retryAfterMs === 0);
+    assert.equal(server.statusCounts[429], 2);
+  } finally {
+    await p.close();
+    await server.close();
+  }
+});
+
+test("tools are sent without forcing tool_choice; tool messages go out without a name", async () => {
+  const server = await startFakeOpenAI(() => ({ content: "ok" }));
+  const p = new OpenAIPolicy("m", server.baseUrl);
+  try {
+    await p.complete([
+      { role: "user", content: "q" },
+      { role: "assistant", content: "", tool_calls: [{ id: "c1", type: "function", function: { name: "execute_sql_query", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "c1", name: "execute_sql_query", content: "n\n1" },
+    ], { tools: [{ type: "function", function: { name: "execute_sql_query", description: "d", parameters: {} } }] });
+    const body = server.requests[0].body;
+    assert.equal(body.tool_choice, undefined);
+    assert.equal((body.tools as unknown[]).length, 1);
+    const tool = (body.messages as Array<Record<string, unknown>>)[2];
+    assert.deepEqual(tool, { role: "tool", content: "n\n1", tool_call_id: "c1" });
   } finally {
     await p.close();
     await server.close();

@@ -16,7 +16,7 @@ export type FakeAction =
   | { content: string; finish_reason?: "stop" | "length"; delay_ms?: number; completion_tokens?: number }
   | { tool_calls: FakeToolCall[]; content?: string; delay_ms?: number }
   | { hermes: FakeToolCall[]; content?: string; delay_ms?: number }
-  | { status: number; body?: string; delay_ms?: number }
+  | { status: number; body?: string; delay_ms?: number; headers?: Record<string, string> }
   /** Accepts the request and never answers (client timeouts). */
   | { hang: true };
 
@@ -66,8 +66,8 @@ export interface FakeServerOptions {
   model?: string;
 }
 
-function send(res: ServerResponse, status: number, body: string): void {
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }
 
@@ -117,9 +117,9 @@ export async function startFakeOpenAI(respond: Responder, opts: FakeServerOption
   const requests: FakeRequest[] = [];
   const statusCounts: Record<number, number> = {};
   let seq = 0;
-  const answer = (res: ServerResponse, status: number, body: string) => {
+  const answer = (res: ServerResponse, status: number, body: string, headers?: Record<string, string>) => {
     statusCounts[status] = (statusCounts[status] ?? 0) + 1;
-    send(res, status, body);
+    send(res, status, body, headers);
   };
 
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -147,7 +147,7 @@ export async function startFakeOpenAI(respond: Responder, opts: FakeServerOption
         const action = await respond(fr);
         if ("hang" in action) return;
         if (action.delay_ms) await new Promise((r) => setTimeout(r, action.delay_ms));
-        if ("status" in action) return answer(res, action.status, action.body ?? JSON.stringify({ error: { message: `scripted ${action.status}` } }));
+        if ("status" in action) return answer(res, action.status, action.body ?? JSON.stringify({ error: { message: `scripted ${action.status}` } }), action.headers);
         answer(res, 200, completionBody(fr, action, model, seq++));
       } catch (e) {
         answer(res, 500, JSON.stringify({ error: { message: `fake server bug: ${(e as Error).message}` } }));
