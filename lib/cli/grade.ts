@@ -68,8 +68,9 @@ async function runJsonl(pool: ExecutorPool, flags: GradeFlags, defaults: Request
     try {
       return JSON.stringify(gradeAnswer(await gradeRequest(pool, req, flags)));
     } catch (e) {
+      // one bad request must not end the stream: every failure becomes that line's answer
       if (isT2sError(e)) return JSON.stringify({ error: `line ${n}: ${e.code}: ${e.message}` });
-      throw e;
+      return JSON.stringify({ error: `line ${n}: ${e instanceof Error ? e.message : String(e)}` });
     }
   };
   for await (const raw of rl) {
