@@ -135,7 +135,7 @@ export class ExecutorPool implements Executor {
     }
     return new Promise<ExecOutcome>((resolvePromise, reject) => {
       const id = this.nextId++;
-      const request: RunRequest = { id, dbPath: resolve(dbPath), sql, maxRows, maxResultBytes: this.maxResultBytes };
+      const request: RunRequest = { id, dbPath: resolve(dbPath), sql, maxRows, maxResultBytes: this.maxResultBytes, timeoutMs };
       this.queue.push({ id, request, timeoutMs, resolve: resolvePromise, reject });
       this.pump();
     });
@@ -249,7 +249,11 @@ export class ExecutorPool implements Executor {
         return;
       }
     }
-    if (job) {
+    if (job && performance.now() - slot.startedAt >= job.timeoutMs) {
+      // the worker's own watchdog stopped it (this process was too busy to do it in time)
+      this.counters.timeouts++;
+      job.resolve(fail("timeout", `the query ran longer than ${job.timeoutMs} ms and was stopped`));
+    } else if (job) {
       this.counters.crashes++;
       const memory = /out of memory|allocation failed|heap limit/i.test(slot.stderrTail) || signal === "SIGABRT" || signal === "SIGTRAP" || code === 134 || code === 133;
       job.resolve(

@@ -7,6 +7,8 @@ export interface RunRequest {
   sql: string;
   maxRows: number;
   maxResultBytes: number;
+  /** The worker kills itself this long (plus a grace period) after starting, should the pool not manage to. */
+  timeoutMs: number;
 }
 
 export interface RunReply {

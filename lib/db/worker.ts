@@ -1,9 +1,11 @@
 /**
  * The worker process of the executor pool: receives one query at a time over IPC, runs it on a cached
- * read-only connection and replies. It has no timeout of its own: the pool kills it when a query runs too
- * long or uses too much memory, which is the only way to stop SQLite inside better-sqlite3.
+ * read-only connection and replies. The pool kills it when a query runs too long or uses too much memory,
+ * which is the only way to stop SQLite inside better-sqlite3; a watchdog thread in here does the same if
+ * the pool cannot (its event loop is blocked, or it died).
  */
 import Database from "better-sqlite3";
+import { Worker } from "node:worker_threads";
 import { ConnectionCache } from "./connection.js";
 import { checkPrepared, checkSqlText } from "./policy.js";
 import type { RunReply, RunRequest } from "./protocol.js";
@@ -23,16 +25,42 @@ function warmUp(): void {
   }
 }
 
+/** How long after its deadline the worker stops itself; the pool normally kills it first. */
+const WATCHDOG_GRACE_MS = 500;
+
+/**
+ * A thread that SIGKILLs this process when the running query passes its deadline or when the pool's
+ * process has gone (this process was orphaned). While SQLite runs, the main thread runs no JavaScript,
+ * so only another thread can act; this covers a pool whose event loop is blocked or that died.
+ */
+function startWatchdog(): Float64Array {
+  const deadline = new Float64Array(new SharedArrayBuffer(8));
+  const code = `
+    const { workerData } = require("node:worker_threads");
+    const deadline = new Float64Array(workerData.buffer);
+    setInterval(() => {
+      const d = deadline[0];
+      if ((d > 0 && Date.now() > d) || process.ppid !== workerData.ppid) process.kill(process.pid, "SIGKILL");
+    }, 50);`;
+  const thread = new Worker(code, { eval: true, workerData: { buffer: deadline.buffer, ppid: process.ppid } });
+  thread.unref();
+  return deadline;
+}
+
 function serve(send: (message: unknown) => boolean): void {
   const cache = new ConnectionCache();
+  const deadline = startWatchdog();
   process.on("message", (raw: unknown) => {
     const req = raw as RunRequest;
     if (!req || typeof req.id !== "number") return;
     let reply: RunReply;
+    deadline[0] = Date.now() + (Number(req.timeoutMs) || 5000) + WATCHDOG_GRACE_MS;
     try {
       reply = { id: req.id, outcome: runQuery(cache, req.dbPath, req.sql, { maxRows: req.maxRows, maxResultBytes: req.maxResultBytes }) };
     } catch (e) {
       reply = { id: req.id, outcome: { ok: false, error: { kind: "runtime", message: `internal error: ${(e as Error).message}` } } };
+    } finally {
+      deadline[0] = 0;
     }
     send(reply);
   });

@@ -5,7 +5,7 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { ExecutorPool } from "../../lib/db/pool.js";
 import { fileSha256, privateCopy } from "../../lib/db/copies.js";
@@ -175,6 +175,37 @@ test("killed and crashed workers lose no queued calls", async () => {
     assert.equal(kindOf(big), "too_large");
     const after = await small.execute(db, "SELECT count(*) FROM orders");
     assert.deepEqual(after.ok && after.rows, [[300]]);
+  } finally {
+    await small.close();
+  }
+});
+
+test("a worker stops its own runaway when the pool's event loop is blocked", async () => {
+  const small = new ExecutorPool({ workers: 1, spareWorkers: 0 });
+  try {
+    await small.ready();
+    const [pid] = small.workerPids();
+    const running = small.execute(db, "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n", { timeoutMs: 200 });
+    // Block this process (no timers, no IPC) and watch the worker from outside until it is gone.
+    const start = Date.now();
+    let stoppedAfter = -1;
+    while (Date.now() - start < 4000) {
+      let state = "gone";
+      try {
+        state = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
+      } catch {
+        // no /proc entry: already reaped
+      }
+      if (state === "Z" || state === "gone") {
+        stoppedAfter = Date.now() - start;
+        break;
+      }
+    }
+    assert.ok(stoppedAfter >= 0, "the worker was still running after 4 s");
+    const o = await running;
+    assert.equal(kindOf(o), "timeout");
+    const after = await small.execute(db, "SELECT 1");
+    assert.ok(after.ok);
   } finally {
     await small.close();
   }
