@@ -5,8 +5,8 @@
 import { mkdirSync, writeFileSync, renameSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { kitRoot } from "../paths.js";
-import { TslabKernel } from "./kernel.js";
-import { joinSource, prepareForRun, readNotebook, serializeNotebook, type CodeCell, type Notebook } from "./nbformat.js";
+import { TslabKernel, type ExecuteOutcome } from "./kernel.js";
+import { joinSource, prepareForRun, readNotebook, serializeNotebook, type CodeCell, type ErrorOutput, type Notebook } from "./nbformat.js";
 import { errorFromStderr, OutputCollector } from "./outputs.js";
 import { injectParameters, type Params } from "./params.js";
 import { renderNotebookHtml } from "./html.js";
@@ -53,6 +53,27 @@ function writeAtomic(path: string, text: string): void {
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, text);
   renameSync(tmp, path);
+}
+
+/**
+ * The one error output a failed cell keeps. tslab reports failures as status "error" plus stderr text;
+ * kernels that send an `error` message already left one in the outputs.
+ */
+function failureOutput(cell: CodeCell, outcome: ExecuteOutcome, timeoutMs: number, kernelLog: string): ErrorOutput {
+  const existing = cell.outputs.find((o): o is ErrorOutput => o.output_type === "error");
+  if (existing && !outcome.timedOut && !outcome.died) return existing;
+  if (outcome.timedOut) {
+    const what = `the cell did not finish within ${timeoutMs} ms`;
+    const printed = errorFromStderr(cell, "").traceback.filter((l) => l !== "");
+    return { output_type: "error", ename: "CellTimeoutError", evalue: what, traceback: [`CellTimeoutError: ${what}`, ...printed] };
+  }
+  if (outcome.died) {
+    const what = `the kernel process ended (${outcome.died})`;
+    const log = kernelLog.trim();
+    return { output_type: "error", ename: "KernelDied", evalue: what, traceback: [`KernelDied: ${what}`, ...(log ? log.split("\n") : [])] };
+  }
+  const status = outcome.reply?.status;
+  return errorFromStderr(cell, status === "error" ? "the cell failed without printing an error" : `the kernel answered status '${String(status)}'`);
 }
 
 /** Executes the notebook at `path` and writes `<outDir>/<name>.ipynb` and `.html`; returns what happened. */
@@ -108,19 +129,7 @@ export async function runNotebook(path: string, opts: RunNotebookOptions): Promi
         log(`${name}: ${label} ok ${secs}s`);
         continue;
       }
-      let err;
-      if (outcome.timedOut) {
-        err = errorFromStderr(cell, "");
-        err = { ...err, ename: "CellTimeoutError", evalue: `the cell did not finish within ${opts.timeoutMs} ms`, traceback: [`CellTimeoutError: the cell did not finish within ${opts.timeoutMs} ms`, ...err.traceback.filter((l) => l !== "")] };
-      } else if (outcome.died) {
-        const out = kernel.processOutput().trim();
-        err = { output_type: "error" as const, ename: "KernelDied", evalue: `the kernel process ended (${outcome.died})`, traceback: [`KernelDied: the kernel process ended (${outcome.died})`, ...(out ? out.split("\n") : [])] };
-      } else if (status === "error" && !cell.outputs.some((o) => o.output_type === "error")) {
-        err = errorFromStderr(cell, "the cell failed without printing an error");
-      } else {
-        const existing = cell.outputs.find((o) => o.output_type === "error");
-        err = existing?.output_type === "error" ? existing : errorFromStderr(cell, `the kernel answered status '${String(status)}'`);
-      }
+      const err = failureOutput(cell, outcome, opts.timeoutMs ?? 0, kernel.processOutput());
       if (!cell.outputs.includes(err)) cell.outputs.push(err);
       failure = { cell: n, cellId: cell.id, ename: err.ename, evalue: err.evalue, traceback: err.traceback.join("\n") };
       log(`${name}: ${label} FAILED ${secs}s`);

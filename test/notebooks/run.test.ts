@@ -98,14 +98,21 @@ test("--param values override the parameters cell and reach T2S_PARAMS; display 
   assert.deepEqual(nb.metadata.t2s.params, { n: 5, label: "hello world" });
 });
 
-test("a cell over --timeout-ms is interrupted and reported; the run ends cleanly", async () => {
+test("a cell over --timeout-ms is interrupted, a kernel that exits is reported; each run ends cleanly", async () => {
   const dir = scratchDir();
-  const path = writeNotebook(dir, "slow", ["await new Promise((r) => setTimeout(r, 120000));", "console.log('never')"]);
-  const r = await runCli(["notebooks", "run", path, "--out", out, "--timeout-ms", "1000"], { timeoutMs: 60_000 });
+  const slow = writeNotebook(dir, "slow", ["await new Promise((r) => setTimeout(r, 120000));", "console.log('never')"]);
+  const dies = writeNotebook(dir, "dies", ["console.log('before');", "process.exit(3);", "console.log('never')"]);
+  const r = await runCli(["notebooks", "run", slow, dies, "--out", out, "--timeout-ms", "1000", "--json"], { timeoutMs: 90_000 });
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /failed at cell 1 .*CellTimeoutError: the cell did not finish within 1000 ms/);
+  assert.match(r.stderr, /notebook slow failed at cell 1 .*CellTimeoutError: the cell did not finish within 1000 ms/);
+  assert.match(r.stderr, /notebook dies failed at cell 2 .*KernelDied: the kernel process ended \(exit code 3\)/);
+  const results = JSON.parse(r.stdout);
+  assert.deepEqual(results.map((x: any) => [x.name, x.ok, x.executed]), [["slow", false, 1], ["dies", false, 2]]);
   const nb = readJson(join(out, "slow.ipynb"));
   assert.equal(nb.cells[1].execution_count, null);
+  const died = readJson(join(out, "dies.ipynb"));
+  assert.equal(died.cells[1].outputs[0].ename, "KernelDied");
+  assert.equal(died.cells[2].execution_count, null);
 });
 
 test("bad names and flags: unknown notebook exits 1 listing known ones, a malformed --param exits 2", async () => {
