@@ -43,14 +43,15 @@ export const EXTRA_TEMPLATES: Template[] = [
       sql: `SELECT s.name, COUNT(p.product_id) AS products FROM categories c JOIN categories s ON s.parent_id = c.parent_id AND s.category_id <> c.category_id LEFT JOIN products p ON p.category_id = s.category_id WHERE c.name = ${lit(cat.name)} GROUP BY s.category_id, s.name ORDER BY s.name ASC`,
     };
   }),
-  tpl("sj_hired_before_manager", "self_join", "medium", (c) => {
-    const y = maybe(c, ["2015", "2017", "2019", "2021", null]);
-    const yTxt = y ? `, counting only employees hired from ${y} on` : "";
+  tpl("sj_hired_after_manager", "self_join", "medium", (c) => {
+    const n = int(c, 1, 7);
+    const d = maybe(c, [null, ...c.inv.departments]);
+    const dTxt = d ? ` in the ${d} department` : "";
     return {
-      subject: [`employees who were hired before their own direct manager${yTxt}`, `staff whose hire date is earlier than their manager's hire date${yTxt}`],
+      subject: [`employees${dTxt} whose hire year is at least ${n} years after their direct manager's hire year`, `staff${dTxt} who joined ${n} or more calendar years later than the manager they report to (compare hire years)`],
       returns: [`employee id, hire date and the manager's hire date, sorted by employee id`, `id, own hire date, manager hire date; in ascending employee id order`],
       columns: ["employee_id", "hire_date", "manager_hire_date"],
-      sql: `SELECT e.employee_id, e.hire_date, m.hire_date AS manager_hire_date FROM employees e JOIN employees m ON m.employee_id = e.manager_id WHERE e.hire_date < m.hire_date${y ? ` AND e.hire_date >= '${y}-01-01'` : ""} ORDER BY e.employee_id ASC`,
+      sql: `SELECT e.employee_id, e.hire_date, m.hire_date AS manager_hire_date FROM employees e JOIN employees m ON m.employee_id = e.manager_id WHERE CAST(strftime('%Y', e.hire_date) AS INTEGER) - CAST(strftime('%Y', m.hire_date) AS INTEGER) >= ${n}${d ? ` AND e.department = ${lit(d)}` : ""} ORDER BY e.employee_id ASC`,
     };
   }),
   tpl("sj_chain_of_command", "self_join", "hard", (c) => {

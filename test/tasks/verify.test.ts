@@ -1,0 +1,42 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { DirectExecutor, createExecutor } from "../../lib/tasks/executor.js";
+import { verifyTasks } from "../../lib/tasks/verify.js";
+import { taskId, splitFor } from "../../lib/tasks/split.js";
+import type { Task } from "../../lib/tasks/types.js";
+import { scratchDir } from "../helpers.js";
+import { makePetsDb } from "./fixtures.js";
+
+function task(dbPath: string, sql: string, q = sql): Task {
+  const id = taskId(q, "pets");
+  return { id, db_id: "pets", db_path: dbPath, question: q, gold_sql: sql, difficulty: "easy", archetype: "a", style: "terse", split: splitFor(id), source: "test" };
+}
+
+const cases: [string, string | null][] = [
+  ["SELECT name FROM pets WHERE kind = 'dog' ORDER BY name", null],
+  ["SELEC name FROM pets", "sql_error"],
+  ["SELECT name FROM pets WHERE kind = 'fish'", "empty"],
+  ["WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 60) SELECT i FROM n", "too_many_rows"],
+  ["SELECT owner FROM pets WHERE owner IS NULL", "all_null"],
+  ["SELECT abs(random()) AS r", "unstable"],
+];
+
+for (const [label, make] of [["in-process executor", async () => new DirectExecutor()], ["executor pool", () => createExecutor({ workers: 1 })]] as const) {
+  test(`verification keeps good golds and names each drop reason (${label})`, async () => {
+    const db = makePetsDb(join(scratchDir(), "pets.sqlite"));
+    const list = [...cases.map(([sql]) => task(db, sql)), task(join(scratchDir(), "missing.sqlite"), "SELECT 1", "missing db")];
+    const executor = await make();
+    try {
+      const r = await verifyTasks(list, { executor, concurrency: 3 });
+      assert.deepEqual(r.kept.map((t) => t.gold_sql), [cases[0][0]]);
+      const reasons = Object.fromEntries(r.dropped.map((d) => [d.task.question, d.reason]));
+      for (const [sql, want] of cases.slice(1)) assert.equal(reasons[sql], want, sql);
+      assert.equal(reasons["missing db"], "no_database");
+      assert.equal(r.byReason.empty, 1);
+      assert.equal(r.dropped.length, 6);
+    } finally {
+      await executor.close();
+    }
+  });
+}
