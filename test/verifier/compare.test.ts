@@ -149,3 +149,26 @@ test("bad options are typed errors", () => {
   assert.throws(() => compareResults(res([[1]]), res([[1]]), { round: 1.5 }), /round must be/);
   assert.throws(() => compareResults(res([[1]]), res([[1]]), { order: "sometimes" as never }), /order must be/);
 });
+
+test("seeded random tables: any column permutation and row shuffle matches; one changed cell does not", () => {
+  let s = 12345;
+  const rnd = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296);
+  const pick = () => {
+    const r = rnd();
+    return r < 0.1 ? null : r < 0.5 ? Math.floor(rnd() * 3) : r < 0.7 ? ["x", "y", "Z"][Math.floor(rnd() * 3)] : Math.round(rnd() * 300) / 100;
+  };
+  for (let trial = 0; trial < 60; trial++) {
+    const rows = 1 + Math.floor(rnd() * 25);
+    const cols = 1 + Math.floor(rnd() * 11);
+    const gold = [...Array(rows)].map(() => [...Array(cols)].map(pick));
+    if (trial % 3 === 0) gold.forEach((r) => (r[cols - 1] = r[0])); // a duplicated column
+    const perm = [...Array(cols).keys()].sort(() => rnd() - 0.5);
+    const cand = gold.map((r) => perm.map((c) => r[c])).sort(() => rnd() - 0.5);
+    assert.equal(same(cand, gold), true, `trial ${trial}`);
+    const r = Math.floor(rnd() * rows);
+    const c = Math.floor(rnd() * cols);
+    const changed = cand.map((row) => [...row]);
+    changed[r][c] = "changed";
+    assert.equal(same(changed, gold), false, `trial ${trial} changed`);
+  }
+});
