@@ -41,32 +41,22 @@ const FORBIDDEN_STARTS: Record<string, string> = {
 };
 
 /**
- * Functions and table-valued functions a query may not name: extension loading, file access (present in
- * some SQLite builds and shells), pointer-leaking or internal-state interfaces.
+ * Functions a query may not call: extension loading, file access (present in some SQLite builds and
+ * shells), pointer-leaking or internal-state interfaces. Only a name followed by "(" counts, so a column
+ * that happens to be called `edit` or `eval` is not refused; the compiled bytecode is checked as well.
  */
-const DENIED_NAMES = new Set([
+const DENIED_FUNCTIONS = new Set([
   "load_extension",
   "fts3_tokenizer",
-  "fts3tokenize",
-  "fts5vocab",
   "fts5_source_id",
   "readfile",
   "writefile",
   "edit",
-  "fsdir",
   "lsmode",
-  "zipfile",
-  "zipfile_cds",
   "sqlar_compress",
   "sqlar_uncompress",
-  "sqlite_dbpage",
-  "sqlite_dbdata",
-  "sqlite_dbptr",
-  "sqlite_stmt",
-  "sqlite_memstat",
   "sqlite_compileoption_get",
   "sqlite_compileoption_used",
-  "dbstat",
   "shell_add_schema",
   "shell_escape_crnl",
   "shell_idquote",
@@ -74,6 +64,21 @@ const DENIED_NAMES = new Set([
   "shell_module_schema",
   "shell_putsnl",
   "eval",
+]);
+
+/** Virtual tables that expose pages, files or internal state; refused wherever the name appears. */
+const DENIED_TABLES = new Set([
+  "fts3tokenize",
+  "fts5vocab",
+  "fsdir",
+  "zipfile",
+  "zipfile_cds",
+  "sqlite_dbpage",
+  "sqlite_dbdata",
+  "sqlite_dbptr",
+  "sqlite_stmt",
+  "sqlite_memstat",
+  "dbstat",
 ]);
 
 /** Table-valued PRAGMA functions that only describe the schema, which query writers legitimately use. */
@@ -117,9 +122,10 @@ function unsafe(message: string): ExecError {
 
 const ONLY_QUERIES = "only one read-only query (SELECT, WITH ... SELECT or VALUES) may run";
 
-function deniedName(name: string): string | undefined {
+function deniedName(name: string, called: boolean): string | undefined {
   const n = name.toLowerCase();
-  if (DENIED_NAMES.has(n)) return n;
+  if (DENIED_TABLES.has(n)) return n;
+  if (called && DENIED_FUNCTIONS.has(n)) return n;
   if (n.startsWith("pragma_") && !ALLOWED_PRAGMA_FUNCTIONS.has(n)) return n;
   return undefined;
 }
@@ -149,7 +155,8 @@ export function checkSqlText(sql: string): ExecError | null {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i];
     if (t.type !== "word" && t.type !== "quoted") continue;
-    const denied = deniedName(t.text);
+    const next = tokens[i + 1];
+    const denied = deniedName(t.text, next !== undefined && next.type === "punct" && next.text === "(");
     if (denied) return unsafe(`the function or table '${denied}' is not allowed in the sandbox`);
   }
   // A semicolon followed by more code is a second statement; SQLite refuses it too, this names it.
@@ -172,7 +179,7 @@ export function checkPrepared(db: Database.Database, stmt: Database.Statement, s
     if (WRITE_OPCODES.has(op.opcode)) return unsafe(`the statement would change the database or connection (${op.opcode}): ${ONLY_QUERIES}`);
     if (typeof op.p4 === "string" && /Func|Agg/.test(op.opcode)) {
       const name = op.p4.replace(/\(.*$/, "");
-      const denied = deniedName(name);
+      const denied = deniedName(name, true);
       if (denied) return unsafe(`the function '${denied}' is not allowed in the sandbox`);
     }
   }

@@ -30,7 +30,7 @@ export function classifyError(e: unknown, phase: "prepare" | "run"): ExecError {
   if (/contains no statements/i.test(message)) return { kind: "syntax", message: "no SQL statement was given" };
   if (code.startsWith("SQLITE_TOOBIG") || /string or blob too big/i.test(message)) return { kind: "too_large", message };
   if (code.startsWith("SQLITE_NOMEM") || /out of memory/i.test(message)) return { kind: "too_large", message: `${message} (the query needs too much memory)` };
-  if (code.startsWith("SQLITE_AUTH") || /not authorized/i.test(message)) return { kind: "unsafe", message };
+  if (code.startsWith("SQLITE_AUTH") || /not authorized|unsafe use of/i.test(message)) return { kind: "unsafe", message };
   if (code.startsWith("SQLITE_READONLY") || /readonly database|query_only/i.test(message)) return { kind: "unsafe", message };
   if (code.startsWith("SQLITE_NOTADB") || code.startsWith("SQLITE_CANTOPEN")) return { kind: "no_database", message };
   if (e instanceof RangeError || e instanceof TypeError) return { kind: phase === "prepare" ? "syntax" : "runtime", message };

@@ -50,6 +50,8 @@ test("denied functions and tables are unsafe, quoted or not; strings mentioning 
     assert.equal(checkSqlText(sql)?.kind, "unsafe", sql);
   }
   assert.equal(checkSqlText("select 'load_extension(x)' as s"), null);
+  assert.equal(checkSqlText("select edit, eval from changes"), null);
+  assert.equal(checkSqlText("select load_extension /* gap */ ('x')")?.kind, "unsafe");
   assert.equal(checkSqlText("select * from pragma_table_info('t')"), null);
 });
 

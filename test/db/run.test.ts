@@ -95,3 +95,19 @@ test("nothing run here changes the database file", () => {
   for (const sql of ["SELECT * FROM items", "DELETE FROM items", "PRAGMA user_version = 5", "SELECT 1; DROP TABLE items"]) run(sql);
   assert.equal(fileSha256(db), before);
 });
+
+test("views in an untrusted database cannot smuggle in denied functions", () => {
+  const path = join(scratchDir("t2s-db-views-"), "views.sqlite");
+  const d = new Database(path);
+  d.exec(`CREATE TABLE t (a);
+    CREATE VIEW v_opts AS SELECT sqlite_compileoption_get(0) AS x;
+    CREATE VIEW v_ext AS SELECT load_extension('/tmp/evil') AS y;
+    CREATE VIEW v_tok AS SELECT fts3_tokenizer('simple') AS z;
+    CREATE VIEW v_ok AS SELECT upper('a') AS u;`);
+  d.close();
+  for (const v of ["v_opts", "v_ext", "v_tok"]) {
+    const r = runQuery(cache, path, `SELECT * FROM ${v}`, limits);
+    assert.equal(!r.ok && r.error.kind, "unsafe", v);
+  }
+  assert.deepEqual(runQuery(cache, path, "SELECT * FROM v_ok", limits).ok, true);
+});
