@@ -15,6 +15,7 @@ import { kitVersion } from "../paths.js";
 import { PolicyError, type ChatMessage, type Policy } from "../policy/types.js";
 import type { Task } from "../tasks/types.js";
 import type { GradeResult } from "../verifier/types.js";
+import { lockRows } from "./lock.js";
 import { metaDifferences, metaPath, readMeta, tasksHash, writeMeta, type RunMeta } from "./meta.js";
 import { planEpisodes } from "./plan.js";
 import { Progress, type ProgressSnapshot } from "./progress.js";
@@ -120,9 +121,18 @@ export async function runRollout(tasks: Task[], policy: Policy, env: RolloutEnv,
     if (ids.has(t.id)) throw new T2sError("duplicate_task", `task id ${t.id} appears twice in the task set; ids must be unique`);
     ids.add(t.id);
   }
+  mkdirSync(dirname(opts.out), { recursive: true });
+  const unlock = lockRows(opts.out);
+  try {
+    return await rollOut(tasks, ids, policy, env, opts);
+  } finally {
+    unlock();
+  }
+}
+
+async function rollOut(tasks: Task[], ids: Set<string>, policy: Policy, env: RolloutEnv, opts: RolloutOptions): Promise<RolloutResult> {
   const evalRun = opts.evalRun ?? "0";
   const seed = opts.seed ?? 0;
-  mkdirSync(dirname(opts.out), { recursive: true });
   const sidecar = metaPath(opts.out);
   const existingMeta = readMeta(sidecar);
   const { store, tornBytes, duplicates } = RowsStore.open(opts.out);
