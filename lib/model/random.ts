@@ -1,0 +1,61 @@
+/**
+ * Random models of any supported shape, for benchmarks and tests that need no checkpoint: weights drawn
+ * from a seeded normal (std 0.02 like transformers' init, norms at 1), built directly on the active
+ * backend.
+ */
+import type { ModelConfig } from "./config.js";
+import type { DecoderWeights, LayerWeights, Linear } from "./decoder.js";
+import { CausalLM } from "./model.js";
+import { tf } from "./tf.js";
+import type { ChatTokenizer } from "./tokenizer.js";
+
+/** Returns the config of a Qwen2-0.5B-shaped model (494M parameters, tied embeddings). */
+export function qwen2HalfBConfig(): ModelConfig {
+  return {
+    architecture: "Qwen2ForCausalLM", vocabSize: 151936, hiddenSize: 896, intermediateSize: 4864, numLayers: 24, numHeads: 14, numKvHeads: 2, headDim: 64,
+    rmsNormEps: 1e-6, ropeTheta: 1000000, ropeScaling: { type: "default" }, tieWordEmbeddings: true, attentionBias: true, qkNorm: false, mlpBias: false,
+    maxPositions: 32768, eosTokenIds: [151645], bosTokenId: null, padTokenId: 151643,
+  };
+}
+
+/** Returns a small Llama-shaped config (hidden 128, 2 layers, GQA 4/2, vocab 2048) for quick CPU runs. */
+export function tinyConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
+  return {
+    architecture: "LlamaForCausalLM", vocabSize: 2048, hiddenSize: 128, intermediateSize: 344, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 32,
+    rmsNormEps: 1e-6, ropeTheta: 10000, ropeScaling: { type: "default" }, tieWordEmbeddings: false, attentionBias: false, qkNorm: false, mlpBias: false,
+    maxPositions: 4096, eosTokenIds: [], bosTokenId: null, padTokenId: 0, ...overrides,
+  };
+}
+
+/** Returns a model with random weights of the given shape (no tokenizer unless given). */
+export function randomModel(c: ModelConfig, opts: { seed?: number; name?: string; tokenizer?: ChatTokenizer; backend?: string } = {}): CausalLM {
+  let seed = opts.seed ?? 0;
+  const normal = (shape: number[], std = 0.02) => tf.randomNormal(shape, 0, std, "float32", seed++);
+  const ones = (n: number) => tf.ones([n]) as tf.Tensor1D;
+  const lin = (out: number, inp: number, bias: boolean): Linear => ({ weight: normal([out, inp]) as tf.Tensor2D, bias: bias ? (normal([out]) as tf.Tensor1D) : undefined });
+  const q = c.numHeads * c.headDim;
+  const kv = c.numKvHeads * c.headDim;
+  const layers: LayerWeights[] = [];
+  for (let i = 0; i < c.numLayers; i++) {
+    layers.push({
+      inputNorm: ones(c.hiddenSize),
+      postNorm: ones(c.hiddenSize),
+      q: lin(q, c.hiddenSize, c.attentionBias),
+      k: lin(kv, c.hiddenSize, c.attentionBias),
+      v: lin(kv, c.hiddenSize, c.attentionBias),
+      o: lin(c.hiddenSize, q, false),
+      gate: lin(c.intermediateSize, c.hiddenSize, c.mlpBias),
+      up: lin(c.intermediateSize, c.hiddenSize, c.mlpBias),
+      down: lin(c.hiddenSize, c.intermediateSize, c.mlpBias),
+      qNorm: c.qkNorm ? ones(c.headDim) : undefined,
+      kNorm: c.qkNorm ? ones(c.headDim) : undefined,
+    });
+  }
+  const weights: DecoderWeights = {
+    embed: normal([c.vocabSize, c.hiddenSize]) as tf.Tensor2D,
+    layers,
+    norm: ones(c.hiddenSize),
+    lmHead: c.tieWordEmbeddings ? undefined : (normal([c.vocabSize, c.hiddenSize]) as tf.Tensor2D),
+  };
+  return new CausalLM(c, weights, opts.tokenizer ?? null, { name: opts.name ?? "random", dir: null, backend: opts.backend ?? tf.getBackend() });
+}
