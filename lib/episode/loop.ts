@@ -15,6 +15,8 @@ import { formatToolResult, type ToolOutputOptions } from "./truncate.js";
 export interface GradeFacts {
   finishReason: FinishReason;
   invalidToolCalls: number;
+  /** Text of every assistant turn so far (evidence rules look at them). */
+  assistantTurns: string[];
 }
 
 export interface EpisodeDeps {
@@ -169,7 +171,8 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
   const gradedTurn = opts.style === "single" ? Math.min(1, turns) : graded;
   const gradedText = gradedTurn > 0 ? messages.filter((m) => m.role === "assistant")[gradedTurn - 1].content ?? "" : "";
   const finish: FinishReason = truncatedBy ? "length" : lastFinish;
-  let grade = await deps.grade(gradedText, { finishReason: finish, invalidToolCalls: invalid });
+  const assistantTurns = messages.filter((m) => m.role === "assistant").map((m) => m.content ?? "");
+  let grade = await deps.grade(gradedText, { finishReason: finish, invalidToolCalls: invalid, assistantTurns: assistantTurns.slice(0, gradedTurn) });
   if (truncatedBy && grade.outcome !== "truncated") {
     grade = { ...grade, outcome: "truncated", correct: false, reward: Math.min(grade.reward, 0), reason: `truncated by the ${truncatedBy.replace("_", " ")} budget` };
   }
