@@ -6,7 +6,7 @@ export interface GradingOverrides {
   /** "top-level": row order matters only when the gold has a top-level ORDER BY; "anywhere": Spider's rule;
    * "ignore": never; "always": always. */
   order?: "top-level" | "anywhere" | "ignore" | "always";
-  /** BIRD-Platinum `subset`: the candidate's rows must contain the gold rows. */
+  /** BIRD-Platinum `subset`: every row the candidate returns must be among the gold rows (see docs/verifier.md). */
   subset?: boolean;
   /** BIRD-Platinum `subset,=,N` / `subset,>=,N`: how many rows the candidate must return. */
   subset_rows?: { op: "=" | ">="; n: number };
