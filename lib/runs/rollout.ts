@@ -9,7 +9,7 @@ import { setMaxListeners } from "node:events";
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { ExecOutcome } from "../db/types.js";
-import { T2sError, isT2sError } from "../errors.js";
+import { T2sError, UsageError, isT2sError } from "../errors.js";
 import { runEpisode, type EpisodeOptions, type GradeFacts, type Sampling } from "../episode/loop.js";
 import { kitVersion } from "../paths.js";
 import { PolicyError, type ChatMessage, type Policy } from "../policy/types.js";
@@ -115,7 +115,7 @@ function reconcileMeta(existing: RunMeta | null, now: RunMeta, hasRows: boolean,
  * and throws T2sError("policy_<reason>").
  */
 export async function runRollout(tasks: Task[], policy: Policy, env: RolloutEnv, opts: RolloutOptions): Promise<RolloutResult> {
-  if (!Number.isInteger(opts.k) || opts.k < 1) throw new T2sError("usage", `k must be an integer >= 1, got ${opts.k}`);
+  if (!Number.isInteger(opts.k) || opts.k < 1) throw new UsageError(`k must be an integer >= 1, got ${opts.k}`);
   const ids = new Set<string>();
   for (const t of tasks) {
     if (ids.has(t.id)) throw new T2sError("duplicate_task", `task id ${t.id} appears twice in the task set; ids must be unique`);
