@@ -69,3 +69,17 @@ test("progress is throttled: updates closer than the interval are not emitted", 
   p.finish();
   assert.equal(calls, 2);
 });
+
+test("on a terminal the progress line is rewritten in place and ended with a newline", () => {
+  let t = 0;
+  const out: string[] = [];
+  const p = new Progress({ total: 2, resumed: 0, now: () => t, stream: { isTTY: true, write: (s: string) => (out.push(s), true) } as never });
+  t = 500;
+  p.landed();
+  t = 1000;
+  p.landed();
+  p.finish();
+  assert.ok(out.slice(0, -1).every((s) => s.startsWith("\r\x1b[2Krows ")));
+  assert.equal(out.at(-2), "\r\x1b[2Krows 2/2 2.00/s ETA 0s");
+  assert.equal(out.at(-1), "\n");
+});
