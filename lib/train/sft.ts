@@ -78,6 +78,7 @@ export class SftTrainer {
     const seconds = (Date.now() - t0) / 1000;
     const rec: Record<string, unknown> = {
       step: stepIndex,
+      total_steps: this.totalSteps,
       epoch: Math.floor(stepIndex / this.stepsPerEpoch),
       examples: rows.length,
       loss: r.loss,

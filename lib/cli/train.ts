@@ -1,0 +1,55 @@
+/** `t2s train sft|grpo --config FILE`: supervised fine-tuning or GRPO on the in-process model. */
+import type { Command } from "commander";
+import { readConfig, type TrainMode } from "../train/config.js";
+import { runTraining } from "../train/run.js";
+import { printJson } from "./options.js";
+
+interface TrainFlags {
+  config: string;
+  resume?: boolean;
+  backend?: string;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+const fmt = (v: unknown, digits = 3) => (typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(digits)) : String(v ?? "-"));
+
+/** One progress line per step (stderr), the fields a person watches. */
+export function stepLine(mode: TrainMode, r: Record<string, unknown>, total: number): string {
+  const step = `step ${Number(r.step) + 1}/${total}`;
+  if (mode === "sft") return `${step} loss ${fmt(r.loss, 4)} lr ${fmt(r.lr, 6)} grad ${fmt(r.grad_norm)} ${fmt(r.tokens_per_s, 0)} tok/s ${fmt(r.step_time_s, 1)}s`;
+  const ev = r.eval_pass1 !== undefined ? ` eval pass@1 ${fmt(r.eval_pass1)}` : "";
+  return `${step} reward ${fmt(r.reward_mean)}±${fmt(r.reward_std)} correct ${fmt(r.correct_rate)} zero-std ${fmt(r.frac_reward_zero_std, 2)} kl ${fmt(r.kl, 4)} clip ${fmt(r.clip_ratio_region)} len ${fmt(r.completion_length_mean, 0)} trunc ${fmt(r.truncated_rate, 2)} ${fmt(r.step_time_s, 1)}s${ev}`;
+}
+
+function addMode(train: Command, mode: TrainMode, what: string): void {
+  train
+    .command(mode)
+    .description(what)
+    .requiredOption("--config <file>", "training config (JSON; fields in docs/training.md)")
+    .option("--resume", "continue from the newest checkpoint in the config's output_dir")
+    .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm or cpu (overrides the config)")
+    .option("--quiet", "no per-step progress lines")
+    .option("--json", "print the run summary as JSON at the end")
+    .action(async (flags: TrainFlags) => {
+      const cfg = readConfig(flags.config, mode);
+      const note = (m: string) => {
+        if (!flags.quiet) process.stderr.write(`${m}\n`);
+      };
+      const summary = await runTraining(cfg, {
+        resume: flags.resume,
+        backend: flags.backend,
+        onNote: note,
+        onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
+        onStep: (r) => note(stepLine(mode, r, mode === "grpo" ? cfg.steps : Number(r.total_steps))),
+      });
+      if (flags.json) printJson(summary);
+      else process.stdout.write(`trained ${summary.steps} steps on ${summary.tasks} tasks (${summary.backend}); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
+    });
+}
+
+export function registerTrain(program: Command): void {
+  const train = program.command("train").description("fine-tune the in-process model: supervised (sft) or with GRPO against the verifier reward (grpo)");
+  addMode(train, "sft", "supervised fine-tuning on the tasks' gold queries, rendered as the episode's reply (prompt tokens masked)");
+  addMode(train, "grpo", "GRPO: sample groups of episodes per task, grade them with the verifier, update the policy");
+}

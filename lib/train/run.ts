@@ -1,0 +1,178 @@
+/**
+ * A training run from a validated config: load the model on the chosen backend, attach the adapter,
+ * choose the tasks (split, band, limit), build the real environment (prompts, read-only SQL tool,
+ * verifier grading) and run SFT or GRPO with checkpoints in output_dir. Used by `t2s train` and notebooks.
+ */
+import { cpSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ExecutorPool } from "../db/pool.js";
+import type { Executor } from "../db/types.js";
+import { T2sError } from "../errors.js";
+import { promptTemplateHash, type PromptConfig } from "../episode/prompt.js";
+import { sqlToolSpec } from "../episode/tools.js";
+import { loadModel } from "../model/load.js";
+import { attachAdapter, createAdapter } from "../model/lora.js";
+import type { CausalLM } from "../model/model.js";
+import { defaultEnv } from "../runs/env.js";
+import { runRollout } from "../runs/rollout.js";
+import { readTasks } from "../tasks/io.js";
+import type { Task } from "../tasks/types.js";
+import { selectBand } from "./band.js";
+import { latestCheckpoint } from "./checkpoint.js";
+import type { TrainConfig } from "./config.js";
+import { episodeGrader, episodeSampler, ModelPolicy } from "./episode-sampler.js";
+import { GrpoTrainer } from "./grpo.js";
+import { ModelTrainable } from "./model-adapter.js";
+import type { TokenRow } from "./batching.js";
+import { SftTrainer } from "./sft.js";
+
+export const ADAPTER_NAME = "train";
+
+export interface RunHooks {
+  /** Continue from the newest checkpoint in output_dir. */
+  resume?: boolean;
+  /** Backend override (else the config's, else T2S_BACKEND / auto). */
+  backend?: string;
+  onStep?: (record: Record<string, unknown>) => void;
+  onWarning?: (message: string) => void;
+  /** One-line notes on what the run is doing (model loaded, tasks chosen, ...). */
+  onNote?: (message: string) => void;
+}
+
+export interface RunSummary {
+  mode: "sft" | "grpo";
+  output_dir: string;
+  steps: number;
+  resumed_from: number;
+  tasks: number;
+  backend: string;
+  /** The final trainable weights: a PEFT adapter folder, or a checkpoint folder for full training. */
+  final: string | null;
+  last: Record<string, unknown> | null;
+}
+
+/** The tasks a run trains on: split filter, then the band, then the first `limit`. */
+export function chooseTasks(cfg: TrainConfig): Task[] {
+  let tasks = readTasks(cfg.tasks);
+  if (cfg.split !== "all") tasks = tasks.filter((t) => t.split === cfg.split);
+  if (cfg.band) {
+    const band = new Set(selectBand(cfg.band.rows, cfg.band.lo, cfg.band.hi).taskIds);
+    tasks = tasks.filter((t) => band.has(t.id));
+  }
+  if (cfg.limit !== null) tasks = tasks.slice(0, cfg.limit);
+  if (tasks.length === 0) {
+    throw new T2sError("no_tasks", `no tasks left to train on in ${cfg.tasks} (split '${cfg.split}'${cfg.band ? `, band [${cfg.band.lo}, ${cfg.band.hi}] of ${cfg.band.rows}` : ""})`);
+  }
+  return tasks;
+}
+
+function promptConfig(cfg: TrainConfig): PromptConfig {
+  return { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, toolRows: 20 };
+}
+
+async function prepareModel(cfg: TrainConfig, hooks: RunHooks): Promise<{ model: CausalLM; lm: ModelTrainable }> {
+  const model = await loadModel(cfg.model, { backend: hooks.backend ?? cfg.backend ?? undefined });
+  hooks.onNote?.(`model ${model.name} on ${model.backend}`);
+  if (cfg.adapter) {
+    if (cfg.adapter.init) attachAdapter(model, cfg.adapter.init, { name: ADAPTER_NAME, trainable: true });
+    else createAdapter(model, { name: ADAPTER_NAME, r: cfg.adapter.r, alpha: cfg.adapter.alpha, targetModules: cfg.adapter.targets, seed: cfg.seed, useRslora: cfg.adapter.use_rslora });
+  }
+  return { model, lm: new ModelTrainable(model, cfg.adapter ? ADAPTER_NAME : null) };
+}
+
+function guardOutput(cfg: TrainConfig, resume: boolean): void {
+  if (!resume && latestCheckpoint(cfg.output_dir)) {
+    throw new T2sError("output_exists", `${cfg.output_dir} already holds checkpoints; pass --resume to continue that run, or choose a new output_dir`);
+  }
+  mkdirSync(cfg.output_dir, { recursive: true });
+  writeFileSync(join(cfg.output_dir, "config.json"), JSON.stringify(cfg, null, 2) + "\n");
+}
+
+/** SFT examples from tasks' gold queries, rendered as the reply the episode prompt asks for; prompt tokens masked. */
+export function sftExamples(model: CausalLM, tasks: Task[], cfg: TrainConfig, opening: (t: Task) => ReturnType<ReturnType<typeof defaultEnv>["opening"]>): Promise<TokenRow[]> {
+  const policy = new ModelPolicy(model, { adapter: null, temperature: 1, topP: 1 });
+  const tok = model.requireTokenizer();
+  const tools = cfg.episode.style === "tool" && cfg.episode.protocol === "native" ? [sqlToolSpec()] : undefined;
+  return Promise.all(
+    tasks.map(async (t) => {
+      const messages = await opening(t);
+      const prompt = policy.promptIds(messages, tools);
+      const reply = "```sql\n" + t.gold_sql.trim() + "\n```";
+      const text = tok.applyChatTemplate([...messages.map((m) => ({ role: m.role, content: m.content ?? "" })), { role: "assistant", content: reply }], { tools, addGenerationPrompt: false });
+      const ids = tok.encode(text, { addSpecialTokens: false });
+      // the completion starts where the rendered conversation stops matching the prompt
+      let k = 0;
+      while (k < prompt.length && k < ids.length && ids[k] === prompt[k]) k++;
+      return { ids, mask: ids.map((_, i) => (i >= k ? 1 : 0)) };
+    }),
+  );
+}
+
+const noExecutor: Executor = {
+  execute: () => Promise.reject(new T2sError("internal", "SFT does not run SQL")),
+  close: async () => undefined,
+};
+
+/** Runs the training a config describes; returns where the result went and the last step's record. */
+export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promise<RunSummary> {
+  const tasks = chooseTasks(cfg);
+  guardOutput(cfg, hooks.resume ?? false);
+  const { model, lm } = await prepareModel(cfg, hooks);
+  hooks.onNote?.(`${tasks.length} tasks; ${lm.trainableParams().length} trainable tensors (${cfg.adapter ? `LoRA r=${cfg.adapter.r} on ${cfg.adapter.targets.join(",")}` : "all weights"})`);
+  const common = {
+    lr: cfg.lr, schedule: cfg.schedule, warmupSteps: cfg.warmup_steps, minLrRatio: cfg.min_lr_ratio, weightDecay: cfg.weight_decay, maxGradNorm: cfg.max_grad_norm,
+    outDir: cfg.output_dir, checkpointEvery: cfg.checkpoint_every, onStep: hooks.onStep, onWarning: hooks.onWarning, checkpointFiles: () => lm.checkpointFiles(),
+    maxTensorElements: cfg.max_tensor_elements, maxMicroBatchRows: cfg.micro_batch_rows || undefined, seed: cfg.seed,
+  };
+  const prompt = promptConfig(cfg);
+  let executor: ExecutorPool | null = null;
+  try {
+    let trainer: GrpoTrainer<Task> | SftTrainer;
+    if (cfg.mode === "sft") {
+      const env = defaultEnv({ executor: noExecutor, prompt });
+      const examples = await sftExamples(model, tasks, cfg, (t) => env.opening(t));
+      trainer = new SftTrainer(lm, examples, { ...common, batchSize: cfg.batch_size, epochs: cfg.epochs, steps: cfg.steps || undefined });
+    } else {
+      executor = new ExecutorPool({});
+      const env = defaultEnv({ executor, prompt, preset: cfg.reward_preset });
+      const episode = { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, maxContextTokens: cfg.episode.max_context_tokens };
+      const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, temperature: cfg.sampling.temperature, topP: cfg.sampling.top_p });
+      const ev = cfg.eval;
+      const evalTasks = ev ? readTasks(cfg.tasks).filter((t) => t.split === ev.split).slice(0, ev.limit) : [];
+      const onEval = ev && evalTasks.length
+        ? async (step: number) => {
+            const r = await runRollout(evalTasks, policy, env, {
+              out: join(cfg.output_dir, "eval.jsonl"), k: ev.samples, evalRun: `step-${step}`, seed: cfg.seed, promptHash: promptTemplateHash(prompt),
+              episode: { ...episode, sampling: { temperature: cfg.sampling.temperature, top_p: cfg.sampling.top_p, max_tokens: cfg.sampling.max_tokens } },
+              concurrency: evalTasks.length * ev.samples,
+            });
+            const n = Math.max(1, r.rows.length);
+            return { pass1: r.rows.filter((x) => x.correct).length / n, reward: r.rows.reduce((a, x) => a + (x.reward ?? 0), 0) / n, rows: r.rows.length };
+          }
+        : undefined;
+      trainer = new GrpoTrainer(lm, tasks, episodeSampler({ policy, env, episode, sampling: cfg.sampling }), episodeGrader, {
+        ...common, steps: cfg.steps, promptsPerStep: cfg.prompts_per_step, groupSize: cfg.group_size, lossType: cfg.loss_type, epsilonLow: cfg.epsilon_low,
+        epsilonHigh: cfg.epsilon_high, beta: cfg.beta, scale: cfg.scale_rewards, mu: cfg.mu, maskTruncated: cfg.mask_truncated,
+        temperature: cfg.sampling.temperature, maxCompletionLength: cfg.sampling.max_tokens, evalEvery: ev?.every, onEval,
+      });
+    }
+    const resumedFrom = hooks.resume ? trainer.resume() : 0;
+    if (hooks.resume) hooks.onNote?.(resumedFrom ? `resuming after step ${resumedFrom}` : "no checkpoint to resume from; starting at step 0");
+    const records = await trainer.train();
+    const total = trainer instanceof SftTrainer ? trainer.totalSteps : cfg.steps;
+    const last = latestCheckpoint(cfg.output_dir);
+    let final: string | null = last;
+    if (last && cfg.adapter) {
+      final = join(cfg.output_dir, "adapter");
+      for (const f of ["adapter_model.safetensors", "adapter_config.json"]) {
+        mkdirSync(final, { recursive: true });
+        cpSync(join(last, f), join(final, f));
+      }
+    }
+    trainer.dispose();
+    return { mode: cfg.mode, output_dir: cfg.output_dir, steps: total, resumed_from: resumedFrom, tasks: tasks.length, backend: model.backend, final, last: records[records.length - 1] ?? null };
+  } finally {
+    await executor?.close();
+    model.dispose();
+  }
+}

@@ -1,0 +1,81 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import Database from "better-sqlite3";
+import { runCli, scratchDir } from "../helpers.js";
+
+/** A world small enough for CPU: the tiny Qwen2 fixture (context widened), a one-table database, two tasks. */
+function world(): { dir: string; config: (over: Record<string, unknown>) => string } {
+  const dir = scratchDir("t2s-train-");
+  cpSync(resolve("test/fixtures/model/qwen2"), join(dir, "model"), { recursive: true });
+  const cfgPath = join(dir, "model", "config.json");
+  const mc = JSON.parse(readFileSync(cfgPath, "utf8"));
+  mc.max_position_embeddings = 4096;
+  writeFileSync(cfgPath, JSON.stringify(mc));
+  const db = new Database(join(dir, "tiny.sqlite"));
+  db.exec("CREATE TABLE pet (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO pet VALUES (1, 'ada'), (2, 'bo'), (3, 'cy');");
+  db.close();
+  const task = (id: string, q: string, sql: string) => ({ id, db_id: "tiny", db_path: "tiny.sqlite", question: q, gold_sql: sql, difficulty: "easy", archetype: "count", style: "terse", split: "train", source: "test" });
+  writeFileSync(join(dir, "tasks.jsonl"), [task("t1", "How many pets?", "SELECT COUNT(*) FROM pet"), task("t2", "Name of pet 2?", "SELECT name FROM pet WHERE id = 2")].map((t) => JSON.stringify(t)).join("\n") + "\n");
+  const config = (over: Record<string, unknown>) => {
+    const p = join(dir, `c${Math.random().toString(36).slice(2)}.json`);
+    writeFileSync(p, JSON.stringify({ model: "model", tasks: "tasks.jsonl", output_dir: "out", seed: 1, ...over }));
+    return p;
+  };
+  return { dir, config };
+}
+
+const env = { T2S_BACKEND: "wasm" }; // the CPU backend needs ~20 s per step on these prompts; wasm ~2 s
+
+test("t2s train grpo runs real episodes, logs, checkpoints, evaluates and resumes", async () => {
+  const w = world();
+  const base = { steps: 2, prompts_per_step: 1, group_size: 2, lr: 0.001, checkpoint_every: 1, adapter: { r: 2, alpha: 4 }, sampling: { max_tokens: 6 }, eval: { every: 2, split: "train", limit: 1 } };
+  const r = await runCli(["train", "grpo", "--config", w.config(base), "--json", "--backend", "wasm"], { env });
+  assert.equal(r.code, 0, r.stderr);
+  const summary = JSON.parse(r.stdout);
+  assert.equal(summary.steps, 2);
+  assert.equal(summary.backend, "wasm");
+  assert.match(r.stderr, /step 2\/2 reward/);
+  const log = readFileSync(join(w.dir, "out", "train_log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(log.map((x) => x.step), [0, 1]);
+  assert.equal(log[0].samples, 2);
+  assert.equal(log[0].truncated_rate, 1, "6 tokens of a random model never finish");
+  assert.equal(typeof log[1].eval_pass1, "number");
+  assert.ok(existsSync(join(w.dir, "out", "adapter", "adapter_model.safetensors")));
+  assert.ok(existsSync(join(w.dir, "out", "eval.jsonl")));
+  const evalRow = JSON.parse(readFileSync(join(w.dir, "out", "eval.jsonl"), "utf8").trim().split("\n")[0]);
+  assert.equal(evalRow.eval_run, "step-2");
+
+  const again = await runCli(["train", "grpo", "--config", w.config(base)], { env });
+  assert.equal(again.code, 1);
+  assert.match(again.stderr, /output_exists.*--resume/);
+
+  const more = await runCli(["train", "grpo", "--config", w.config({ ...base, steps: 3 }), "--resume", "--json"], { env });
+  assert.equal(more.code, 0, more.stderr);
+  assert.match(more.stderr, /resuming after step 2/);
+  const log2 = readFileSync(join(w.dir, "out", "train_log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l).step);
+  assert.deepEqual(log2, [0, 1, 2]);
+});
+
+test("t2s train sft trains on gold replies with prompt tokens masked", async () => {
+  const w = world();
+  const r = await runCli(["train", "sft", "--config", w.config({ batch_size: 2, epochs: 3, lr: 0.01, adapter: { r: 4, targets: ["q_proj", "v_proj", "up_proj"] }, output_dir: "sft" }), "--json"], { env });
+  assert.equal(r.code, 0, r.stderr);
+  const log = readFileSync(join(w.dir, "sft", "train_log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  assert.equal(log.length, 3);
+  assert.ok(log[2].loss < log[0].loss, `loss ${log[0].loss} -> ${log[2].loss}`);
+  assert.ok(log[0].trained_tokens > 10 && log[0].trained_tokens < log[0].tokens / 2, "only the reply tokens are trained on");
+});
+
+test("config errors name the field and exit 1; unknown flags exit 2", async () => {
+  const w = world();
+  const bad = await runCli(["train", "grpo", "--config", w.config({ steps: 1, group_size: 1 })], { env });
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /error \[bad_config\]: .*'group_size' must be an integer >= 2, got 1/);
+  const flag = await runCli(["train", "grpo", "--config", w.config({ steps: 1 }), "--nope"], { env });
+  assert.equal(flag.code, 2);
+  const band = await runCli(["train", "grpo", "--config", w.config({ steps: 1, band: { rows: "none.jsonl", lo: 0.1, hi: 0.9 } })], { env });
+  assert.equal(band.code, 1);
+  assert.match(band.stderr, /not_found.*none\.jsonl/);
+});
