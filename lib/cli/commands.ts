@@ -14,6 +14,8 @@ import { registerGrade } from "./grade.js";
 import { registerModel } from "./model.js";
 import { registerServe } from "./serve.js";
 import { registerTasks } from "./tasks.js";
+import { registerTrain } from "./train.js";
+import { registerFigures } from "./figures.js";
 
 export type RegisterCommands = (program: Command) => void;
 
@@ -29,4 +31,6 @@ export const commandGroups: RegisterCommands[] = [
   registerModel,
   registerServe,
   registerTasks,
+  registerTrain,
+  registerFigures,
 ];
