@@ -15,7 +15,7 @@ import { DEFAULT_AUTHOR_SEED } from "../tasks/shop/author.js";
 import { writeShopTaskSet } from "../tasks/shop/ship.js";
 import { HOLDOUT_FRACTION } from "../tasks/split.js";
 import { taskStats } from "../tasks/stats.js";
-import { runTeacher } from "../tasks/teacher.js";
+import { parseTeacherSpec, runTeacher } from "../tasks/teacher.js";
 import type { Task } from "../tasks/types.js";
 import { verifyTasks } from "../tasks/verify.js";
 import { intOption, printJson } from "./options.js";
@@ -89,15 +89,23 @@ export function registerTasks(program: Command): void {
     .option("--json", "print a summary as JSON")
     .action(async (target: string | undefined, opts: { seed?: number; db?: string; out?: string; teacher?: string; dbId?: string; rounds: number; perBatch: number; concurrency: number; workers?: number; json?: boolean }) => {
       const dbPath = resolve(opts.db ?? defaultShopPath());
+      // check every argument before starting worker processes
+      if (opts.teacher) {
+        parseTeacherSpec(opts.teacher);
+        if (!opts.out) throw new UsageError("--out is required with --teacher (tasks are appended there; rerun to resume)");
+        if (!existsSync(dbPath)) throw new UsageError(`no database at ${dbPath}; pass --db`);
+      } else {
+        if (target !== "shop") throw new UsageError(target ? `unknown author target '${target}': use 'shop' or --teacher` : "say what to author: 'shop', or --teacher openai:<model>@<url>");
+        if (!existsSync(dbPath)) throw new UsageError(`no shop database at ${dbPath}; build it with 't2s db build shop'`);
+      }
       const executor = await createExecutor({ workers: opts.workers });
       try {
-        if (opts.teacher) {
-          if (!opts.out) throw new UsageError("--out is required with --teacher (tasks are appended there; rerun to resume)");
+        if (opts.teacher && opts.out) {
           const r = await runTeacher({
             spec: opts.teacher,
             dbPath,
             dbId: opts.dbId,
-            out: resolve(opts.out),
+            out: resolve(opts.out as string),
             rounds: opts.rounds,
             perBatch: opts.perBatch,
             concurrency: opts.concurrency,
@@ -109,8 +117,6 @@ export function registerTasks(program: Command): void {
           if (r.jobs_failed) process.exitCode = 1;
           return;
         }
-        if (target !== "shop") throw new UsageError(target ? `unknown author target '${target}': use 'shop' or --teacher` : "say what to author: 'shop', or --teacher openai:<model>@<url>");
-        if (!existsSync(dbPath)) throw new UsageError(`no shop database at ${dbPath}; build it with 't2s db build shop'`);
         const out = resolve(opts.out ?? kitPath("data", "shop", "tasks.jsonl"));
         const r = await writeShopTaskSet({ dbPath, out, seed: opts.seed, executor, onProgress: opts.json ? undefined : (phase, d, t) => progress(phase)(d, t) });
         const c = r.manifest.counts;
