@@ -159,6 +159,21 @@ test("a server that stays down: episodes are lost (no rows), the command says so
   }
 });
 
+test("a request the server never answers times out and is re-rolled, not scored", async () => {
+  const server = await startFakeOpenAI(scriptedResponder([{ match: "How many items", turns: [[{ hang: true }, { content: fenced("SELECT count(*) FROM items") }]] }]));
+  const { tasks, out } = setup();
+  try {
+    const r = await runCli([...baseArgs(server.baseUrl, tasks, out), "--limit", "1", "--k", "1", "--request-timeout", "1", "--json"]);
+    assert.equal(r.code, 0, r.stderr);
+    const [row] = rowsOf(out);
+    assert.equal(row.correct, true);
+    assert.equal(row.rerolls, 1);
+    assert.deepEqual(JSON.parse(r.stdout).progress.rerolled_by, { timeout: 1 });
+  } finally {
+    await server.close();
+  }
+});
+
 test("bad flags exit 2 naming the flag", async () => {
   const r = await runCli(["benchmark", "--policy", "openai:m@http://127.0.0.1:9/v1", "--tasks", "x.jsonl", "--out", "o.jsonl", "--style", "chatty"]);
   assert.equal(r.code, 2);
