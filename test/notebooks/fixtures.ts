@@ -1,4 +1,5 @@
 /** Small notebooks written by the tests themselves. */
+import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -35,4 +36,11 @@ export function writeNotebook(dir: string, name: string, cells: Array<string | F
 /** Parses a written notebook file. */
 export function readJson(path: string): any {
   return JSON.parse(readFileSync(path, "utf8"));
+}
+
+/** Problems nbformat's own JSON-schema validation (Debian's /usr/bin/python3) finds in a notebook file ("" when valid). */
+export function nbformatProblems(path: string): string {
+  const r = spawnSync("/usr/bin/python3", ["-c", "import sys, nbformat; nbformat.validate(nbformat.read(sys.argv[1], as_version=nbformat.NO_CONVERT))", path], { encoding: "utf8" });
+  if (r.error) return `cannot run /usr/bin/python3 (install python3-nbformat): ${r.error.message}`;
+  return r.status === 0 ? "" : r.stderr.trim() || `exit ${r.status}`;
 }

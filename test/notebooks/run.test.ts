@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { validateNotebook } from "../../lib/notebooks/nbformat.js";
 import { runCli, scratchDir } from "../helpers.js";
 import { inspectReport } from "./browser.js";
-import { readJson, writeNotebook } from "./fixtures.js";
+import { nbformatProblems, readJson, writeNotebook } from "./fixtures.js";
 
 const out = scratchDir("t2s-nb-out-");
 const src = (c: { source: string | string[] }) => (Array.isArray(c.source) ? c.source.join("") : c.source);
@@ -58,6 +58,7 @@ test("a type error in cell 2 stops the run: exit 1 naming cell 2, later cells no
   assert.match(r.stdout, /FAILED broken\s+2\/3 code cells/);
   const nb = readJson(join(out, "broken.ipynb"));
   assert.deepEqual(validateNotebook(nb), []);
+  assert.equal(nbformatProblems(join(out, "broken.ipynb")), "", "nbformat's schema accepts it");
   const [c1, c2, , c4] = nb.cells;
   assert.equal(c1.execution_count, 1);
   assert.match(texts(c1), /first 1/);
@@ -87,6 +88,7 @@ test("--param values override the parameters cell and reach T2S_PARAMS; display 
   assert.equal(result.executed, 5, "an empty cell is not executed");
   const nb = readJson(result.ipynb);
   assert.deepEqual(validateNotebook(nb), []);
+  assert.equal(nbformatProblems(result.ipynb), "");
   const injected = nb.cells[1];
   assert.deepEqual(injected.metadata.tags, ["injected-parameters"]);
   assert.match(src(injected), /let n = 5;\nlet label = "hello world";/);
