@@ -27,6 +27,7 @@ async function main(): Promise<void> {
   const model = randomModel(config, { seed: 1 });
   await model.logitsOf([1, 2, 3]); // warm-up: kernels compile, weights reach the device
   const loadS = (Date.now() - t0) / 1000;
+  process.stderr.write(`backend ${choice.backend} ready after ${loadS.toFixed(1)} s (skipped: ${JSON.stringify(choice.skipped)})\n`);
   const rows: Record<string, unknown>[] = [];
   for (const B of batches) {
     // distinct prompts, so no shared prefix shortens the prefill
@@ -36,7 +37,10 @@ async function main(): Promise<void> {
     const out = await generate(model, prompts, { temperature: 1, seed: 0, maxTokens: newTokens, eosIds: [] }, stats);
     const seconds = (Date.now() - start) / 1000;
     const made = out.reduce((s, g) => s + g.ids.length, 0);
-    rows.push({ batch: B, prompt: promptLen, new_per_seq: newTokens, new_tokens: made, seconds: Number(seconds.toFixed(3)), new_tokens_per_s: Number((made / seconds).toFixed(1)) });
+    const row = { batch: B, prompt: promptLen, new_per_seq: newTokens, new_tokens: made, seconds: Number(seconds.toFixed(3)), new_tokens_per_s: Number((made / seconds).toFixed(1)) };
+    rows.push(row);
+    // each row as soon as it is measured, so a run stopped early still reports what it finished
+    process.stderr.write(`row ${JSON.stringify({ backend: choice.backend, ...row })}\n`);
   }
   const summary = { backend: choice.backend, skipped: choice.skipped, model: big ? "qwen2-0.5b-shaped (random)" : "tiny llama (random, hidden 128, 2 layers, vocab 2048)", params: model.tensors().reduce((s, t) => s + t.size, 0), setup_s: loadS, rows, tensors_after: tf.memory().numTensors };
   if (process.argv.includes("--json")) process.stdout.write(JSON.stringify(summary) + "\n");

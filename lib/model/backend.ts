@@ -23,18 +23,50 @@ async function dynamicImport(name: string): Promise<unknown> {
   return await import(name);
 }
 
+interface GpuAdapterLike {
+  features: { has(f: string): boolean };
+  requestDevice: (d?: { requiredFeatures?: unknown[] }) => Promise<unknown>;
+}
+
+/**
+ * tfjs-backend-webgpu asks for features as a nested array; strict WebIDL bindings (Dawn's) reject that, so
+ * the request is flattened and cut to what the adapter offers.
+ */
+function patchRequestAdapter(gpu: { requestAdapter: (o?: unknown) => Promise<GpuAdapterLike | null> }): void {
+  const original = gpu.requestAdapter.bind(gpu);
+  const patched = async (o?: unknown) => {
+    const adapter = await original(o);
+    if (!adapter) return adapter;
+    const requestDevice = adapter.requestDevice.bind(adapter);
+    const fixed = (d?: { requiredFeatures?: unknown[] }) => requestDevice(d && { ...d, requiredFeatures: (d.requiredFeatures ?? []).flat().filter((f) => typeof f === "string" && adapter.features.has(f)) });
+    try {
+      Object.defineProperty(adapter, "requestDevice", { value: fixed, configurable: true });
+    } catch {
+      // a frozen adapter keeps its own requestDevice
+    }
+    return adapter;
+  };
+  try {
+    Object.defineProperty(gpu, "requestAdapter", { value: patched, configurable: true });
+  } catch {
+    // as above
+  }
+}
+
 async function tryWebgpu(): Promise<string | null> {
   const g = globalThis as unknown as { navigator?: { gpu?: unknown } };
   if (!g.navigator?.gpu) {
-    const webgpu = (await dynamicImport("webgpu")) as { create: (opts: string[]) => unknown; globals: Record<string, unknown> };
+    const webgpu = (await import("webgpu")) as unknown as { create: (opts: string[]) => unknown; globals: Record<string, unknown> };
     Object.assign(globalThis, webgpu.globals);
-    const gpu = webgpu.create([]) as { requestAdapter: () => Promise<unknown> };
+    const gpu = webgpu.create([]) as { requestAdapter: (o?: unknown) => Promise<GpuAdapterLike | null> };
     const adapter = await gpu.requestAdapter();
     if (!adapter) return "no GPU adapter";
+    patchRequestAdapter(gpu);
     if (!g.navigator) Object.defineProperty(globalThis, "navigator", { value: { gpu }, configurable: true, writable: true });
     else (g.navigator as { gpu?: unknown }).gpu = gpu;
   }
-  await dynamicImport("@tensorflow/tfjs-backend-webgpu");
+  // a literal specifier, so bundles carry the backend (it must share this process's tfjs-core)
+  await import("@tensorflow/tfjs-backend-webgpu");
   return null;
 }
 
