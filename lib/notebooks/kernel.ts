@@ -90,7 +90,10 @@ export class TslabKernel {
   private processLog = "";
   private dir = "";
   private closed = false;
-  private readonly killOnExit = () => this.child?.kill("SIGKILL");
+  private readonly killOnExit = () => {
+    this.child?.kill("SIGKILL");
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
+  };
   private iopubSeen = false;
 
   private constructor() {}
