@@ -60,6 +60,8 @@ interface Slot {
   startedAt: number;
   /** The current job has used half its time: a replacement is started in advance, in case it is killed. */
   long: boolean;
+  /** The exit was handled (a failed spawn can report both 'error' and 'exit'). */
+  exited?: boolean;
   /** Set when the pool itself killed the worker, so its exit is not reported as a crash. */
   retired: boolean;
 }
@@ -207,9 +209,11 @@ export class ExecutorPool implements Executor {
     });
     child.on("message", (m: WorkerMessage) => this.onMessage(slot, m));
     child.on("exit", (code, signal) => this.onExit(slot, code, signal));
-    child.on("error", () => {
-      // spawn or IPC failure: 'exit' follows (or never came); make sure the slot is replaced once
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    child.on("error", (e: Error) => {
+      slot.stderrTail += `\n${e.message}`;
+      // A process that never started (no pid) emits no 'exit'; one that did is killed and its 'exit' follows.
+      if (child.pid === undefined) this.onExit(slot, null, null);
+      else if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     });
     this.updateRefs();
   }
@@ -233,6 +237,8 @@ export class ExecutorPool implements Executor {
   }
 
   private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
+    if (slot.exited) return;
+    slot.exited = true;
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
     this.clearTimers(slot);
