@@ -76,7 +76,7 @@ export function monthName(ym: string): string {
 export function oneNumber(what: string, round = false): string[] {
   const r = round ? ", rounded to 2 decimals" : "";
   const r2 = round ? " (rounded to 2 decimal places)" : "";
-  return [`a single number: ${what}${r}`, `just ${what}${r2}`, `one value, ${what}${r}`];
+  return [`a single number: ${what}${r}`, `${what} only${r2}`, `one value, ${what}${r}`];
 }
 
 /** SQL fragment: revenue statuses per the NOTES. */
