@@ -1,0 +1,290 @@
+/**
+ * The steps the research notebooks run, so cells stay one call each: run or resume a benchmark (or fall
+ * back to a labelled rows file), a browsable failure sample with re-executed results, band selection with
+ * what each rule drops, and a training run whose curves redraw while it goes.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import * as aq from "arquero";
+import { ExecutorPool } from "../db/pool.js";
+import { T2sError } from "../errors.js";
+import { kitPath } from "../paths.js";
+import { readTasks } from "../tasks/io.js";
+import type { Task } from "../tasks/types.js";
+import { passRates } from "../train/band.js";
+import { commandText, runT2s, startT2s } from "./commands.js";
+import { browseHtml, failures, sample } from "./failures.js";
+import { liveOutput } from "./live.js";
+import { namedFigureHtml } from "./report.js";
+import { readRows, type ReportRow } from "./rows.js";
+import type { Table } from "./tables.js";
+import { readTrainLog, trainingCurvesFigure, trainProgressLine, type TrainRecord } from "./training.js";
+
+/** The kit's own model and task set: what the notebooks use when given no parameters. */
+export const DEFAULT_MODEL_DIR = "data/models/t2s-shop-mini";
+export const DEFAULT_POLICY = `tfjs:${DEFAULT_MODEL_DIR}`;
+export const DEFAULT_TASKS = "data/shop/tasks.jsonl";
+export const DEFAULT_BENCHMARK_ROWS = "out/benchmark/shop-mini.jsonl";
+
+function abs(p: string): string {
+  return isAbsolute(p) ? p : kitPath(p);
+}
+
+export interface BenchmarkParams {
+  policy: string;
+  tasks?: string;
+  out: string;
+  split?: string;
+  limit?: number;
+  k?: number;
+  temperature?: number;
+  concurrency?: number;
+  seed?: number;
+  style?: string;
+  /** A rows file to read, clearly labelled, when the policy's model is not available. */
+  fallbackRows?: string;
+}
+
+export interface BenchmarkStep {
+  rows: ReportRow[];
+  /** "benchmark": rows this run produced or resumed; "fallback": rows read from a given file instead. */
+  source: "benchmark" | "fallback";
+  label: string;
+  rowsPath: string;
+  command: string | null;
+}
+
+/** The model folder a "tfjs:<dir>[+adapter]" policy needs, or null for other policies. */
+export function policyModelDir(policy: string): string | null {
+  if (!policy.startsWith("tfjs:")) return null;
+  return policy.slice(5).split("+")[0];
+}
+
+/**
+ * Runs (or resumes) `t2s benchmark` for the policy and reads its rows. When the policy's local model is
+ * missing it reads `fallbackRows` instead, labelled as such, or throws a message saying what to do:
+ * results are never made up.
+ */
+export async function benchmarkStep(p: BenchmarkParams): Promise<BenchmarkStep> {
+  const modelDir = policyModelDir(p.policy);
+  if (modelDir && !existsSync(abs(modelDir))) {
+    if (p.fallbackRows) {
+      const path = abs(p.fallbackRows);
+      return { rows: readRows(path), source: "fallback", label: `FALLBACK: rows read from ${p.fallbackRows} (model ${modelDir} not found; no benchmark was run)`, rowsPath: path, command: null };
+    }
+    throw new T2sError("no_model",
+      `the model folder ${modelDir} does not exist, so policy '${p.policy}' cannot run. Build or fetch the model first, ` +
+      `or run this notebook with --param policy=openai:<model>@<url> (any OpenAI-compatible server), ` +
+      `or with --param fallback_rows=<rows.jsonl> to analyse an existing rows file.`);
+  }
+  const out = abs(p.out);
+  mkdirSync(dirname(out), { recursive: true });
+  const args = ["benchmark", "--policy", p.policy, "--tasks", p.tasks ?? DEFAULT_TASKS, "--out", out, "--k", String(p.k ?? 4)];
+  if (p.split) args.push("--split", p.split);
+  if (p.limit) args.push("--limit", String(p.limit));
+  if (p.temperature !== undefined) args.push("--temperature", String(p.temperature));
+  if (p.concurrency) args.push("--concurrency", String(p.concurrency));
+  if (p.seed !== undefined) args.push("--seed", String(p.seed));
+  if (p.style) args.push("--style", p.style);
+  const live = liveOutput();
+  live.text(`running: ${commandText(args)}`);
+  await runT2s(args, { onLine: (line) => live.text(line) });
+  const rows = readRows(out);
+  live.text(`done: ${rows.length} rows in ${p.out}`);
+  return { rows, source: "benchmark", label: p.policy, rowsPath: out, command: commandText(args) };
+}
+
+/** Returns the tasks of a task file by id. */
+export function taskMap(path: string = DEFAULT_TASKS): Map<string, Task> {
+  return new Map(readTasks(abs(path)).map((t) => [t.id, t]));
+}
+
+/**
+ * Returns HTML for a seeded sample of `n` failures: each one collapsible, opening to its transcript, tool
+ * calls and (with execute) the final and gold SQL re-executed side by side through a fresh executor pool.
+ */
+export async function failureSampleHtml(rows: readonly ReportRow[], opts: { tasks?: string; n?: number; seed?: number; execute?: boolean } = {}): Promise<string> {
+  const picked = sample(failures(rows), opts.n ?? 6, opts.seed ?? 0);
+  const tasks = existsSync(abs(opts.tasks ?? DEFAULT_TASKS)) ? taskMap(opts.tasks) : undefined;
+  if (!opts.execute || !tasks) return browseHtml(picked, { tasks });
+  const pool = new ExecutorPool({ workers: 1 });
+  try {
+    return await browseHtml(picked, { tasks, executor: pool });
+  } finally {
+    await pool.close();
+  }
+}
+
+export interface BandSelection {
+  lo: number;
+  hi: number;
+  /** Task ids in the band, sorted. */
+  taskIds: string[];
+  /** What each rule keeps or drops: rule, tasks, share. */
+  table: Table;
+  /** Every task's rate and whether it is kept. */
+  tasks: Table;
+}
+
+/**
+ * Selects the training band exactly as the trainer does (pooled pass rate in [lo, hi], lib/train/band.ts)
+ * and says why each other task is dropped: always right (rate 1), always wrong (rate 0), or out of band.
+ */
+export function bandSelection(rows: readonly ReportRow[], lo: number, hi: number): BandSelection {
+  if (!(lo >= 0 && hi <= 1 && lo <= hi)) throw new T2sError("bad_band", `band [${lo}, ${hi}] must satisfy 0 <= lo <= hi <= 1`);
+  const rates = [...passRates(rows as unknown as Array<Record<string, unknown>>).values()].sort((a, b) => (a.task_id < b.task_id ? -1 : 1));
+  const inBand = (r: number) => r >= lo - 1e-12 && r <= hi + 1e-12;
+  const why = (r: number) => (inBand(r) ? "kept (in band)" : r === 1 ? "dropped: always right" : r === 0 ? "dropped: always wrong" : "dropped: out of band");
+  const records = rates.map((r) => ({ task_id: r.task_id, rows: r.rows, correct: r.correct, rate: r.rate, rule: why(r.rate) }));
+  const rules = ["kept (in band)", "dropped: always right", "dropped: always wrong", "dropped: out of band"];
+  const table = aq.from(rules.map((rule) => {
+    const n = records.filter((x) => x.rule === rule).length;
+    return { rule, tasks: n, share: records.length ? n / records.length : 0 };
+  }));
+  return { lo, hi, taskIds: records.filter((x) => x.rule === "kept (in band)").map((x) => x.task_id), table, tasks: aq.from(records) };
+}
+
+/**
+ * Writes the band: `<dir>/band_ids.txt` (one id a line) and `<dir>/band.json` with the rows file, lo, hi
+ * and the ids, plus the training-config snippet that selects the same tasks. Returns the paths and snippet.
+ */
+export function writeBand(dir: string, rowsPath: string, band: BandSelection): { ids: string; json: string; configSnippet: string } {
+  const folder = abs(dir);
+  mkdirSync(folder, { recursive: true });
+  const ids = join(folder, "band_ids.txt");
+  const json = join(folder, "band.json");
+  writeFileSync(ids, band.taskIds.join("\n") + (band.taskIds.length ? "\n" : ""));
+  const snippet = JSON.stringify({ band: { rows: resolve(rowsPath), lo: band.lo, hi: band.hi } });
+  writeFileSync(json, JSON.stringify({ rows: resolve(rowsPath), lo: band.lo, hi: band.hi, tasks: band.taskIds.length, task_ids: band.taskIds }, null, 2) + "\n");
+  return { ids, json, configSnippet: snippet };
+}
+
+/** The facts of a training config a notebook shows before running it (relative paths resolved to the config's folder). */
+export function trainConfigFacts(configPath: string): { path: string; model: string; output_dir: string; steps: number | null; raw: Record<string, unknown> } {
+  const path = abs(configPath);
+  if (!existsSync(path)) throw new T2sError("not_found", `training config ${configPath} does not exist (see docs/training.md for the fields)`);
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+  } catch (e) {
+    throw new T2sError("bad_config", `${configPath}: not JSON (${(e as Error).message})`);
+  }
+  const rel = (v: unknown) => (typeof v === "string" ? (isAbsolute(v) ? v : resolve(dirname(path), v)) : "");
+  return { path, model: rel(raw.model), output_dir: rel(raw.output_dir), steps: typeof raw.steps === "number" ? raw.steps : null, raw };
+}
+
+export interface TrainStep {
+  log: TrainRecord[];
+  logPath: string;
+  summary: Record<string, unknown> | null;
+  command: string;
+}
+
+/**
+ * Runs `t2s train <mode> --config FILE` (resuming when asked) and redraws the training curves in place
+ * from its train_log.jsonl every `refreshMs` while it runs; returns the final log and the run summary.
+ */
+export async function trainStep(configPath: string, opts: { mode?: "grpo" | "sft"; resume?: boolean; refreshMs?: number; name?: string } = {}): Promise<TrainStep> {
+  const facts = trainConfigFacts(configPath);
+  if (!existsSync(facts.model)) {
+    throw new T2sError("no_model", `the config's model folder ${facts.model} does not exist; build or fetch the model first, or pass --param config=<a config whose model exists>`);
+  }
+  const args = ["train", opts.mode ?? "grpo", "--config", facts.path, "--json"];
+  if (opts.resume) args.push("--resume");
+  const logPath = join(facts.output_dir, "train_log.jsonl");
+  const status = liveOutput();
+  const curves = liveOutput();
+  let lastLine = "";
+  const redraw = () => {
+    if (!existsSync(logPath)) return;
+    const log = readTrainLog(logPath);
+    if (log.length === 0) return;
+    curves.html(namedFigureHtml(`${opts.name ?? "training-curves"}-live`, trainingCurvesFigure(log, `Training curves (live, ${log.length} steps)`)));
+    status.text(`${trainProgressLine(log, facts.steps ?? undefined)}${lastLine ? `\n${lastLine}` : ""}`);
+  };
+  const timer = setInterval(redraw, opts.refreshMs ?? 5000);
+  let result;
+  try {
+    result = await runT2s(args, { onLine: (l) => { lastLine = l; } });
+  } finally {
+    clearInterval(timer);
+  }
+  redraw();
+  let summary: Record<string, unknown> | null = null;
+  try {
+    summary = JSON.parse(result.stdout) as Record<string, unknown>;
+  } catch {
+    summary = null;
+  }
+  return { log: existsSync(logPath) ? readTrainLog(logPath) : [], logPath, summary, command: commandText(args) };
+}
+
+/** Returns the holdout checkpoints of a train log (records with eval_* fields) as a table: step, pass@1, reward, rows. */
+export function holdoutCheckpoints(log: readonly TrainRecord[]): Table {
+  return aq.from(log.filter((r) => r.eval_pass1 !== undefined).map((r) => ({ step: (r.step ?? 0) + 1, holdout_pass1: r.eval_pass1, holdout_reward: r.eval_reward ?? null, rows: r.eval_rows ?? null })));
+}
+
+/** Returns an HTML banner saying where the rows came from; a fallback file is marked in red so it is never mistaken for a fresh run. */
+export function benchmarkBanner(step: BenchmarkStep): string {
+  const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;");
+  const style = step.source === "fallback" ? "border:2px solid #d62728;background:#fdecea" : "border:1px solid #2ca02c;background:#eef7ee";
+  const cmd = step.command ? `<div><code>${esc(step.command)}</code></div>` : "";
+  return `<div class="t2s-source" data-source="${step.source}" style="${style};padding:6px 10px;border-radius:4px"><strong>${esc(step.label)}</strong> — ${step.rows.length} rows from <code>${esc(step.rowsPath)}</code>${cmd}</div>`;
+}
+
+export interface ServingParams {
+  model: string;
+  adapter: string;
+  tasks?: string;
+  split?: string;
+  limit?: number;
+  k?: number;
+  outDir: string;
+  style?: string;
+  /** Time allowed for the server to load (default 10 min). */
+  readyTimeoutMs?: number;
+}
+
+export interface ServingStep {
+  url: string;
+  adapterRows: ReportRow[];
+  baseRows: ReportRow[];
+  commands: string[];
+}
+
+/**
+ * Starts `t2s serve` with the base model (served as "base") and the adapter (served as "trained"),
+ * scores the same prompts through HTTP with both at temperature 0, stops the server, and returns the rows.
+ */
+export async function servingStep(p: ServingParams): Promise<ServingStep> {
+  for (const [what, dir] of [["model", p.model], ["adapter", p.adapter]] as const) {
+    if (!existsSync(abs(dir))) throw new T2sError("not_found", `the ${what} folder ${dir} does not exist; train first (03-grpo-round) or pass --param ${what}=<dir>, or check existing rows files with --param adapter_rows=... --param base_rows=...`);
+  }
+  const serveArgs = ["serve", "--model", abs(p.model), "--name", "base", "--adapter", `trained=${abs(p.adapter)}`, "--port", "0"];
+  const live = liveOutput();
+  live.text(`starting: ${commandText(serveArgs)}`);
+  const server = await startT2sServer(serveArgs, p.readyTimeoutMs ?? 600_000, (l) => live.text(l));
+  const commands = [commandText(serveArgs)];
+  // a fresh rows file per session: the server's port, part of the policy spec, changes every time
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  try {
+    const score = async (name: string) => {
+      const step = await benchmarkStep({
+        policy: `openai:${name}@${server.url}`, tasks: p.tasks, split: p.split ?? "train", limit: p.limit ?? 16, k: p.k ?? 1,
+        temperature: 0, out: join(p.outDir, `served-${name}-${stamp}.jsonl`), style: p.style,
+      });
+      if (step.command) commands.push(step.command);
+      return step.rows;
+    };
+    const adapterRows = await score("trained");
+    const baseRows = await score("base");
+    return { url: server.url, adapterRows, baseRows, commands };
+  } finally {
+    await server.stop();
+  }
+}
+
+async function startT2sServer(args: string[], timeoutMs: number, onLine: (l: string) => void): Promise<{ url: string; stop(): Promise<void> }> {
+  const bg = await startT2s(args, /serving .* at (\S+\/v1)/, { timeoutMs, onLine });
+  return { url: bg.match[1], stop: bg.stop };
+}
