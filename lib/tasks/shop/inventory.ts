@@ -31,7 +31,7 @@ export interface Inventory {
   categories: (NamedRow & { parent_id: number | null })[];
   /** Top-level categories that have subcategories. */
   parents: NamedRow[];
-  /** Categories that hold at least one product. */
+  /** Leaf categories (no subcategories) that hold at least one product, so "products in X" is unambiguous. */
   productCategories: NamedRow[];
   /** Products whose name is unique (so a question naming one is unambiguous). */
   products: ProductRow[];
@@ -92,7 +92,7 @@ export function readInventory(dbPath: string): Inventory {
     return {
       categories,
       parents: categories.filter((c) => parentIds.has(c.id)),
-      productCategories: categories.filter((c) => productCats.has(c.id)),
+      productCategories: categories.filter((c) => productCats.has(c.id) && !parentIds.has(c.id)),
       products,
       reviewedProducts: products.filter((p) => reviewed.has(p.id)),
       orderedProducts: products.filter((p) => ordered.has(p.id)),

@@ -79,6 +79,12 @@ export function oneNumber(what: string, round = false): string[] {
   return [`a single number: ${what}${r}`, `${what} only${r2}`, `one value, ${what}${r}`];
 }
 
+/** Said wherever products are grouped by their own category, since some categories have subcategories. */
+export const FILED = "a product counts only toward the category it is filed in, not that category's parents";
+
+/** A recursive CTE mapping every category to its top-level ancestor: root(category_id, top_id). */
+export const ROOT_CTE = "WITH RECURSIVE root(category_id, top_id) AS (SELECT category_id, category_id FROM categories WHERE parent_id IS NULL UNION ALL SELECT c.category_id, r.top_id FROM categories c JOIN root r ON c.parent_id = r.category_id)";
+
 /** SQL fragment: revenue statuses per the NOTES. */
 export const REVENUE_STATUSES = "('paid', 'shipped', 'delivered')";
 export const REVENUE_RULE = ["counting only orders with status paid, shipped or delivered", "where only paid, shipped or delivered orders count", "using orders whose status is paid, shipped or delivered"];

@@ -1,5 +1,5 @@
 /** Templates: single-table aggregation, top-N, two-table join. */
-import { REVENUE_RULE, REVENUE_STATUSES, full, int, lit, maybe, oneNumber, tpl, type Template } from "./template.js";
+import { FILED, REVENUE_RULE, REVENUE_STATUSES, full, int, lit, maybe, oneNumber, tpl, type Template } from "./template.js";
 
 const yr = (col: string, y: string) => `strftime('%Y', ${col}) = '${y}'`;
 
@@ -268,7 +268,7 @@ export const BASIC_TEMPLATES: Template[] = [
   tpl("j2_category_active_counts", "join_two", "medium", (c) => {
     const n = int(c, 0, 4) * 25;
     return {
-      subject: [`for every category that has products, the number of its products that are not discontinued and are priced over ${n} USD`, `per product category, how many still-sold products have a list price above ${n} USD`],
+      subject: [`for every category, the number of products filed in it that are not discontinued and are priced over ${n} USD (${FILED})`, `per product category, how many still-sold products with a list price above ${n} USD are filed in it (${FILED})`],
       returns: [`category name and count, categories with no such product left out, sorted by category name`, `the category name with that number (only categories where it is at least 1), in alphabetical order`],
       columns: ["category", "products"],
       sql: `SELECT c.name AS category, COUNT(*) AS products FROM products p JOIN categories c ON c.category_id = p.category_id WHERE p.discontinued = 0 AND p.price > ${n} GROUP BY c.category_id, c.name ORDER BY c.name ASC`,

@@ -38,7 +38,7 @@ export const EXTRA_TEMPLATES: Template[] = [
     if (!cat) return null;
     return {
       subject: [`the categories that have the same parent category as '${cat.name}', other than '${cat.name}' itself`, `the sibling categories of '${cat.name}' (same parent, itself excluded) with their product counts`],
-      returns: [`category name and its number of products (0 when it has none), sorted by name`, `each sibling's name with how many products it holds directly, zero included, alphabetical`],
+      returns: [`category name and the number of products filed directly in it (0 when it has none), sorted by name`, `each sibling's name with how many products it holds directly, zero included, alphabetical`],
       columns: ["name", "products"],
       sql: `SELECT s.name, COUNT(p.product_id) AS products FROM categories c JOIN categories s ON s.parent_id = c.parent_id AND s.category_id <> c.category_id LEFT JOIN products p ON p.category_id = s.category_id WHERE c.name = ${lit(cat.name)} GROUP BY s.category_id, s.name ORDER BY s.name ASC`,
     };
@@ -198,7 +198,7 @@ export const EXTRA_TEMPLATES: Template[] = [
     const cat = maybe(c, c.inv.parents), y = maybe(c, c.inv.years);
     if (!cat || !y) return null;
     return {
-      subject: [`per sales rep, the units of products from subcategories of '${cat.name}' sold on ${y} orders they handled, ${REVENUE_RULE[0]}`, `how many units of '${cat.name}' subcategory products each sales rep sold in ${y}, ${REVENUE_RULE[1]}; online orders without a rep are left out`],
+      subject: [`per sales rep, the units of products filed in a direct subcategory of '${cat.name}' (not deeper) sold on ${y} orders they handled, ${REVENUE_RULE[0]}`, `how many units of products filed in '${cat.name}''s direct child categories (deeper levels excluded) each sales rep sold in ${y}, ${REVENUE_RULE[1]}; online orders without a rep are left out`],
       returns: [`rep last name and units, most units first, ties by last name`, `the employee's last name with the unit total, sorted by units descending then last name`],
       columns: ["last_name", "units"],
       sql: `SELECT e.last_name, SUM(oi.quantity) AS units FROM employees e JOIN orders o ON o.sales_rep_id = e.employee_id JOIN order_items oi ON oi.order_id = o.order_id JOIN products p ON p.product_id = oi.product_id JOIN categories cat ON cat.category_id = p.category_id JOIN categories par ON par.category_id = cat.parent_id WHERE par.name = ${lit(cat.name)} AND ${yr("o.order_date", y)} AND o.status IN ${REVENUE_STATUSES} GROUP BY e.employee_id, e.last_name ORDER BY units DESC, e.last_name ASC`,

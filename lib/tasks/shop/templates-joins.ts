@@ -1,5 +1,5 @@
 /** Templates: multi-table joins, GROUP BY/HAVING, NULL semantics. */
-import { REVENUE_RULE, REVENUE_STATUSES, full, int, lit, maybe, monthName, oneNumber, tpl, type Template } from "./template.js";
+import { FILED, ROOT_CTE, REVENUE_RULE, REVENUE_STATUSES, full, int, lit, maybe, monthName, oneNumber, tpl, type Template } from "./template.js";
 
 const yr = (col: string, y: string) => `strftime('%Y', ${col}) = '${y}'`;
 const ITEMS = "order_items oi JOIN orders o ON o.order_id = oi.order_id JOIN products p ON p.product_id = oi.product_id";
@@ -40,7 +40,7 @@ export const JOIN_TEMPLATES: Template[] = [
     const y = maybe(c, c.inv.years), k = maybe(c, c.inv.shipCountries);
     if (!y || !k) return null;
     return {
-      subject: [`the units sold per product category on ${y} orders shipped to '${k}', every order status counted`, `for orders from ${y} with shipping country '${k}' (any status), the total quantity per category`],
+      subject: [`the units sold per product category on ${y} orders shipped to '${k}', every order status counted (${FILED})`, `for orders from ${y} with shipping country '${k}' (any status), the total quantity per category, where ${FILED}`],
       returns: [`category name and units, most units first, ties by category name`, `category and summed quantity, sorted by quantity descending then category name`],
       columns: ["category", "units"],
       sql: `SELECT cat.name AS category, SUM(oi.quantity) AS units FROM ${ITEMS} JOIN categories cat ON cat.category_id = p.category_id WHERE ${yr("o.order_date", y)} AND o.shipping_country = ${lit(k)} GROUP BY cat.category_id, cat.name ORDER BY units DESC, cat.name ASC`,
@@ -70,10 +70,10 @@ export const JOIN_TEMPLATES: Template[] = [
     const y = maybe(c, c.inv.years);
     if (!y) return null;
     return {
-      subject: [`item revenue (quantity x unit_price, no discount or shipping) in ${y} per top-level category, where products of a subcategory count toward its parent, ${REVENUE_RULE[0]}`, `for ${y}, the sum of quantity times charged unit price rolled up to top-level categories (a subcategory's sales belong to its parent), ${REVENUE_RULE[1]}`],
+      subject: [`item revenue (quantity x unit_price, no discount or shipping) in ${y} per top-level category, where products in subcategories at any depth count toward their top-level ancestor, ${REVENUE_RULE[0]}`, `for ${y}, the sum of quantity times charged unit price rolled up to top-level categories (sales of every nested subcategory belong to its top-level ancestor), ${REVENUE_RULE[1]}`],
       returns: [`top-level category name and revenue rounded to 2 decimals, sorted by category name`, `the parent category's name with its revenue (2 decimals), alphabetical by name`],
       columns: ["top_category", "revenue"],
-      sql: `SELECT top.name AS top_category, ROUND(SUM(oi.quantity * oi.unit_price), 2) AS revenue FROM ${ITEMS} JOIN categories cat ON cat.category_id = p.category_id JOIN categories top ON top.category_id = COALESCE(cat.parent_id, cat.category_id) WHERE ${yr("o.order_date", y)} AND o.status IN ${REVENUE_STATUSES} GROUP BY top.category_id, top.name ORDER BY top.name ASC`,
+      sql: `${ROOT_CTE} SELECT top.name AS top_category, ROUND(SUM(oi.quantity * oi.unit_price), 2) AS revenue FROM ${ITEMS} JOIN root ON root.category_id = p.category_id JOIN categories top ON top.category_id = root.top_id WHERE ${yr("o.order_date", y)} AND o.status IN ${REVENUE_STATUSES} GROUP BY top.category_id, top.name ORDER BY top.name ASC`,
     };
   }),
   tpl("jm_rep_discounted_revenue", "join_multi", "hard", (c) => {
@@ -162,7 +162,7 @@ export const JOIN_TEMPLATES: Template[] = [
   tpl("gh_category_margin", "group_having", "hard", (c) => {
     const m = int(c, 1, 12) * 5;
     return {
-      subject: [`categories whose products have an average unit margin (price minus cost) above ${m} USD, counting only products that are not discontinued`, `which categories' still-sold products earn on average more than ${m} USD margin per unit (price - cost)`],
+      subject: [`categories whose products have an average unit margin (price minus cost) above ${m} USD, counting only products that are not discontinued (${FILED})`, `which categories' still-sold products earn on average more than ${m} USD margin per unit (price - cost), where ${FILED}`],
       returns: [`category name and average margin rounded to 2 decimals, highest first, ties by name`, `the category and its mean margin (2 decimals), sorted by margin descending then category name`],
       columns: ["category", "avg_margin"],
       sql: `SELECT cat.name AS category, ROUND(AVG(p.price - p.cost), 2) AS avg_margin FROM products p JOIN categories cat ON cat.category_id = p.category_id WHERE p.discontinued = 0 GROUP BY cat.category_id, cat.name HAVING AVG(p.price - p.cost) > ${m} ORDER BY AVG(p.price - p.cost) DESC, cat.name ASC`,

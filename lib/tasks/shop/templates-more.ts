@@ -1,5 +1,5 @@
 /** Templates: self-join/hierarchy, date/time buckets, anti-join/existence, derived metrics. */
-import { REVENUE_RULE, REVENUE_STATUSES, full, int, lit, maybe, monthName, oneNumber, tpl, type Template } from "./template.js";
+import { ROOT_CTE, REVENUE_RULE, REVENUE_STATUSES, full, int, lit, maybe, monthName, oneNumber, tpl, type Template } from "./template.js";
 
 const yr = (col: string, y: string) => `strftime('%Y', ${col}) = '${y}'`;
 const SUBTOTAL = "(SELECT SUM(oi.quantity * oi.unit_price) FROM order_items oi WHERE oi.order_id = o.order_id)";
@@ -42,7 +42,7 @@ export const MORE_TEMPLATES: Template[] = [
     const p = maybe(c, c.inv.parents);
     if (!p) return null;
     return {
-      subject: [`the subcategories directly under the top-level category '${p.name}'`, `which categories have '${p.name}' as their parent`],
+      subject: [`the subcategories directly under the category '${p.name}'`, `which categories have '${p.name}' as their direct parent`],
       returns: [`category id and name, sorted by name`, `the id and name of each, alphabetical by name`],
       columns: ["category_id", "name"],
       sql: `SELECT c.category_id, c.name FROM categories c JOIN categories p ON p.category_id = c.parent_id WHERE p.name = ${lit(p.name)} ORDER BY c.name ASC`,
@@ -105,10 +105,10 @@ export const MORE_TEMPLATES: Template[] = [
   tpl("sj_parent_product_counts", "self_join", "hard", (c) => {
     const disc = int(c, 0, 1);
     return {
-      subject: [`for each top-level category, the number of ${disc ? "discontinued" : "not discontinued"} products filed directly under it or under any of its subcategories`, `per top-level category, how many ${disc ? "discontinued" : "active"} products it holds counting its child categories too`],
+      subject: [`for each top-level category, the number of ${disc ? "discontinued" : "not discontinued"} products filed in it or in any category below it at any depth`, `per top-level category, how many ${disc ? "discontinued" : "active"} products it holds counting all nested subcategories too`],
       returns: [`top-level category name and product count, sorted by name; categories with none omitted`, `the parent name with the count (leave out zero counts), alphabetical`],
       columns: ["top_category", "products"],
-      sql: `SELECT top.name AS top_category, COUNT(*) AS products FROM products p JOIN categories c ON c.category_id = p.category_id JOIN categories top ON top.category_id = COALESCE(c.parent_id, c.category_id) WHERE p.discontinued = ${disc} GROUP BY top.category_id, top.name ORDER BY top.name ASC`,
+      sql: `${ROOT_CTE} SELECT top.name AS top_category, COUNT(*) AS products FROM products p JOIN root ON root.category_id = p.category_id JOIN categories top ON top.category_id = root.top_id WHERE p.discontinued = ${disc} GROUP BY top.category_id, top.name ORDER BY top.name ASC`,
     };
   }),
   // ---- date/time buckets
@@ -376,7 +376,7 @@ export const MORE_TEMPLATES: Template[] = [
     const p = maybe(c, c.inv.parents);
     if (!p) return null;
     return {
-      subject: [`for each subcategory of '${p.name}', the average margin percentage of its products, where margin % = (price - cost) / price x 100`, `per child category of '${p.name}', the mean of 100 x (price minus cost) / price over its products`],
+      subject: [`for each direct subcategory of '${p.name}', the average margin percentage of the products filed in it (not in its own subcategories), where margin % = (price - cost) / price x 100`, `per direct child category of '${p.name}', the mean of 100 x (price minus cost) / price over products filed in that child itself (deeper subcategories not included)`],
       returns: [`category name and average margin % rounded to 2 decimals, highest first, ties by name`, `the subcategory's name with that average (2 decimals), sorted descending then by name`],
       columns: ["category", "avg_margin_pct"],
       sql: `SELECT c.name AS category, ROUND(AVG(100.0 * (pr.price - pr.cost) / pr.price), 2) AS avg_margin_pct FROM products pr JOIN categories c ON c.category_id = pr.category_id JOIN categories par ON par.category_id = c.parent_id WHERE par.name = ${lit(p.name)} GROUP BY c.category_id, c.name ORDER BY AVG(100.0 * (pr.price - pr.cost) / pr.price) DESC, c.name ASC`,
