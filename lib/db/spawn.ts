@@ -38,7 +38,7 @@ export function spawnWorker(memoryLimitMb: number): ChildProcess {
   const nodeArgs = [`--max-old-space-size=${Math.max(64, Math.floor(memoryLimitMb / 2))}`];
   const common = {
     cwd: kitRoot(),
-    env: { ...process.env, T2S_ROOT: kitRoot(), T2S_TSX_CJS: tsxCjsHook() },
+    env: { ...process.env, T2S_ROOT: kitRoot(), T2S_TSX_CJS: tsxCjsHook(), T2S_DB_MEMORY_MB: String(memoryLimitMb) },
     stdio: ["ignore", "ignore", "pipe", "ipc"] as ("ignore" | "pipe" | "ipc")[],
     serialization: "json" as const,
   };

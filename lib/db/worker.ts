@@ -11,10 +11,17 @@ import { checkPrepared, checkSqlText } from "./policy.js";
 import type { RunReply, RunRequest } from "./protocol.js";
 import { runQuery } from "./run.js";
 
-/** Runs the whole query path once in memory, so a worker's first real query is not slowed by loading code. */
+/**
+ * Sets SQLite's heap limit and runs the whole query path once in memory, so a worker's first real query is
+ * not slowed by loading code.
+ */
 function warmUp(): void {
   const db = new Database(":memory:");
   try {
+    // Process-wide. Inert in builds without memory statistics (better-sqlite3 12 compiles them out, so the
+    // pool's kill and the kernel data limit do the work), but it holds wherever SQLite can enforce it.
+    const mb = Number(process.env.T2S_DB_MEMORY_MB);
+    if (mb > 0) db.pragma(`hard_heap_limit = ${Math.floor(mb * 1024 * 1024)}`);
     const sql = "SELECT 1 AS x UNION ALL SELECT 2";
     if (!checkSqlText(sql)) {
       const stmt = db.prepare(sql);
