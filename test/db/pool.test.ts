@@ -1,0 +1,44 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { ExecutorPool, withExecutor } from "../../lib/db/pool.js";
+import type { Executor } from "../../lib/db/types.js";
+import { isT2sError } from "../../lib/errors.js";
+import { scratchDir } from "../helpers.js";
+import { makeFixtureDb } from "./fixture.js";
+
+const dir = scratchDir("t2s-pool-");
+const db = makeFixtureDb(dir);
+
+test("withExecutor runs, answers many concurrent calls correctly, then closes", async () => {
+  let kept: Executor | undefined;
+  const sums = await withExecutor(
+    async (ex) => {
+      kept = ex;
+      const calls = Array.from({ length: 60 }, (_, i) => ex.execute(db, `SELECT ${i} AS i, count(*) AS n FROM tags WHERE item_id = ${(i % 3) + 1}`));
+      const out = await Promise.all(calls);
+      return out.map((o) => (o.ok ? (o.rows[0][0] as number) + (o.rows[0][1] as number) : -1));
+    },
+    { workers: 2, spareWorkers: 0 },
+  );
+  assert.deepEqual(sums, Array.from({ length: 60 }, (_, i) => i + 100));
+  await assert.rejects(kept!.execute(db, "SELECT 1"), (e) => isT2sError(e, "pool_closed"));
+});
+
+test("results cross the process boundary intact; options and paths are checked", async () => {
+  const pool = new ExecutorPool({ workers: 1, spareWorkers: 0 });
+  try {
+    const r = await pool.execute(db, "SELECT id, name, price, data FROM items ORDER BY id", { maxRows: 2 });
+    assert.deepEqual(r, { ok: true, columns: ["id", "name", "price", "data"], rows: [[1, "apple", 1.5, { blob: "00ff10" }], [2, "pear", null, null]], elapsedMs: r.ok ? r.elapsedMs : 0, truncated: true });
+    const missing = await pool.execute(join(dir, "missing.sqlite"), "SELECT 1");
+    assert.equal(!missing.ok && missing.error.kind, "no_database");
+    const empty = await pool.execute("", "SELECT 1");
+    assert.equal(!empty.ok && empty.error.kind, "no_database");
+    await assert.rejects(pool.execute(db, "SELECT 1", { timeoutMs: 0 }), (e) => isT2sError(e, "bad_exec_options"));
+    await assert.rejects(pool.execute(db, "SELECT 1", { maxRows: -1 }), (e) => isT2sError(e, "bad_exec_options"));
+    assert.throws(() => new ExecutorPool({ workers: 0 }), (e) => isT2sError(e, "bad_pool_options"));
+    assert.equal(pool.stats().completed, 2);
+  } finally {
+    await pool.close();
+  }
+});
