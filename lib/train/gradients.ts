@@ -269,7 +269,7 @@ const rules: Rule[] = [
         const values = tf.reshape(dy, [...outer, n, ...inner]);
         const perm = [outer.length, ...outer.map((_, i) => i), ...inner.map((_, i) => outer.length + 1 + i)];
         const moved = tf.transpose(values, perm);
-        const summed = tf.unsortedSegmentSum(moved, tf.reshape(indices, [n]), x.shape[axis]);
+        const summed = segmentSum(moved, tf.reshape(indices, [n]) as tf.Tensor1D, x.shape[axis]);
         const inverse = new Array<number>(perm.length);
         perm.forEach((p, i) => (inverse[p] = i));
         return tf.transpose(summed, inverse);
@@ -282,6 +282,27 @@ const rules: Rule[] = [
   notDifferentiable("ArgMin", ["x"]),
   notDifferentiable("OneHot", ["indices"]),
 ];
+
+/**
+ * Sums rows of `values` [n, ...] that share an index into [segments, ...]. Uses the UnsortedSegmentSum
+ * kernel where the backend has it; the wasm backend does not, so there it is a one-hot matmul, in chunks
+ * of rows so the one-hot matrix stays small.
+ */
+function segmentSum(values: tf.Tensor, ids: tf.Tensor1D, segments: number): tf.Tensor {
+  if (tf.getKernel("UnsortedSegmentSum", tf.getBackend())) return tf.unsortedSegmentSum(values, ids, segments);
+  const n = values.shape[0];
+  const rest = values.shape.slice(1);
+  const flat = tf.reshape(values, [n, -1]);
+  const chunk = Math.max(1, Math.floor(2 ** 24 / Math.max(1, segments)));
+  let acc: tf.Tensor | null = null;
+  for (let start = 0; start < n; start += chunk) {
+    const size = Math.min(chunk, n - start);
+    const oneHot = tf.oneHot(tf.cast(tf.slice(ids, [start], [size]), "int32"), segments);
+    const part = tf.matMul(oneHot, tf.slice(flat, [start, 0], [size, -1]), true, false);
+    acc = acc ? tf.add(acc, part) : part;
+  }
+  return tf.reshape(acc!, [segments, ...rest]);
+}
 
 let registered = false;
 

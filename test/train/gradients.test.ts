@@ -81,3 +81,14 @@ test("gradients of shape ops", () => {
   check("gather0", (x) => tf.gather(x, tf.tensor1d([2, 0, 2], "int32")), [rand([3, 2])]);
   check("gather1", (x) => tf.gather(x, tf.tensor1d([1, 1, 0], "int32"), 1), [rand([2, 3, 2])]);
 });
+
+test("gather's gradient also works where the backend lacks UnsortedSegmentSum (one-hot path)", async () => {
+  const { registerKernel, unregisterKernel, getKernel } = tf;
+  const k = getKernel("UnsortedSegmentSum", "cpu")!;
+  unregisterKernel("UnsortedSegmentSum", "cpu");
+  try {
+    check("gatherOneHot", (x) => tf.gather(x, tf.tensor1d([2, 0, 2, 1], "int32")), [rand([3, 2])]);
+  } finally {
+    registerKernel(k);
+  }
+});

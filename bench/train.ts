@@ -1,0 +1,96 @@
+/**
+ * Training throughput: tokens per second of one optimizer step (forward, backward, AdamW) for SFT and for
+ * the optimisation phase of a GRPO step (sampling excluded: it is bench:generate's job), on a random model.
+ *   npm run bench:train                          small Llama-shaped model, CPU backend, B4 x T64
+ *   npm run bench:train -- --backend wasm        same on another backend
+ *   npm run bench:train -- --qwen05b             Qwen2-0.5B-shaped model, B4 x T512, best backend
+ * Flags: --batch N  --seq N  --steps N (timed steps after one warm-up)  --json
+ * Rows: sft-full (all weights), sft-lora (r 16 on q,k,v,o), grpo-lora (dapo, mu 1), grpo-lora-kl (beta 0.04:
+ * one more forward for the reference).
+ */
+import { useBackend } from "../lib/model/backend.js";
+import { createAdapter } from "../lib/model/lora.js";
+import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random.js";
+import { tf } from "../lib/model/tf.js";
+import { GrpoTrainer, type Rollout } from "../lib/train/grpo.js";
+import { ModelTrainable } from "../lib/train/model-adapter.js";
+import { Rng } from "../lib/train/rng.js";
+import { SftTrainer } from "../lib/train/sft.js";
+
+function flag(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+async function main(): Promise<void> {
+  const big = process.argv.includes("--qwen05b");
+  const choice = await useBackend(flag("--backend") ?? (big ? "auto" : "cpu"));
+  const config = big ? qwen2HalfBConfig() : tinyConfig();
+  const B = Number(flag("--batch") ?? 4);
+  const T = Number(flag("--seq") ?? (big ? 512 : 64));
+  const steps = Number(flag("--steps") ?? (big ? 3 : 1));
+  const rng = new Rng(7);
+  // prompts take the first half of each row, completions (trained on) the second
+  const rows = Array.from({ length: B }, () => ({ ids: Array.from({ length: T }, () => 1 + rng.int(config.vocabSize - 1)), mask: Array.from({ length: T }, (_, t) => (t >= T / 2 ? 1 : 0)) }));
+  const results: Record<string, unknown>[] = [];
+  const modes = (flag("--modes") ?? "sft-full,sft-lora,grpo-lora,grpo-lora-kl").split(",");
+  process.stderr.write(`backend ${choice.backend}; B ${B} x T ${T}; ${steps} timed steps after 1 warm-up\n`);
+  for (const mode of modes) {
+    const model = randomModel(config, { seed: 1 });
+    if (mode !== "sft-full") createAdapter(model, { name: "train", r: 16, alpha: 32, targetModules: ["q_proj", "k_proj", "v_proj", "o_proj"], seed: 1 });
+    const lm = new ModelTrainable(model, mode === "sft-full" ? null : "train");
+    const trained = lm.trainableParams().reduce((s, p) => s + p.variable.size, 0);
+    const times: number[] = [];
+    if (mode.startsWith("sft")) {
+      const t = new SftTrainer(lm, rows, { batchSize: B, steps: steps + 1, lr: 1e-5, seed: 1, maxGradNorm: 1 });
+      for (let i = 0; i <= steps; i++) {
+        const rec = await t.step();
+        if (i > 0) times.push(rec.step_time_s as number);
+      }
+      t.dispose();
+    } else {
+      let k = 0;
+      const sampler = async (prompts: number[], g: number): Promise<Rollout[][]> => prompts.map(() => Array.from({ length: g }, () => ({ rows: [rows[k++ % B]], truncated: false })));
+      const grader = async () => ({ reward: rng.next(), correct: false });
+      const t = new GrpoTrainer(lm, [0], sampler, grader, {
+        steps: steps + 1, promptsPerStep: 1, groupSize: B, lossType: "dapo", beta: mode.endsWith("kl") ? 0.04 : 0, lr: 1e-6, seed: 1, maxCompletionLength: T / 2, maxGradNorm: 1,
+        onWarning: () => undefined,
+      });
+      for (let i = 0; i <= steps; i++) {
+        const rec = await t.step();
+        if (i > 0) times.push(rec.train_time_s as number);
+      }
+      t.dispose();
+    }
+    const s = median(times);
+    const row = { mode, backend: choice.backend, batch: B, seq: T, trained_params: trained, seconds_per_step: Number(s.toFixed(3)), tokens_per_s: Number(((B * T) / s).toFixed(1)) };
+    results.push(row);
+    process.stderr.write(`row ${JSON.stringify(row)}\n`);
+    model.dispose();
+  }
+  const params = randomModelParams(config);
+  const summary = { backend: choice.backend, skipped: choice.skipped, model: big ? "qwen2-0.5b-shaped (random)" : "tiny llama (random, hidden 128, 2 layers, vocab 2048)", params, rows: results, tensors_after: tf.memory().numTensors };
+  if (process.argv.includes("--json")) process.stdout.write(JSON.stringify(summary) + "\n");
+  else {
+    process.stdout.write(`backend ${summary.backend}; model ${summary.model}; ${params} parameters\n`);
+    process.stdout.write("mode           batch  seq  trained params  s/step   tokens/s\n");
+    for (const r of results) process.stdout.write(`${String(r.mode).padEnd(13)}  ${String(r.batch).padStart(5)}  ${String(r.seq).padStart(3)}  ${String(r.trained_params).padStart(14)}  ${String(r.seconds_per_step).padStart(6)}  ${String(r.tokens_per_s).padStart(9)}\n`);
+  }
+}
+
+function randomModelParams(c: ReturnType<typeof tinyConfig>): number {
+  const q = c.numHeads * c.headDim;
+  const kv = c.numKvHeads * c.headDim;
+  const layer = 2 * c.hiddenSize + c.hiddenSize * (q + 2 * kv) + q * c.hiddenSize + 3 * c.hiddenSize * c.intermediateSize + (c.attentionBias ? q + 2 * kv : 0);
+  return c.vocabSize * c.hiddenSize * (c.tieWordEmbeddings ? 1 : 2) + c.hiddenSize + c.numLayers * layer;
+}
+
+main().catch((e) => {
+  process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
+  process.exit(1);
+});
