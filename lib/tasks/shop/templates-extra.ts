@@ -91,7 +91,7 @@ export const EXTRA_TEMPLATES: Template[] = [
     const k = maybe(c, [null, ...c.inv.countries]);
     const kTxt = k ? ` among customers living in '${k}'` : "";
     return {
-      subject: [`referred customers who live in ${same ? "the same" : "a different"} city as the customer who referred them${kTxt}, with the number of orders each has placed (0 if none)`, `${kTxt ? kTxt.slice(7) + ", " : ""}customers whose referrer's city is ${same ? "identical to" : "not"} their own, plus how many orders each placed, zero included`],
+      subject: [`referred customers who live in ${same ? "the same" : "a different"} city as the customer who referred them${kTxt}, with the number of orders each has placed (0 if none)`, `referred customers${k ? ` living in '${k}'` : ""} whose referrer's city is ${same ? "the same as" : "different from"} their own, plus how many orders each placed, zero included`],
       returns: [`customer id, city and order count, sorted by customer id`, `id, city and number of orders, ascending by id`],
       columns: ["customer_id", "city", "orders"],
       sql: `SELECT c.customer_id, c.city, COUNT(o.order_id) AS orders FROM customers c JOIN customers r ON r.customer_id = c.referred_by LEFT JOIN orders o ON o.customer_id = c.customer_id WHERE c.city ${same ? "=" : "<>"} r.city${k ? ` AND c.country = ${lit(k)}` : ""} GROUP BY c.customer_id, c.city ORDER BY c.customer_id ASC`,
