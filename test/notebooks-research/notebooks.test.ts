@@ -1,0 +1,81 @@
+/**
+ * Executes the research notebooks headless with small parameters (a scripted policy over six shop tasks,
+ * generated rows files) and checks that every table and figure each one promises is in its HTML report
+ * and saved in the report folder, and that the figures draw offline.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync, existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { readTasks } from "../../lib/tasks/io.js";
+import { runCli, scratchDir } from "../helpers.js";
+import { inspectReport } from "../notebooks/browser.js";
+import { makeRows, makeTrainLog, writeRows } from "../report/fixtures.js";
+
+const EXPECTED: Record<string, { figures: string[]; tables: string[] }> = {
+  "01-benchmark": {
+    figures: ["pass1-by-difficulty", "pass1-by-archetype", "outcome-by-difficulty", "outcome-by-archetype"],
+    tables: ["source", "headline", "by-difficulty", "by-archetype", "failure-counts", "failure-sample"],
+  },
+  "02-headroom": {
+    figures: ["passk-curve", "passk-curve-by-difficulty", "passk-curve-by-archetype", "task-pass-rate-histogram", "headroom-by-difficulty", "headroom-by-archetype"],
+    tables: ["source", "headroom-by-difficulty", "band-rules"],
+  },
+  "04-serving-check": { figures: [], tables: ["serving-checks", "served-headline"] },
+  "05-paired-delta": { figures: ["forest", "pass-shift"], tables: ["delta", "run-deltas", "group-deltas", "markers"] },
+};
+
+/** A scripted policy over the first six holdout shop tasks: right, wrong rows, SQL error, no SQL. */
+function writeScript(dir: string): string {
+  const tasks = readTasks("data/shop/tasks.jsonl").filter((t) => t.split === "holdout").slice(0, 6);
+  const reply = (i: number, gold: string) => ["```sql\n" + gold + "\n```", "```sql\nSELECT 1\n```", "```sql\nSELEC broken\n```", "I do not know."][i % 4];
+  const path = join(dir, "script.jsonl");
+  writeFileSync(path, tasks.map((t, i) => JSON.stringify({ match: t.question, replies: [reply(i, t.gold_sql)] })).join("\n") + "\n");
+  return path;
+}
+
+test("notebooks 01, 02, 04 and 05 run headless and show every table and figure", async () => {
+  const dir = scratchDir("t2s-nb-research-");
+  const report = join(dir, "report");
+  const train = writeRows(join(dir, "train.jsonl"), makeRows({ k: 8 }).map((r) => ({ ...r, split: "train" })));
+  const a = writeRows(join(dir, "a.jsonl"), makeRows({ runs: 2 }));
+  const b = writeRows(join(dir, "b.jsonl"), makeRows({ runs: 2, lift: 0.25, seed: 9 }));
+  const log = join(dir, "train_log.jsonl");
+  writeFileSync(log, makeTrainLog(6).map((r) => JSON.stringify(r)).join("\n") + "\n");
+  const params = {
+    policy: `scripted:${writeScript(dir)}`, limit: "6", k: "2", out: join(dir, "rows.jsonl"), report_dir: report,
+    rows_path: train, band_dir: join(dir, "band"),
+    adapter_rows: b, base_rows: a, train_log: log,
+    a, b,
+  };
+  const args = ["notebooks", "run", ...Object.keys(EXPECTED), "--out", report, "--json", "--timeout-ms", "120000"];
+  for (const [k, v] of Object.entries(params)) args.push("--param", `${k}=${v}`);
+  const r = await runCli(args, { timeoutMs: 170_000 });
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  const results = JSON.parse(r.stdout) as Array<{ name: string; ok: boolean; html: string }>;
+  assert.deepEqual(results.map((x) => [x.name, x.ok]), Object.keys(EXPECTED).map((n) => [n, true]));
+
+  const saved = readdirSync(join(report, "figures"));
+  for (const res of results) {
+    const html = readFileSync(res.html, "utf8");
+    const prefix = res.name.slice(0, 2);
+    for (const f of EXPECTED[res.name].figures) {
+      assert.ok(html.includes(`data-t2s-figure="${prefix}-${f}"`), `${res.name}: figure ${f}`);
+      assert.ok(saved.includes(`${prefix}-${f}.json`), `${res.name}: saved figure ${f}`);
+    }
+    for (const t of EXPECTED[res.name].tables) assert.ok(html.includes(`data-t2s-table="${prefix}-${t}"`), `${res.name}: table ${t}`);
+    assert.doesNotMatch(html, /class="[^"]*error/);
+  }
+
+  const nb01 = readFileSync(join(report, "01-benchmark.html"), "utf8");
+  assert.ok(nb01.includes('data-source="benchmark"'));
+  assert.match(nb01, /want \(gold SQL\)/); // got-vs-want re-executed
+  assert.match(nb01, /sql_error|no_sql|wrong_rows/);
+  assert.ok(existsSync(join(dir, "band", "band_ids.txt")));
+  const nb04 = readFileSync(join(report, "04-serving-check.html"), "utf8");
+  assert.match(nb04, /PASS<\/strong> adapter is not a no-op/);
+
+  const facts = await inspectReport(join(report, "01-benchmark.html"));
+  assert.deepEqual(facts.errors, []);
+  assert.equal(facts.figures, 4);
+});
