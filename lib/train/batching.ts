@@ -45,23 +45,24 @@ export function planMicroBatches(lengths: number[], vocab: number, limits: Batch
 }
 
 export interface BatchTensors {
-  /** [B, T] int32 ids, right-padded with `pad`. */
-  ids: tf.Tensor2D;
+  /** B rows of T ids, right-padded with `pad`. */
+  ids: number[][];
   /** [B, T - 1] float mask: entry t says whether ids[:, t + 1] is in the loss. */
   mask: tf.Tensor2D;
   /** Active tokens in the mask. */
   tokens: number;
 }
 
-/** Pads the rows into tensors (the caller disposes them); `rowScale[i]` multiplies row i's mask (0 drops it). */
+/** Pads the rows and builds the loss mask (a tensor the caller disposes); `rowScale[i]` multiplies row i's mask (0 drops it). */
 export function batchTensors(rows: TokenRow[], rowScale?: number[], pad = 0): BatchTensors {
   const T = Math.max(2, ...rows.map((r) => r.ids.length));
-  const ids = new Int32Array(rows.length * T).fill(pad);
   const mask = new Float32Array(rows.length * (T - 1));
   let tokens = 0;
-  rows.forEach((r, b) => {
+  const ids = rows.map((r, b) => {
     if (r.mask.length !== r.ids.length) throw new Error(`row ${b}: mask has ${r.mask.length} entries for ${r.ids.length} ids`);
-    ids.set(r.ids, b * T);
+    return [...r.ids, ...new Array<number>(T - r.ids.length).fill(pad)];
+  });
+  rows.forEach((r, b) => {
     const s = rowScale ? rowScale[b] : 1;
     for (let t = 1; t < r.ids.length; t++) {
       const m = r.mask[t] * s;
@@ -69,5 +70,5 @@ export function batchTensors(rows: TokenRow[], rowScale?: number[], pad = 0): Ba
       tokens += m;
     }
   });
-  return { ids: tf.tensor2d(ids, [rows.length, T], "int32"), mask: tf.tensor2d(mask, [rows.length, T - 1]), tokens };
+  return { ids, mask: tf.tensor2d(mask, [rows.length, T - 1]), tokens };
 }

@@ -245,7 +245,7 @@ export class GrpoTrainer<P> {
         }
       }
     } finally {
-      for (const b of batches) tf.dispose([b.ids, b.mask, b.advantages]);
+      for (const b of batches) tf.dispose([b.mask, b.advantages]);
       if (refs) tf.dispose(refs);
       if (olds) tf.dispose(olds);
     }

@@ -15,11 +15,12 @@ export interface TrainableLM {
   /** The variables the optimizer updates, in a stable order. */
   trainableParams(): NamedVariable[];
   /**
-   * Causal logits [B, T, V] for int32 ids [B, T]. Rows are right-padded, so no attention mask is needed:
-   * a position never sees the padding after it. Differentiable with respect to `trainableParams()`.
-   * With `reference: true`, the logits of the reference policy (the base with the adapter disabled).
+   * Causal logits [B, T, V] for B rows of T token ids. Rows are right-padded, so no attention mask is
+   * needed: a position never sees the padding after it. Differentiable with respect to
+   * `trainableParams()`. With `reference: true`, the logits of the reference policy (the base with the
+   * adapter disabled). Ids come as plain arrays so no backend has to read a tensor back to build inputs.
    */
-  logits(ids: tf.Tensor2D, opts?: { reference?: boolean }): tf.Tensor3D;
+  logits(ids: number[][], opts?: { reference?: boolean }): tf.Tensor3D;
   /** Whether `logits(..., { reference: true })` is available (needed when beta > 0). */
   readonly hasReference: boolean;
 }

@@ -46,14 +46,15 @@ export function targetLogprobs(logits: tf.Tensor3D, targets: tf.Tensor2D, temper
 }
 
 /**
- * Log-probabilities [B, T-1] of tokens 1..T-1 of `ids` [B, T] given their prefixes (position t of the
- * result scores ids[:, t+1]), and optionally entropies. The last position's logits are never computed.
+ * Log-probabilities [B, T-1] of tokens 1..T-1 of the equal-length rows `ids` given their prefixes
+ * (position t of the result scores ids[b][t+1]), and optionally entropies. The last position's logits
+ * are never computed.
  */
-export function sequenceLogprobs(lm: TrainableLM, ids: tf.Tensor2D, opts: { temperature?: number; reference?: boolean; entropy?: boolean } = {}): TokenLogprobs {
-  const [b, t] = ids.shape;
-  const inputs = tf.slice(ids, [0, 0], [b, t - 1]) as tf.Tensor2D;
-  const targets = tf.slice(ids, [0, 1], [b, t - 1]) as tf.Tensor2D;
-  const logits = lm.logits(inputs, { reference: opts.reference });
+export function sequenceLogprobs(lm: TrainableLM, ids: number[][], opts: { temperature?: number; reference?: boolean; entropy?: boolean } = {}): TokenLogprobs {
+  const t = ids[0].length;
+  if (t < 2 || ids.some((r) => r.length !== t)) throw new Error("sequenceLogprobs needs equal-length rows of at least 2 ids");
+  const targets = tf.tensor2d(ids.map((r) => r.slice(1)), [ids.length, t - 1], "int32");
+  const logits = lm.logits(ids.map((r) => r.slice(0, -1)), { reference: opts.reference });
   return targetLogprobs(logits, targets, opts.temperature ?? 1, opts.entropy ?? false);
 }
 

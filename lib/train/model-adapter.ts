@@ -6,7 +6,7 @@
  */
 import * as tf from "@tensorflow/tfjs-core";
 import { T2sError } from "../errors.js";
-import type { LayerWeights, Linear } from "../model/decoder.js";
+import { decoderStep, type LayerWeights, type Linear } from "../model/decoder.js";
 import type { CausalLM } from "../model/model.js";
 import { adapterTensors } from "../model/lora.js";
 import type { SaveOptions } from "./checkpoint.js";
@@ -77,8 +77,13 @@ export class ModelTrainable implements TrainableLM {
     return this.params;
   }
 
-  logits(ids: tf.Tensor2D, opts: { reference?: boolean } = {}): tf.Tensor3D {
-    return this.model.logits(ids, { adapter: opts.reference ? null : this.adapter });
+  logits(ids: number[][], opts: { reference?: boolean } = {}): tf.Tensor3D {
+    // the decoder step straight from the id arrays: CausalLM.logits reads its tensor back, which WebGPU
+    // cannot do synchronously
+    const T = ids[0].length;
+    const input = { ids, positions: ids.map(() => Array.from({ length: T }, (_, i) => i)), valid: ids.map(() => new Array<boolean>(T).fill(true)) };
+    const m = this.model;
+    return tf.tidy(() => decoderStep(m.config, m.weights, m.invFreq, input, null, { adapter: opts.reference ? null : this.adapter }).logits) as tf.Tensor3D;
   }
 
   /** How checkpoints store the weights: a PEFT adapter folder, or model.safetensors + config for full training. */

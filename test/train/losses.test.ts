@@ -90,7 +90,7 @@ test("masked tokens (e.g. a masked truncated row) contribute nothing to loss or 
 });
 
 // Gradients of each loss type on the tiny model against central finite differences.
-const IDS = tf.tensor2d([[1, 3, 2, 5, 0], [4, 2, 2, 1, 6]], undefined, "int32");
+const IDS = [[1, 3, 2, 5, 0], [4, 2, 2, 1, 6]];
 const GMASK = tf.tensor2d([[0, 1, 1, 1], [0, 1, 1, 0]]);
 const ADVT = tf.tensor1d([0.7, -1.3]);
 // old log-probs sit away from the clip boundaries: some tokens inside [1-eps, 1+eps], some clipped

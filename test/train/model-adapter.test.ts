@@ -16,7 +16,8 @@ import { Rng } from "../../lib/train/rng.js";
 
 await useCpu();
 const QWEN2 = resolve("test/fixtures/model/qwen2");
-const IDS = tf.tensor2d([[5, 17, 33, 2, 90, 41], [7, 7, 120, 64, 3, 0]], undefined, "int32");
+const IDS = [[5, 17, 33, 2, 90, 41], [7, 7, 120, 64, 3, 0]];
+const IDS_T = tf.tensor2d(IDS, undefined, "int32");
 const MASK = tf.tensor2d([[0, 0, 1, 1, 1], [0, 1, 1, 1, 0]]);
 
 test("LoRA parameters of the real decoder get finite-difference-exact GRPO gradients", async () => {
@@ -31,6 +32,8 @@ test("LoRA parameters of the real decoder get finite-difference-exact GRPO gradi
   assert.equal(same, 0);
   const rng = new Rng(3);
   for (const p of params) if (p.name.includes("lora_B")) p.variable.assign(tf.tensor(Array.from({ length: p.variable.size }, () => rng.normal() * 0.2), p.variable.shape));
+  const viaModel = tf.tidy(() => tf.max(tf.abs(tf.sub(lm.logits(IDS), model.logits(IDS_T, { adapter: "train" })))).dataSync()[0]);
+  assert.equal(viaModel, 0, "the trainer's logits are CausalLM.logits with the adapter");
   const old = tf.keep(tf.tidy(() => tf.add(sequenceLogprobs(lm, IDS).logp, tf.tensor2d([[0, 0, 0.05, -0.4, 0.02], [0, 0.3, -0.05, 0.01, 0]]))));
   const ref = tf.keep(tf.tidy(() => sequenceLogprobs(lm, IDS, { reference: true }).logp));
   const settings = { lossType: "grpo" as const, epsilonLow: 0.2, epsilonHigh: 0.28, beta: 0.1 };
@@ -73,7 +76,7 @@ test("checkpoints of an adapter are PEFT folders that lib/model attaches", async
   // attaching the checkpoint gives the trained adapter's logits
   const info = attachAdapter(model, dir, { name: "reloaded" });
   assert.equal(info.r, 2);
-  const diff = tf.tidy(() => tf.max(tf.abs(tf.sub(model.logits(IDS, { adapter: "train" }), model.logits(IDS, { adapter: "reloaded" })))).dataSync()[0]);
+  const diff = tf.tidy(() => tf.max(tf.abs(tf.sub(model.logits(IDS_T, { adapter: "train" }), model.logits(IDS_T, { adapter: "reloaded" })))).dataSync()[0]);
   assert.ok(diff < 1e-5, `reloaded adapter differs by ${diff}`);
   t.dispose();
   model.dispose();

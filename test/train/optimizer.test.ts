@@ -70,7 +70,7 @@ test("accumulating micro-batch gradients equals the full-batch gradient (dapo an
       const parts = rows.length === 4 ? [rows] : [[0, 1], [2, 3]];
       const acc = new GradAccumulator();
       for (const part of parts) {
-        const idsT = tf.tensor2d(part.map((i) => ids[i]), undefined, "int32");
+        const idsT = part.map((i) => ids[i]);
         const { grads } = tf.variableGrads(() => {
           const logp = sequenceLogprobs(lm, idsT).logp;
           const r = policyLoss({ logp, oldLogp: null, advantages: tf.tensor1d(part.map((i) => adv[i])), mask: tf.tensor2d(part.map((i) => mask[i])) }, settings, counts);

@@ -35,10 +35,11 @@ export class TinyLM implements TrainableLM {
   trainableParams(): NamedVariable[] {
     return this.params;
   }
-  logits(ids: tf.Tensor2D, opts: { reference?: boolean } = {}): tf.Tensor3D {
+  logits(ids: number[][], opts: { reference?: boolean } = {}): tf.Tensor3D {
     const [E, W, P, U, b] = opts.reference ? this.ref : this.params.map((p) => p.variable);
-    const [bsz, t] = ids.shape;
-    const emb = tf.reshape(tf.gather(E, tf.reshape(ids, [bsz * t])), [bsz * t, -1]);
+    const bsz = ids.length;
+    const t = ids[0].length;
+    const emb = tf.reshape(tf.gather(E, tf.tensor1d(ids.flat(), "int32")), [bsz * t, -1]);
     const tok = tf.reshape(tf.matMul(emb, W), [bsz, t, this.vocabSize]);
     const pos = tf.matMul(tf.slice(P, [0, 0], [t, -1]), U);
     return tf.add(tf.add(tok, tf.expandDims(pos, 0)), b) as tf.Tensor3D;

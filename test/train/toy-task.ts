@@ -19,8 +19,7 @@ export function toySampler(lm: TinyLM): Sampler<number> {
     const done = rows.map(() => false);
     for (let k = 0; k < BUDGET; k++) {
       const probs = tf.tidy(() => {
-        const ids = tf.tensor2d(rows.map((r) => r.concat(new Array(1 + k - r.length).fill(EOS))), undefined, "int32");
-        const logits = lm.logits(ids);
+        const logits = lm.logits(rows.map((r) => r.concat(new Array(1 + k - r.length).fill(EOS))));
         return tf.softmax(tf.squeeze(tf.slice(logits, [0, k, 0], [-1, 1, -1]), [1])).arraySync() as number[][];
       });
       rows.forEach((r, i) => {
