@@ -78,3 +78,22 @@ test("the shipped set is what its manifest's command regenerates", async () => {
   assert.deepEqual(regenerated.counts, manifest.counts);
   assert.equal(regenerated.db_sha256, manifest.db_sha256);
 });
+
+test("roll-ups to top-level categories name only top-level categories", async () => {
+  const inv = readInventory(shopDb);
+  const top = new Set(inv.categories.filter((c) => c.parent_id === null).map((c) => c.name));
+  const ex = new DirectExecutor();
+  try {
+    for (const name of ["jm_revenue_top_category", "sj_parent_product_counts"]) {
+      const t = SHOP_TEMPLATES.find((x) => x.name === name);
+      assert.ok(t, name);
+      const d = t.make({ inv, rng: mulberry32(3) });
+      assert.ok(d);
+      const r = await ex.execute(shopDb, d.sql);
+      assert.ok(r.ok && r.rows.length > 0, name);
+      for (const row of r.rows) assert.ok(top.has(row[0] as string), `${name}: ${row[0]} is not top-level`);
+    }
+  } finally {
+    await ex.close();
+  }
+});
