@@ -1,4 +1,7 @@
-/** Messages between the executor pool and its worker processes (over Node's IPC channel). */
+/**
+ * Messages between the executor pool and its worker processes, over Node's IPC channel with the "advanced"
+ * (structured clone) serialization, so values JSON cannot carry (Infinity from SQLite REAL overflow) survive.
+ */
 import type { ExecOutcome } from "./types.js";
 
 export interface RunRequest {

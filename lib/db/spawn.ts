@@ -40,7 +40,7 @@ export function spawnWorker(memoryLimitMb: number): ChildProcess {
     cwd: kitRoot(),
     env: { ...process.env, T2S_ROOT: kitRoot(), T2S_TSX_CJS: tsxCjsHook(), T2S_DB_MEMORY_MB: String(memoryLimitMb) },
     stdio: ["ignore", "ignore", "pipe", "ipc"] as ("ignore" | "pipe" | "ipc")[],
-    serialization: "json" as const,
+    serialization: "advanced" as const,
   };
   if (process.platform === "linux" && existsSync("/bin/sh")) {
     const dataKb = (memoryLimitMb + DATA_BASELINE_MB) * 1024;

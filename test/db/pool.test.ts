@@ -30,6 +30,8 @@ test("results cross the process boundary intact; options and paths are checked",
   try {
     const r = await pool.execute(db, "SELECT id, name, price, data FROM items ORDER BY id", { maxRows: 2 });
     assert.deepEqual(r, { ok: true, columns: ["id", "name", "price", "data"], rows: [[1, "apple", 1.5, { blob: "00ff10" }], [2, "pear", null, null]], elapsedMs: r.ok ? r.elapsedMs : 0, truncated: true });
+    const inf = await pool.execute(db, "SELECT 1e999 AS up, -1e999 AS down, 9007199254740993 AS big");
+    assert.deepEqual(inf.ok && inf.rows, [[Infinity, -Infinity, 9007199254740992]]);
     const missing = await pool.execute(join(dir, "missing.sqlite"), "SELECT 1");
     assert.equal(!missing.ok && missing.error.kind, "no_database");
     const empty = await pool.execute("", "SELECT 1");
@@ -37,7 +39,7 @@ test("results cross the process boundary intact; options and paths are checked",
     await assert.rejects(pool.execute(db, "SELECT 1", { timeoutMs: 0 }), (e) => isT2sError(e, "bad_exec_options"));
     await assert.rejects(pool.execute(db, "SELECT 1", { maxRows: -1 }), (e) => isT2sError(e, "bad_exec_options"));
     assert.throws(() => new ExecutorPool({ workers: 0 }), (e) => isT2sError(e, "bad_pool_options"));
-    assert.equal(pool.stats().completed, 2);
+    assert.equal(pool.stats().completed, 3);
   } finally {
     await pool.close();
   }
