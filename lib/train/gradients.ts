@@ -62,15 +62,16 @@ const notDifferentiable = (name: string, inputs: string[]): Rule => ({
   },
 });
 
-function matMulGrads(dy: tf.Tensor, a: tf.Tensor, b: tf.Tensor, ta: boolean, tb: boolean): { a: tf.Tensor; b: tf.Tensor } {
-  // C = op(A) op(B); dOp(A) = dC op(B)^T, dOp(B) = op(A)^T dC; undo the op by transposing back.
-  let ga: tf.Tensor;
-  let gb: tf.Tensor;
-  if (!ta && !tb) { ga = tf.matMul(dy, b, false, true); gb = tf.matMul(a, dy, true, false); }
-  else if (!ta && tb) { ga = tf.matMul(dy, b, false, false); gb = tf.matMul(dy, a, true, false); }
-  else if (ta && !tb) { ga = tf.matMul(b, dy, false, true); gb = tf.matMul(a, dy, false, false); }
-  else { ga = tf.matMul(b, dy, true, true); gb = tf.matMul(dy, a, true, true); }
-  return { a: unbroadcast(ga, a.shape), b: unbroadcast(gb, b.shape) };
+// C = op(A) op(B); dOp(A) = dC op(B)^T, dOp(B) = op(A)^T dC; undo the op by transposing back. Each side is
+// computed only when asked for: the tape skips inputs that need no gradient (frozen weights under LoRA).
+function matMulGradA(dy: tf.Tensor, a: tf.Tensor, b: tf.Tensor, ta: boolean, tb: boolean): tf.Tensor {
+  const g = !ta ? tf.matMul(dy, b, false, !tb) : tf.matMul(b, dy, tb, true);
+  return unbroadcast(g, a.shape);
+}
+
+function matMulGradB(dy: tf.Tensor, a: tf.Tensor, b: tf.Tensor, ta: boolean, tb: boolean): tf.Tensor {
+  const g = !tb ? tf.matMul(a, dy, !ta, false) : tf.matMul(dy, a, true, ta);
+  return unbroadcast(g, b.shape);
 }
 
 const rules: Rule[] = [
@@ -121,10 +122,10 @@ const rules: Rule[] = [
   {
     kernelName: "BatchMatMul",
     inputsToSave: ["a", "b"],
-    gradFunc: (dy, [a, b], attrs) => {
-      const g = () => matMulGrads(dy, a, b, !!attrs.transposeA, !!attrs.transposeB);
-      return { a: () => g().a, b: () => g().b };
-    },
+    gradFunc: (dy, [a, b], attrs) => ({
+      a: () => matMulGradA(dy, a, b, !!attrs.transposeA, !!attrs.transposeB),
+      b: () => matMulGradB(dy, a, b, !!attrs.transposeA, !!attrs.transposeB),
+    }),
   },
   {
     kernelName: "Sum",
