@@ -78,15 +78,28 @@ export function linear(x: tf.Tensor, l: Linear, adapter?: string | null): tf.Ten
   return tf.reshape(y, [...shape.slice(0, -1), l.weight.shape[0]]);
 }
 
-function rotate(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor {
-  const d = x.shape[x.shape.length - 1];
+/**
+ * The signed permutation R with x·R = rotate_half(x) = [-x2, x1]. A small matmul instead of split + concat:
+ * slicing the last axis is slow on the CPU backend, and one matmul kernel suits every backend.
+ */
+function rotateHalfMatrix(d: number): tf.Tensor2D {
   const half = d / 2;
-  const [x1, x2] = tf.split(x, [half, half], -1);
-  const rotated = tf.concat([tf.neg(x2), x1], -1);
+  const r = new Float32Array(d * d);
+  for (let j = 0; j < half; j++) {
+    r[(j + half) * d + j] = -1;
+    r[j * d + j + half] = 1;
+  }
+  return tf.tensor2d(r, [d, d]);
+}
+
+function rotate(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor, rot: tf.Tensor2D): tf.Tensor {
+  const shape = x.shape;
+  const d = shape[shape.length - 1];
+  const rotated = tf.reshape(tf.matMul(tf.reshape(x, [-1, d]) as tf.Tensor2D, rot), shape);
   return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
 }
 
-/** Additive attention bias [B, 1, 1, T, S]: 0 where query t may see key s, a large negative otherwise. */
+/** Additive attention bias [B, 1, T, S]: 0 where query t may see key s, a large negative otherwise. */
 function attentionBias(valid: boolean[][], past: number, t: number): tf.Tensor {
   const b = valid.length;
   const s = past + t;
@@ -98,7 +111,7 @@ function attentionBias(valid: boolean[][], past: number, t: number): tf.Tensor {
       for (let k = 0; k < s; k++) bias[base + k] = row[k] && k <= past + q ? 0 : -1e9;
     }
   }
-  return tf.tensor(bias, [b, 1, 1, t, s]);
+  return tf.tensor(bias, [b, 1, t, s]);
 }
 
 /**
@@ -128,6 +141,7 @@ export function decoderStep(
   const sinT = tf.tensor(sin, [B, T, 1, hd]);
   const bias = attentionBias(valid, past, T);
   const scale = 1 / Math.sqrt(hd);
+  const rot = rotateHalfMatrix(hd);
   let x: tf.Tensor = tf.gather(w.embed, tf.tensor2d(input.ids, [B, T], "int32"));
   const keys: tf.Tensor4D[] = [];
   const values: tf.Tensor4D[] = [];
@@ -140,8 +154,8 @@ export function decoderStep(
       q = rmsNorm(q, l.qNorm, c.rmsNormEps);
       k = rmsNorm(k, l.kNorm, c.rmsNormEps);
     }
-    q = tf.transpose(rotate(q, cosT, sinT), [0, 2, 1, 3]);
-    let kk = tf.transpose(rotate(k, cosT, sinT), [0, 2, 1, 3]) as tf.Tensor4D;
+    q = tf.transpose(rotate(q, cosT, sinT, rot), [0, 2, 1, 3]);
+    let kk = tf.transpose(rotate(k, cosT, sinT, rot), [0, 2, 1, 3]) as tf.Tensor4D;
     let vv = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
     if (cache) {
       kk = tf.concat([cache.keys[i], kk], 2);
@@ -152,8 +166,9 @@ export function decoderStep(
     const S = past + T;
     // queries of the G heads sharing one kv head are stacked, so k and v are never repeated in memory
     const qg = tf.reshape(q, [B, KV, G * T, hd]);
+    // [B, KV, G*T, S] is laid out as [B, H, T, S], so the mask broadcasts over heads in rank 4
     let scores: tf.Tensor = tf.mul(tf.matMul(qg, kk, false, true), scale);
-    scores = tf.add(tf.reshape(scores, [B, KV, G, T, S]), bias);
+    scores = tf.add(tf.reshape(scores, [B, H, T, S]), bias);
     const probs = tf.reshape(tf.softmax(scores, -1), [B, KV, G * T, S]);
     const ctx = tf.reshape(tf.matMul(probs, vv), [B, H, T, hd]);
     const merged = tf.reshape(tf.transpose(ctx, [0, 2, 1, 3]), [B, T, H * hd]);
