@@ -186,6 +186,9 @@ export class ExecutorPool implements Executor {
   private stopChild(child: ChildProcess): Promise<void> {
     return new Promise((done) => {
       if (child.exitCode !== null || child.signalCode !== null) return done();
+      // An idle worker is unref'd; while close() waits for its exit it must keep the event loop alive,
+      // or a script that closes a pool still starting ends with close() never settled.
+      refChild(child, true);
       const kill = setTimeout(() => child.kill("SIGKILL"), 1000);
       child.once("exit", () => {
         clearTimeout(kill);

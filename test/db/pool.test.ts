@@ -44,3 +44,22 @@ test("results cross the process boundary intact; options and paths are checked",
     await pool.close();
   }
 });
+
+test("closing a pool whose workers are still starting settles (in a script that does nothing else)", async () => {
+  // The workers are unref'd while idle; close() must keep the process alive until they have exited,
+  // otherwise a script ends with close() never settled (exit code 13 for a top-level await).
+  const { spawnSync } = await import("node:child_process");
+  const script = `import { ExecutorPool } from ${JSON.stringify(join(process.cwd(), "lib/db/pool.ts"))};
+for (const delay of [0, 10]) {
+  const pool = new ExecutorPool({ workers: 1 });
+  await new Promise((r) => setTimeout(r, delay));
+  await pool.close();
+}
+console.log("closed");`;
+  const dir = scratchDir();
+  const file = join(dir, "close.mts");
+  (await import("node:fs")).writeFileSync(file, script);
+  const r = spawnSync(process.execPath, ["--import", "tsx", file], { encoding: "utf8", timeout: 30_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /closed/);
+});
