@@ -11,6 +11,8 @@ export interface TokenRow {
   ids: number[];
   /** Same length as ids: 1 where the id is trained on (scored given its prefix), 0 for prompt/tool/pad. */
   mask: number[];
+  /** Optional, same length as ids: the sampler's log-prob of each generated id (NaN where unknown). */
+  logprobs?: number[];
 }
 
 export interface BatchLimits {
@@ -51,6 +53,8 @@ export interface BatchTensors {
   mask: tf.Tensor2D;
   /** Active tokens in the mask. */
   tokens: number;
+  /** [B, T - 1] sampler log-probs aligned with `mask`, and where they are known (rows that carry them). */
+  sampled: { logp: tf.Tensor2D; mask: tf.Tensor2D } | null;
 }
 
 /** Pads the rows and builds the loss mask (a tensor the caller disposes); `rowScale[i]` multiplies row i's mask (0 drops it). */
@@ -70,5 +74,21 @@ export function batchTensors(rows: TokenRow[], rowScale?: number[], pad = 0): Ba
       tokens += m;
     }
   });
-  return { ids, mask: tf.tensor2d(mask, [rows.length, T - 1]), tokens };
+  let sampled: BatchTensors["sampled"] = null;
+  if (rows.some((r) => r.logprobs)) {
+    const lp = new Float32Array(rows.length * (T - 1));
+    const known = new Float32Array(rows.length * (T - 1));
+    rows.forEach((r, b) => {
+      if (!r.logprobs) return;
+      for (let t = 1; t < r.ids.length; t++) {
+        const v = r.logprobs[t];
+        if (r.mask[t] && Number.isFinite(v)) {
+          lp[b * (T - 1) + t - 1] = v;
+          known[b * (T - 1) + t - 1] = 1;
+        }
+      }
+    });
+    sampled = { logp: tf.tensor2d(lp, [rows.length, T - 1]), mask: tf.tensor2d(known, [rows.length, T - 1]) };
+  }
+  return { ids, mask: tf.tensor2d(mask, [rows.length, T - 1]), tokens, sampled };
 }

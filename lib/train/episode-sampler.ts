@@ -86,7 +86,11 @@ export class ModelPolicy implements Policy {
       tokens_out: gen.ids.length,
       latency_ms: Date.now() - t0,
     };
-    const row: TokenRow = { ids: [...ids, ...gen.ids], mask: [...new Array<number>(ids.length).fill(0), ...new Array<number>(gen.ids.length).fill(1)] };
+    const row: TokenRow = {
+      ids: [...ids, ...gen.ids],
+      mask: [...new Array<number>(ids.length).fill(0), ...new Array<number>(gen.ids.length).fill(1)],
+      logprobs: [...new Array<number>(ids.length).fill(NaN), ...gen.logprobs],
+    };
     return { completion, row };
   }
 

@@ -10,7 +10,7 @@ import { groupAdvantages, type AdvantageScale } from "./advantages.js";
 import { batchTensors, planMicroBatches, type TokenRow } from "./batching.js";
 import { TrainerCore, type OptimOptions, type RunOptions } from "./core.js";
 import type { TrainableLM } from "./lm.js";
-import { sequenceLogprobs } from "./logprobs.js";
+import { sequenceLogprobs, stopGradient } from "./logprobs.js";
 import { policyLoss, type LossSettings, type LossType, type StepCounts } from "./losses.js";
 import { Rng } from "./rng.js";
 
@@ -200,66 +200,72 @@ export class GrpoTrainer<P> {
     // reference and (for mu > 1) old log-probs are constants of this batch
     const refs = this.settings.beta > 0 ? batches.map((b) => tf.tidy(() => sequenceLogprobs(this.lm, b.ids, { temperature, reference: true }).logp)) : null;
     const olds = mu > 1 ? batches.map((b) => tf.tidy(() => sequenceLogprobs(this.lm, b.ids, { temperature }).logp)) : null;
-    const sums = { tokens: 0, clipLow: 0, clipHigh: 0, clipRegion: 0, kl: 0, entropy: 0 };
     const metrics: Record<string, number> = {};
+    const first: Record<string, number> = {};
+    let diffMax = 0;
     try {
       for (let pass = 0; pass < mu; pass++) {
-        const held: tf.Tensor[] = [];
+        const held: Array<Record<string, tf.Tensor>> = [];
         const r = await this.core.optimizerStep(batches.length, (i) => {
           const b = batches[i];
           const lp = sequenceLogprobs(this.lm, b.ids, { temperature, entropy: pass === 0 });
           const res = policyLoss({ logp: lp.logp, oldLogp: olds ? olds[i] : null, refLogp: refs?.[i], advantages: b.advantages, mask: b.mask }, this.settings, counts);
-          held.push(...Object.values(res.sums));
+          const h: Record<string, tf.Tensor> = { ...res.sums };
           if (pass === 0) {
-            const ent = lp.entropy!;
-            held.push(tf.keep(tf.sum(tf.mul(ent, b.mask))));
-            ent.dispose();
+            h.entropy = tf.keep(tf.sum(tf.mul(lp.entropy!, b.mask)));
+            lp.entropy!.dispose();
+            if (b.sampled) {
+              // how far the trainer's log-probs are from the sampler's for the same tokens (should be ~0)
+              const d = tf.mul(tf.abs(tf.sub(stopGradient(lp.logp), b.sampled.logp)), b.sampled.mask);
+              h.diffSum = tf.keep(tf.sum(d));
+              h.diffMax = tf.keep(tf.max(d));
+              h.diffCount = tf.keep(tf.sum(b.sampled.mask));
+            }
           }
+          held.push(h);
           return res.loss;
         });
-        const vals = await Promise.all(held.map((t) => t.data()));
-        tf.dispose(held);
-        if (pass === 0) {
-          // per micro-batch: tokens, clipLow, clipHigh, clipRegion, kl, entropy
-          for (let k = 0; k < vals.length; k += 6) {
-            sums.tokens += vals[k][0];
-            sums.clipLow += vals[k + 1][0];
-            sums.clipHigh += vals[k + 2][0];
-            sums.clipRegion += vals[k + 3][0];
-            sums.kl += vals[k + 4][0];
-            sums.entropy += vals[k + 5][0];
+        const got: Record<string, number> = {};
+        for (const h of held) {
+          for (const [k, t] of Object.entries(h)) {
+            const v = (await t.data())[0];
+            if (k === "diffMax") diffMax = Math.max(diffMax, v);
+            else got[k] = (got[k] ?? 0) + v;
+            t.dispose();
           }
+        }
+        if (pass === 0) {
+          Object.assign(first, got);
           metrics.loss = r.loss;
           metrics.grad_norm = r.gradNorm;
           metrics.lr = r.lr;
         } else if (pass === mu - 1) {
           // clip fractions of the last pass show how far the policy moved off the sampled one
-          let tok = 0;
-          let region = 0;
-          for (let k = 0; k < vals.length; k += 5) {
-            tok += vals[k][0];
-            region += vals[k + 3][0];
-          }
           metrics.loss_last_pass = r.loss;
-          metrics.clip_ratio_region_last_pass = tok ? region / tok : 0;
+          metrics.clip_ratio_region_last_pass = got.tokens ? got.clipRegion / got.tokens : 0;
         }
       }
     } finally {
-      for (const b of batches) tf.dispose([b.mask, b.advantages]);
+      for (const b of batches) tf.dispose([b.mask, b.advantages, ...(b.sampled ? [b.sampled.logp, b.sampled.mask] : [])]);
       if (refs) tf.dispose(refs);
       if (olds) tf.dispose(olds);
     }
-    const n = Math.max(1, sums.tokens);
-    return {
+    const n = Math.max(1, first.tokens ?? 0);
+    const out: Record<string, number> = {
       ...metrics,
-      kl: sums.kl / n,
-      entropy: sums.entropy / n,
-      clip_ratio_low: sums.clipLow / n,
-      clip_ratio_high: sums.clipHigh / n,
-      clip_ratio_region: sums.clipRegion / n,
-      trained_tokens: sums.tokens,
+      kl: (first.kl ?? 0) / n,
+      entropy: (first.entropy ?? 0) / n,
+      clip_ratio_low: (first.clipLow ?? 0) / n,
+      clip_ratio_high: (first.clipHigh ?? 0) / n,
+      clip_ratio_region: (first.clipRegion ?? 0) / n,
+      trained_tokens: first.tokens ?? 0,
       micro_batches: batches.length,
     };
+    if (first.diffCount) {
+      out.sampling_logp_diff_mean = first.diffSum / first.diffCount;
+      out.sampling_logp_diff_max = diffMax;
+    }
+    return out;
   }
 
   dispose(): void {

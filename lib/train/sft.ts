@@ -73,7 +73,7 @@ export class SftTrainer {
         return tf.div(tf.neg(tf.sum(tf.mul(logp, b.mask))), Math.max(1, tokens)) as tf.Scalar;
       });
     } finally {
-      for (const b of batches) b.mask.dispose();
+      for (const b of batches) tf.dispose([b.mask, ...(b.sampled ? [b.sampled.logp, b.sampled.mask] : [])]);
     }
     const seconds = (Date.now() - t0) / 1000;
     const rec: Record<string, unknown> = {

@@ -42,6 +42,8 @@ test("t2s train grpo runs real episodes, logs, checkpoints, evaluates and resume
   assert.equal(log[0].samples, 2);
   assert.equal(log[0].truncated_rate, 1, "6 tokens of a random model never finish");
   assert.equal(typeof log[1].eval_pass1, "number");
+  // the trainer's forward pass scores the sampled tokens as the KV-cache sampler did
+  assert.ok(log[0].sampling_logp_diff_max < 1e-3, `sampling vs training log-prob gap ${log[0].sampling_logp_diff_max}`);
   assert.ok(existsSync(join(w.dir, "out", "adapter", "adapter_model.safetensors")));
   assert.ok(existsSync(join(w.dir, "out", "eval.jsonl")));
   const evalRow = JSON.parse(readFileSync(join(w.dir, "out", "eval.jsonl"), "utf8").trim().split("\n")[0]);

@@ -28,6 +28,7 @@ test("GRPO on a toy verifier task raises the mean reward (fixed seed)", async ()
   for (const k of ["reward_std", "correct_rate", "frac_reward_zero_std", "kl", "entropy", "clip_ratio_low", "clip_ratio_high", "clip_ratio_region", "completion_length_mean", "truncated_rate", "tokens_per_s", "step_time_s", "lr", "loss", "grad_norm"]) {
     assert.equal(typeof records[0][k], "number", `log field ${k}`);
   }
+  assert.ok((records[0].sampling_logp_diff_max as number) < 1e-4, `trainer and sampler log-probs agree: ${records[0].sampling_logp_diff_max}`);
   trainer.dispose();
   lm.dispose();
 });

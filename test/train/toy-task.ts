@@ -16,6 +16,7 @@ export function toySampler(lm: TinyLM): Sampler<number> {
   return async (prompts, g, { seed }) => {
     const rng = new Rng(seed);
     const rows = prompts.flatMap((p) => Array.from({ length: g }, () => [p]));
+    const logprobs = rows.map(() => [NaN]);
     const done = rows.map(() => false);
     for (let k = 0; k < BUDGET; k++) {
       const probs = tf.tidy(() => {
@@ -28,11 +29,12 @@ export function toySampler(lm: TinyLM): Sampler<number> {
         let tok = probs[i].length - 1;
         for (let v = 0; v < probs[i].length; v++) if ((u -= probs[i][v]) < 0) { tok = v; break; }
         r.push(tok);
+        logprobs[i].push(Math.log(probs[i][tok]));
         if (tok === EOS) done[i] = true;
       });
     }
     const out: Rollout[][] = prompts.map(() => []);
-    rows.forEach((r, i) => out[Math.floor(i / g)].push({ rows: [{ ids: r, mask: r.map((_, t) => (t === 0 ? 0 : 1)) }], truncated: !done[i] }));
+    rows.forEach((r, i) => out[Math.floor(i / g)].push({ rows: [{ ids: r, mask: r.map((_, t) => (t === 0 ? 0 : 1)), logprobs: logprobs[i] }], truncated: !done[i] }));
     return out;
   };
 }
