@@ -38,6 +38,8 @@ export interface BenchmarkParams {
   limit?: number;
   k?: number;
   temperature?: number;
+  /** Tokens per turn (the benchmark's default when unset). */
+  maxTokens?: number;
   concurrency?: number;
   seed?: number;
   style?: string;
@@ -83,6 +85,7 @@ export async function benchmarkStep(p: BenchmarkParams): Promise<BenchmarkStep> 
   if (p.split) args.push("--split", p.split);
   if (p.limit) args.push("--limit", String(p.limit));
   if (p.temperature !== undefined) args.push("--temperature", String(p.temperature));
+  if (p.maxTokens) args.push("--max-tokens", String(p.maxTokens));
   if (p.concurrency) args.push("--concurrency", String(p.concurrency));
   if (p.seed !== undefined) args.push("--seed", String(p.seed));
   if (p.style) args.push("--style", p.style);
@@ -184,13 +187,14 @@ export interface TrainStep {
  * Runs `t2s train <mode> --config FILE` (resuming when asked) and redraws the training curves in place
  * from its train_log.jsonl every `refreshMs` while it runs; returns the final log and the run summary.
  */
-export async function trainStep(configPath: string, opts: { mode?: "grpo" | "sft"; resume?: boolean; refreshMs?: number; name?: string } = {}): Promise<TrainStep> {
+export async function trainStep(configPath: string, opts: { mode?: "grpo" | "sft"; resume?: boolean; refreshMs?: number; name?: string; backend?: string } = {}): Promise<TrainStep> {
   const facts = trainConfigFacts(configPath);
   if (!existsSync(facts.model)) {
     throw new T2sError("no_model", `the config's model folder ${facts.model} does not exist; build or fetch the model first, or pass --param config=<a config whose model exists>`);
   }
   const args = ["train", opts.mode ?? "grpo", "--config", facts.path, "--json"];
   if (opts.resume) args.push("--resume");
+  if (opts.backend) args.push("--backend", opts.backend);
   const logPath = join(facts.output_dir, "train_log.jsonl");
   const status = liveOutput();
   const curves = liveOutput();
@@ -241,6 +245,9 @@ export interface ServingParams {
   k?: number;
   outDir: string;
   style?: string;
+  maxTokens?: number;
+  /** tfjs backend for the server (default: its own choice). */
+  backend?: string;
   /** Time allowed for the server to load (default 10 min). */
   readyTimeoutMs?: number;
 }
@@ -261,6 +268,7 @@ export async function servingStep(p: ServingParams): Promise<ServingStep> {
     if (!existsSync(abs(dir))) throw new T2sError("not_found", `the ${what} folder ${dir} does not exist; train first (03-grpo-round) or pass --param ${what}=<dir>, or check existing rows files with --param adapter_rows=... --param base_rows=...`);
   }
   const serveArgs = ["serve", "--model", abs(p.model), "--name", "base", "--adapter", `trained=${abs(p.adapter)}`, "--port", "0"];
+  if (p.backend) serveArgs.push("--backend", p.backend);
   const live = liveOutput();
   live.text(`starting: ${commandText(serveArgs)}`);
   const server = await startT2sServer(serveArgs, p.readyTimeoutMs ?? 600_000, (l) => live.text(l));
@@ -271,7 +279,7 @@ export async function servingStep(p: ServingParams): Promise<ServingStep> {
     const score = async (name: string) => {
       const step = await benchmarkStep({
         policy: `openai:${name}@${server.url}`, tasks: p.tasks, split: p.split ?? "train", limit: p.limit ?? 16, k: p.k ?? 1,
-        temperature: 0, out: join(p.outDir, `served-${name}-${stamp}.jsonl`), style: p.style,
+        temperature: 0, maxTokens: p.maxTokens, out: join(p.outDir, `served-${name}-${stamp}.jsonl`), style: p.style,
       });
       if (step.command) commands.push(step.command);
       return step.rows;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { readTasks } from "../../lib/tasks/io.js";
 import { runCli, scratchDir } from "../helpers.js";
 import { inspectReport } from "../notebooks/browser.js";
-import { makeRows, makeTrainLog, writeRows } from "../report/fixtures.js";
+import { makeRows, writeRows } from "../report/fixtures.js";
 
 const EXPECTED: Record<string, { figures: string[]; tables: string[] }> = {
   "01-benchmark": {
@@ -21,7 +21,6 @@ const EXPECTED: Record<string, { figures: string[]; tables: string[] }> = {
     figures: ["passk-curve", "passk-curve-by-difficulty", "passk-curve-by-archetype", "task-pass-rate-histogram", "headroom-by-difficulty", "headroom-by-archetype"],
     tables: ["source", "headroom-by-difficulty", "band-rules"],
   },
-  "04-serving-check": { figures: [], tables: ["serving-checks", "served-headline"] },
   "05-paired-delta": { figures: ["forest", "pass-shift"], tables: ["delta", "run-deltas", "group-deltas", "markers"] },
 };
 
@@ -34,18 +33,15 @@ function writeScript(dir: string): string {
   return path;
 }
 
-test("notebooks 01, 02, 04 and 05 run headless and show every table and figure", async () => {
+test("notebooks 01, 02 and 05 run headless and show every table and figure", async () => {
   const dir = scratchDir("t2s-nb-research-");
   const report = join(dir, "report");
   const train = writeRows(join(dir, "train.jsonl"), makeRows({ k: 8 }).map((r) => ({ ...r, split: "train" })));
   const a = writeRows(join(dir, "a.jsonl"), makeRows({ runs: 2 }));
   const b = writeRows(join(dir, "b.jsonl"), makeRows({ runs: 2, lift: 0.25, seed: 9 }));
-  const log = join(dir, "train_log.jsonl");
-  writeFileSync(log, makeTrainLog(6).map((r) => JSON.stringify(r)).join("\n") + "\n");
   const params = {
     policy: `scripted:${writeScript(dir)}`, limit: "6", k: "2", out: join(dir, "rows.jsonl"), report_dir: report,
     rows_path: train, band_dir: join(dir, "band"),
-    adapter_rows: b, base_rows: a, train_log: log,
     a, b,
   };
   const args = ["notebooks", "run", ...Object.keys(EXPECTED), "--out", report, "--json", "--timeout-ms", "120000"];
@@ -72,8 +68,6 @@ test("notebooks 01, 02, 04 and 05 run headless and show every table and figure",
   assert.match(nb01, /want \(gold SQL\)/); // got-vs-want re-executed
   assert.match(nb01, /sql_error|no_sql|wrong_rows/);
   assert.ok(existsSync(join(dir, "band", "band_ids.txt")));
-  const nb04 = readFileSync(join(report, "04-serving-check.html"), "utf8");
-  assert.match(nb04, /PASS<\/strong> adapter is not a no-op/);
 
   const facts = await inspectReport(join(report, "01-benchmark.html"));
   assert.deepEqual(facts.errors, []);
