@@ -73,13 +73,17 @@ export class CausalLM {
   }
 
   /**
-   * Causal logits [B, T, V] for int32 ids [B, T] starting at position 0 (rows right-padded need no mask).
+   * Causal logits [B, T, V] for ids [B, T] (int32 tensor or plain rows) starting at position 0 (rows
+   * right-padded need no mask).
    * Differentiable with respect to weights and LoRA pairs that are tf.Variables; `adapter` picks the
    * unmerged adapter to apply (none by default).
    */
-  logits(ids: tf.Tensor2D, opts: { adapter?: string | null } = {}): tf.Tensor3D {
-    const rows = ids.arraySync() as number[][];
-    const T = ids.shape[1];
+  logits(ids: tf.Tensor2D | number[][], opts: { adapter?: string | null } = {}): tf.Tensor3D {
+    // plain arrays avoid a synchronous read-back, which GPU backends cannot do in Node
+    const rows = Array.isArray(ids) ? ids : (ids.arraySync() as number[][]);
+    const T = rows[0]?.length ?? 0;
+    if (T === 0 || rows.some((r) => r.length !== T)) throw new RangeError("logits() needs a non-empty rectangular batch of ids");
+    this.checkIds(rows);
     const input: StepInput = { ids: rows, positions: rows.map(() => Array.from({ length: T }, (_, i) => i)), valid: rows.map(() => new Array<boolean>(T).fill(true)) };
     return tf.tidy(() => decoderStep(this.config, this.weights, this.invFreq, input, null, { adapter: opts.adapter }).logits) as tf.Tensor3D;
   }
