@@ -285,12 +285,14 @@ const rules: Rule[] = [
 ];
 
 /**
- * Sums rows of `values` [n, ...] that share an index into [segments, ...]. Uses the UnsortedSegmentSum
- * kernel where the backend has it; the wasm backend does not, so there it is a one-hot matmul, in chunks
- * of rows so the one-hot matrix stays small.
+ * Sums rows of `values` [n, ...] that share an index into [segments, ...]: the embedding gradient. GPU
+ * backends use their UnsortedSegmentSum kernel; wasm has none, and the CPU one loops over segments (45 s
+ * for a 2048-token vocabulary), so there it is a one-hot matmul, in chunks of rows so the one-hot matrix
+ * stays small.
  */
 function segmentSum(values: tf.Tensor, ids: tf.Tensor1D, segments: number): tf.Tensor {
-  if (tf.getKernel("UnsortedSegmentSum", tf.getBackend())) return tf.unsortedSegmentSum(values, ids, segments);
+  const backend = tf.getBackend();
+  if (backend !== "cpu" && tf.getKernel("UnsortedSegmentSum", backend)) return tf.unsortedSegmentSum(values, ids, segments);
   const n = values.shape[0];
   const rest = values.shape.slice(1);
   const flat = tf.reshape(values, [n, -1]);

@@ -82,7 +82,7 @@ test("gradients of shape ops", () => {
   check("gather1", (x) => tf.gather(x, tf.tensor1d([1, 1, 0], "int32"), 1), [rand([2, 3, 2])]);
 });
 
-test("gather's gradient also works where the backend lacks UnsortedSegmentSum (one-hot path)", async () => {
+test("gather's gradient needs no UnsortedSegmentSum kernel (wasm has none)", async () => {
   const { registerKernel, unregisterKernel, getKernel } = tf;
   const k = getKernel("UnsortedSegmentSum", "cpu")!;
   unregisterKernel("UnsortedSegmentSum", "cpu");
