@@ -87,3 +87,19 @@ test("micro-batches respect the tensor cap and give the same update as one batch
   assert.ok((many[0].micro_batches as number) >= 11);
   assert.ok(Math.abs((one[1].loss as number) - (many[1].loss as number)) < 1e-5, `${one[1].loss} vs ${many[1].loss}`);
 });
+
+test("mask_truncated drops truncated episodes from the loss but keeps their rewards in the statistics", async () => {
+  const run = async (maskTruncated: boolean) => {
+    const lm = new TinyLM({ vocab: 6, dim: 4, maxLen: 8, seed: 2 });
+    const [rec] = await new GrpoTrainer(lm, PROMPTS, toySampler(lm), toyGrader, base({ steps: 1, maskTruncated })).train();
+    lm.dispose();
+    return rec;
+  };
+  const kept = await run(false);
+  const masked = await run(true);
+  assert.ok((kept.truncated_rate as number) > 0 && (kept.truncated_rate as number) < 1, "the seed gives some truncated samples");
+  assert.equal(kept.reward_mean, masked.reward_mean, "rewards of truncated samples still count");
+  // every toy rollout scores its 4 generated tokens (or fewer when EOS came early); truncated ones have 4
+  const truncatedTokens = Math.round((kept.truncated_rate as number) * (kept.samples as number)) * 4;
+  assert.equal(masked.trained_tokens, (kept.trained_tokens as number) - truncatedTokens);
+});
