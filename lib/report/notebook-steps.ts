@@ -77,7 +77,7 @@ export async function benchmarkStep(p: BenchmarkParams): Promise<BenchmarkStep> 
     throw new T2sError("no_model",
       `the model folder ${modelDir} does not exist, so policy '${p.policy}' cannot run. Build or fetch the model first, ` +
       `or run this notebook with --param policy=openai:<model>@<url> (any OpenAI-compatible server), ` +
-      `or with --param fallback_rows=<rows.jsonl> to analyse an existing rows file.`);
+      `or analyse an existing rows file instead (01-benchmark: --param fallback_rows=<rows.jsonl>; 02-headroom: --param rows_path=<rows.jsonl>).`);
   }
   const out = abs(p.out);
   mkdirSync(dirname(out), { recursive: true });

@@ -25,8 +25,8 @@ test("pass@1 by group: bar heights and whiskers are the summary's numbers", () =
   t.x.forEach((g: string, i: number) => {
     const gs = s.by.difficulty[g];
     assert.equal(t.y[i], gs.pass1);
-    assert.ok(Math.abs(t.y[i] + t.error_y.array[i] - gs.pass1_ci![1]) < 1e-12);
-    assert.ok(Math.abs(t.y[i] - t.error_y.arrayminus[i] - gs.pass1_ci![0]) < 1e-12);
+    assert.ok(Math.abs((t.y[i] as number) + t.error_y.array[i] - gs.pass1_ci![1]) < 1e-12);
+    assert.ok(Math.abs((t.y[i] as number) - t.error_y.arrayminus[i] - gs.pass1_ci![0]) < 1e-12);
   });
 });
 
@@ -86,7 +86,7 @@ test("delta: tables and forest plot carry pairedDelta's numbers", () => {
   const forest = forestPlotFigure(d).data[0] as Trace;
   assert.equal(forest.x.length, 1 + 3 + 4);
   assert.equal(forest.x[0], ref.delta);
-  assert.equal(forest.x[0] - forest.error_x.arrayminus[0], ref.ci![0]);
+  assert.equal((forest.x[0] as number) - forest.error_x.arrayminus[0], ref.ci![0]);
   assert.ok(deltaSummaryLines(d)[0].startsWith("base -> tuned"));
   const shift = passShiftFigure(rows, after, { labelA: "base", labelB: "tuned" });
   assert.deepEqual(shift.data.map((t) => t.name), ["pass@1", "pass@4", "pass^4"]);

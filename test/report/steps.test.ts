@@ -37,7 +37,7 @@ test("benchmark step: a missing model stops with what to do, or reads a labelled
   await assert.rejects(benchmarkStep({ policy: `tfjs:${join(dir, "no-model")}`, out: join(dir, "r.jsonl") }), (e: unknown) => {
     assert.ok(e instanceof T2sError);
     assert.equal(e.code, "no_model");
-    assert.match(e.message, /does not exist.*--param policy=openai.*--param fallback_rows=/s);
+    assert.match(e.message, /does not exist.*--param policy=openai.*--param fallback_rows=.*--param rows_path=/s);
     return true;
   });
   const file = writeRows(join(dir, "old.jsonl"), rows);
