@@ -22,24 +22,40 @@ export interface BatchLimits {
   maxRows?: number;
 }
 
-/** Returns micro-batches as lists of row indices, longest rows first, each within the limits. */
-export function planMicroBatches(lengths: number[], vocab: number, limits: BatchLimits): number[][] {
-  const order = lengths.map((_, i) => i).sort((a, b) => lengths[b] - lengths[a] || a - b);
+/** The first logits position a row needs: the one that scores its first masked id (0 when none is). */
+export function firstScored(row: TokenRow): number {
+  const k = row.mask.findIndex((m, t) => t >= 1 && m > 0);
+  return k < 0 ? Math.max(0, row.ids.length - 2) : k - 1;
+}
+
+/**
+ * Returns micro-batches as lists of row indices, longest rows first, each within the limits. A
+ * micro-batch's logits span from its rows' earliest scored position to its longest row's end.
+ */
+export function planMicroBatches(rows: TokenRow[], vocab: number, limits: BatchLimits): number[][] {
+  const len = rows.map((r) => r.ids.length);
+  const start = rows.map(firstScored);
+  const order = len.map((_, i) => i).sort((a, b) => len[b] - len[a] || a - b);
   const out: number[][] = [];
   let cur: number[] = [];
-  let width = 0;
+  let end = 0;
+  let from = 0;
   for (const i of order) {
-    const t = Math.max(1, lengths[i] - 1);
-    if (t * vocab > limits.maxElements) {
-      throw new T2sError("tensor_cap", `a row of ${lengths[i]} tokens needs ${t * vocab} logits values, above max_tensor_elements ${limits.maxElements}; lower the token budget or raise the cap`);
+    const own = Math.max(1, len[i] - 1 - start[i]);
+    if (own * vocab > limits.maxElements) {
+      throw new T2sError("tensor_cap", `a row scoring ${own} positions needs ${own * vocab} logits values, above max_tensor_elements ${limits.maxElements}; lower the token budget or raise the cap`);
     }
-    const w = cur.length ? width : t;
-    const full = (cur.length + 1) * w * vocab > limits.maxElements || (limits.maxRows ? cur.length >= limits.maxRows : false);
+    const width = cur.length ? Math.max(1, end - Math.min(from, start[i])) : own;
+    const full = (cur.length + 1) * width * vocab > limits.maxElements || (limits.maxRows ? cur.length >= limits.maxRows : false);
     if (cur.length && full) {
       out.push(cur);
       cur = [];
     }
-    if (!cur.length) width = t;
+    if (!cur.length) {
+      end = Math.max(1, len[i] - 1);
+      from = start[i];
+    }
+    from = Math.min(from, start[i]);
     cur.push(i);
   }
   if (cur.length) out.push(cur);
@@ -49,18 +65,22 @@ export function planMicroBatches(lengths: number[], vocab: number, limits: Batch
 export interface BatchTensors {
   /** B rows of T ids, right-padded with `pad`. */
   ids: number[][];
-  /** [B, T - 1] float mask: entry t says whether ids[:, t + 1] is in the loss. */
+  /** First logits position any row scores (pass it to sequenceLogprobs). */
+  from: number;
+  /** [B, T - 1 - from] float mask: column j says whether ids[:, from + j + 1] is in the loss. */
   mask: tf.Tensor2D;
   /** Active tokens in the mask. */
   tokens: number;
-  /** [B, T - 1] sampler log-probs aligned with `mask`, and where they are known (rows that carry them). */
+  /** Sampler log-probs aligned with `mask`, and where they are known (rows that carry them). */
   sampled: { logp: tf.Tensor2D; mask: tf.Tensor2D } | null;
 }
 
 /** Pads the rows and builds the loss mask (a tensor the caller disposes); `rowScale[i]` multiplies row i's mask (0 drops it). */
 export function batchTensors(rows: TokenRow[], rowScale?: number[], pad = 0): BatchTensors {
   const T = Math.max(2, ...rows.map((r) => r.ids.length));
-  const mask = new Float32Array(rows.length * (T - 1));
+  const from = Math.min(T - 2, ...rows.map(firstScored));
+  const W = T - 1 - from;
+  const mask = new Float32Array(rows.length * W);
   let tokens = 0;
   const ids = rows.map((r, b) => {
     if (r.mask.length !== r.ids.length) throw new Error(`row ${b}: mask has ${r.mask.length} entries for ${r.ids.length} ids`);
@@ -68,27 +88,27 @@ export function batchTensors(rows: TokenRow[], rowScale?: number[], pad = 0): Ba
   });
   rows.forEach((r, b) => {
     const s = rowScale ? rowScale[b] : 1;
-    for (let t = 1; t < r.ids.length; t++) {
+    for (let t = from + 1; t < r.ids.length; t++) {
       const m = r.mask[t] * s;
-      mask[b * (T - 1) + t - 1] = m;
+      mask[b * W + t - 1 - from] = m;
       tokens += m;
     }
   });
   let sampled: BatchTensors["sampled"] = null;
   if (rows.some((r) => r.logprobs)) {
-    const lp = new Float32Array(rows.length * (T - 1));
-    const known = new Float32Array(rows.length * (T - 1));
+    const lp = new Float32Array(rows.length * W);
+    const known = new Float32Array(rows.length * W);
     rows.forEach((r, b) => {
       if (!r.logprobs) return;
-      for (let t = 1; t < r.ids.length; t++) {
+      for (let t = from + 1; t < r.ids.length; t++) {
         const v = r.logprobs[t];
         if (r.mask[t] && Number.isFinite(v)) {
-          lp[b * (T - 1) + t - 1] = v;
-          known[b * (T - 1) + t - 1] = 1;
+          lp[b * W + t - 1 - from] = v;
+          known[b * W + t - 1 - from] = 1;
         }
       }
     });
-    sampled = { logp: tf.tensor2d(lp, [rows.length, T - 1]), mask: tf.tensor2d(known, [rows.length, T - 1]) };
+    sampled = { logp: tf.tensor2d(lp, [rows.length, W]), mask: tf.tensor2d(known, [rows.length, W]) };
   }
-  return { ids, mask: tf.tensor2d(mask, [rows.length, T - 1]), tokens, sampled };
+  return { ids, from, mask: tf.tensor2d(mask, [rows.length, W]), tokens, sampled };
 }

@@ -185,7 +185,7 @@ export class GrpoTrainer<P> {
         keep.push(rolloutKeep[i]);
       }
     });
-    const plan = planMicroBatches(rowsAll.map((r) => r.ids.length), this.lm.vocabSize, { maxElements: o.maxTensorElements ?? DEFAULT_MAX_TENSOR_ELEMENTS, maxRows: o.maxMicroBatchRows });
+    const plan = planMicroBatches(rowsAll, this.lm.vocabSize, { maxElements: o.maxTensorElements ?? DEFAULT_MAX_TENSOR_ELEMENTS, maxRows: o.maxMicroBatchRows });
     const batches = plan.map((rows) => {
       const t = batchTensors(rows.map((i) => rowsAll[i]), rows.map((i) => keep[i]));
       return { ...t, advantages: tf.tensor1d(rows.map((i) => advantages[i])) };
@@ -198,8 +198,8 @@ export class GrpoTrainer<P> {
       maxCompletionLength: o.maxCompletionLength,
     };
     // reference and (for mu > 1) old log-probs are constants of this batch
-    const refs = this.settings.beta > 0 ? batches.map((b) => tf.tidy(() => sequenceLogprobs(this.lm, b.ids, { temperature, reference: true }).logp)) : null;
-    const olds = mu > 1 ? batches.map((b) => tf.tidy(() => sequenceLogprobs(this.lm, b.ids, { temperature }).logp)) : null;
+    const refs = this.settings.beta > 0 ? batches.map((b) => tf.tidy(() => sequenceLogprobs(this.lm, b.ids, { temperature, reference: true, from: b.from }).logp)) : null;
+    const olds = mu > 1 ? batches.map((b) => tf.tidy(() => sequenceLogprobs(this.lm, b.ids, { temperature, from: b.from }).logp)) : null;
     const metrics: Record<string, number> = {};
     const first: Record<string, number> = {};
     let diffMax = 0;
@@ -208,7 +208,7 @@ export class GrpoTrainer<P> {
         const held: Array<Record<string, tf.Tensor>> = [];
         const r = await this.core.optimizerStep(batches.length, (i) => {
           const b = batches[i];
-          const lp = sequenceLogprobs(this.lm, b.ids, { temperature, entropy: pass === 0 });
+          const lp = sequenceLogprobs(this.lm, b.ids, { temperature, entropy: pass === 0, from: b.from });
           const res = policyLoss({ logp: lp.logp, oldLogp: olds ? olds[i] : null, refLogp: refs?.[i], advantages: b.advantages, mask: b.mask }, this.settings, counts);
           const h: Record<string, tf.Tensor> = { ...res.sums };
           if (pass === 0) {

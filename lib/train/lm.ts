@@ -19,8 +19,10 @@ export interface TrainableLM {
    * needed: a position never sees the padding after it. Differentiable with respect to
    * `trainableParams()`. With `reference: true`, the logits of the reference policy (the base with the
    * adapter disabled). Ids come as plain arrays so no backend has to read a tensor back to build inputs.
+   * With `from`, only positions from..T-1 ([B, T - from, V]): prompt positions need no vocabulary
+   * projection, which is most of the logits' memory and a large share of the compute.
    */
-  logits(ids: number[][], opts?: { reference?: boolean }): tf.Tensor3D;
+  logits(ids: number[][], opts?: { reference?: boolean; from?: number }): tf.Tensor3D;
   /** Whether `logits(..., { reference: true })` is available (needed when beta > 0). */
   readonly hasReference: boolean;
 }

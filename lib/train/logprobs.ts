@@ -46,15 +46,17 @@ export function targetLogprobs(logits: tf.Tensor3D, targets: tf.Tensor2D, temper
 }
 
 /**
- * Log-probabilities [B, T-1] of tokens 1..T-1 of the equal-length rows `ids` given their prefixes
- * (position t of the result scores ids[b][t+1]), and optionally entropies. The last position's logits
- * are never computed.
+ * Log-probabilities [B, T-1-from] of tokens from+1..T-1 of the equal-length rows `ids` given their
+ * prefixes (column j scores ids[b][from + j + 1]), and optionally entropies. `from` (default 0) skips
+ * prompt positions nobody scores; the last position's logits are never computed.
  */
-export function sequenceLogprobs(lm: TrainableLM, ids: number[][], opts: { temperature?: number; reference?: boolean; entropy?: boolean } = {}): TokenLogprobs {
+export function sequenceLogprobs(lm: TrainableLM, ids: number[][], opts: { temperature?: number; reference?: boolean; entropy?: boolean; from?: number } = {}): TokenLogprobs {
   const t = ids[0].length;
+  const from = opts.from ?? 0;
   if (t < 2 || ids.some((r) => r.length !== t)) throw new Error("sequenceLogprobs needs equal-length rows of at least 2 ids");
-  const targets = tf.tensor2d(ids.map((r) => r.slice(1)), [ids.length, t - 1], "int32");
-  const logits = lm.logits(ids.map((r) => r.slice(0, -1)), { reference: opts.reference });
+  if (!(from >= 0 && from <= t - 2)) throw new Error(`from must be in [0, ${t - 2}], got ${from}`);
+  const targets = tf.tensor2d(ids.map((r) => r.slice(from + 1)), [ids.length, t - 1 - from], "int32");
+  const logits = lm.logits(ids.map((r) => r.slice(0, -1)), { reference: opts.reference, from });
   return targetLogprobs(logits, targets, opts.temperature ?? 1, opts.entropy ?? false);
 }
 

@@ -55,6 +55,7 @@ export class ModelTrainable implements TrainableLM {
   readonly vocabSize: number;
   readonly hasReference: boolean;
   private readonly params: NamedVariable[];
+  private eye?: tf.Tensor2D;
 
   /**
    * `adapter`: the name of a trainable adapter attached to the model (createAdapter, or attachAdapter with
@@ -77,13 +78,31 @@ export class ModelTrainable implements TrainableLM {
     return this.params;
   }
 
-  logits(ids: number[][], opts: { reference?: boolean } = {}): tf.Tensor3D {
-    // the decoder step straight from the id arrays: CausalLM.logits reads its tensor back, which WebGPU
-    // cannot do synchronously
+  logits(ids: number[][], opts: { reference?: boolean; from?: number } = {}): tf.Tensor3D {
     const T = ids[0].length;
+    const B = ids.length;
+    const from = opts.from ?? 0;
     const input = { ids, positions: ids.map(() => Array.from({ length: T }, (_, i) => i)), valid: ids.map(() => new Array<boolean>(T).fill(true)) };
     const m = this.model;
-    return tf.tidy(() => decoderStep(m.config, m.weights, m.invFreq, input, null, { adapter: opts.reference ? null : this.adapter }).logits) as tf.Tensor3D;
+    const adapter = opts.reference ? null : this.adapter;
+    if (from === 0) return tf.tidy(() => decoderStep(m.config, m.weights, m.invFreq, input, null, { adapter }).logits) as tf.Tensor3D;
+    // the decoder with an identity head gives the final hidden states; only positions from.. are projected
+    // onto the vocabulary (the decoder has no option for a range of positions)
+    const D = m.config.hiddenSize;
+    this.eye ??= tf.keep(tf.eye(D) as tf.Tensor2D);
+    const eye = this.eye;
+    return tf.tidy(() => {
+      const hidden = decoderStep(m.config, { ...m.weights, lmHead: eye }, m.invFreq, input, null, { adapter }).logits;
+      const kept = tf.reshape(tf.slice(hidden, [0, from, 0], [B, T - from, D]), [B * (T - from), D]);
+      const head = m.weights.lmHead ?? m.weights.embed;
+      return tf.reshape(tf.matMul(kept, head, false, true), [B, T - from, m.config.vocabSize]);
+    }) as tf.Tensor3D;
+  }
+
+  /** Releases the trainer's own tensors (not the model's). */
+  dispose(): void {
+    this.eye?.dispose();
+    this.eye = undefined;
   }
 
   /** How checkpoints store the weights: a PEFT adapter folder, or model.safetensors + config for full training. */

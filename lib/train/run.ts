@@ -173,6 +173,7 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
     return { mode: cfg.mode, output_dir: cfg.output_dir, steps: total, resumed_from: resumedFrom, tasks: tasks.length, backend: model.backend, final, last: records[records.length - 1] ?? null };
   } finally {
     await executor?.close();
+    lm.dispose();
     model.dispose();
   }
 }

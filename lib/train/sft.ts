@@ -62,14 +62,14 @@ export class SftTrainer {
     const t0 = Date.now();
     const stepIndex = this.core.step;
     const rows = this.batchOf(stepIndex).map((i) => this.examples[i]);
-    const plan = planMicroBatches(rows.map((r) => r.ids.length), this.lm.vocabSize, { maxElements: this.opts.maxTensorElements ?? DEFAULT_MAX_TENSOR_ELEMENTS, maxRows: this.opts.maxMicroBatchRows });
+    const plan = planMicroBatches(rows, this.lm.vocabSize, { maxElements: this.opts.maxTensorElements ?? DEFAULT_MAX_TENSOR_ELEMENTS, maxRows: this.opts.maxMicroBatchRows });
     const batches = plan.map((idx) => batchTensors(idx.map((i) => rows[i])));
     const tokens = batches.reduce((a, b) => a + b.tokens, 0);
     let r: { loss: number; gradNorm: number; lr: number };
     try {
       r = await this.core.optimizerStep(batches.length, (i) => {
         const b = batches[i];
-        const logp = sequenceLogprobs(this.lm, b.ids).logp;
+        const logp = sequenceLogprobs(this.lm, b.ids, { from: b.from }).logp;
         return tf.div(tf.neg(tf.sum(tf.mul(logp, b.mask))), Math.max(1, tokens)) as tf.Scalar;
       });
     } finally {

@@ -34,12 +34,14 @@ test("LoRA parameters of the real decoder get finite-difference-exact GRPO gradi
   for (const p of params) if (p.name.includes("lora_B")) p.variable.assign(tf.tensor(Array.from({ length: p.variable.size }, () => rng.normal() * 0.2), p.variable.shape));
   const viaModel = tf.tidy(() => tf.max(tf.abs(tf.sub(lm.logits(IDS), model.logits(IDS_T, { adapter: "train" })))).dataSync()[0]);
   assert.equal(viaModel, 0, "the trainer's logits are CausalLM.logits with the adapter");
+  const ranged = tf.tidy(() => tf.max(tf.abs(tf.sub(lm.logits(IDS, { from: 3 }), tf.slice(lm.logits(IDS), [0, 3, 0], [-1, -1, -1])))).dataSync()[0]);
+  assert.ok(ranged < 1e-5, `logits from position 3 match the full logits (${ranged})`);
   const old = tf.keep(tf.tidy(() => tf.add(sequenceLogprobs(lm, IDS).logp, tf.tensor2d([[0, 0, 0.05, -0.4, 0.02], [0, 0.3, -0.05, 0.01, 0]]))));
   const ref = tf.keep(tf.tidy(() => sequenceLogprobs(lm, IDS, { reference: true }).logp));
   const settings = { lossType: "grpo" as const, epsilonLow: 0.2, epsilonHigh: 0.28, beta: 0.1 };
   const counts = { sequences: 2, tokens: 6, microBatches: 1, maxCompletionLength: 5 };
   const loss = () => {
-    const r = policyLoss({ logp: sequenceLogprobs(lm, IDS).logp, oldLogp: old as tf.Tensor2D, refLogp: ref as tf.Tensor2D, advantages: tf.tensor1d([1.2, -0.7]), mask: MASK }, settings, counts);
+    const r = policyLoss({ logp: tf.concat([tf.zeros([2, 1]), sequenceLogprobs(lm, IDS, { from: 1 }).logp], 1) as tf.Tensor2D, oldLogp: old as tf.Tensor2D, refLogp: ref as tf.Tensor2D, advantages: tf.tensor1d([1.2, -0.7]), mask: MASK }, settings, counts);
     tf.dispose(Object.values(r.sums));
     return r.loss;
   };

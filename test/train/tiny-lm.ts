@@ -35,14 +35,16 @@ export class TinyLM implements TrainableLM {
   trainableParams(): NamedVariable[] {
     return this.params;
   }
-  logits(ids: number[][], opts: { reference?: boolean } = {}): tf.Tensor3D {
+  logits(ids: number[][], opts: { reference?: boolean; from?: number } = {}): tf.Tensor3D {
     const [E, W, P, U, b] = opts.reference ? this.ref : this.params.map((p) => p.variable);
     const bsz = ids.length;
     const t = ids[0].length;
     const emb = tf.reshape(tf.gather(E, tf.tensor1d(ids.flat(), "int32")), [bsz * t, -1]);
     const tok = tf.reshape(tf.matMul(emb, W), [bsz, t, this.vocabSize]);
     const pos = tf.matMul(tf.slice(P, [0, 0], [t, -1]), U);
-    return tf.add(tf.add(tok, tf.expandDims(pos, 0)), b) as tf.Tensor3D;
+    const all = tf.add(tf.add(tok, tf.expandDims(pos, 0)), b) as tf.Tensor3D;
+    const from = opts.from ?? 0;
+    return from ? (tf.slice(all, [0, from, 0], [bsz, t - from, this.vocabSize]) as tf.Tensor3D) : all;
   }
   dispose(): void {
     for (const p of this.params) p.variable.dispose();
