@@ -14,6 +14,9 @@ export const OUTCOME_COLORS: Record<string, string> = {
   unsafe: "#8c564b", no_sql: "#7f7f7f", truncated: "#e377c2",
 };
 
+/** Line colours for groups; a group's pass@k and pass^k share one. */
+const PALETTE = ["#1f77b4", "#2ca02c", "#ff7f0e", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+
 const FONT = { family: "Helvetica, Arial, sans-serif", size: 13 };
 
 function baseLayout(title: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -81,7 +84,7 @@ export function passAtKCurveFigure(rows: readonly ReportRow[], field?: string, m
   sets.forEach(([name, rs], i) => {
     const curve = passAtKCurve(statRows(rs), maxK);
     const ks = curve.map((p) => p.k);
-    const line = { width: i === 0 ? 3 : 1.5 };
+    const line = { width: i === 0 ? 3 : 1.5, color: PALETTE[i % PALETTE.length] };
     data.push({ type: "scatter", mode: "lines+markers", name: `${name} pass@k`, legendgroup: name, x: ks, y: curve.map((p) => p.passk), line });
     data.push({ type: "scatter", mode: "lines", name: `${name} pass^k`, legendgroup: name, x: ks, y: curve.map((p) => p.powk), line: { ...line, dash: "dash" } });
   });
