@@ -7,6 +7,7 @@ import { join } from "node:path";
 import * as tf from "@tensorflow/tfjs-core";
 import { appendJsonl, readJsonl, toJsonl } from "../jsonl.js";
 import { T2sError } from "../errors.js";
+import { ensureGradients } from "./gradients.js";
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint, type SaveOptions, type TrainerState } from "./checkpoint.js";
 import type { NamedVariable, TrainableLM } from "./lm.js";
 import { AdamW, clipGlobalNorm, GradAccumulator } from "./optimizer.js";
@@ -45,6 +46,7 @@ export class TrainerCore {
   step = 0;
 
   constructor(readonly lm: TrainableLM, private readonly optim: OptimOptions, private readonly totalOptimizerSteps: number, private readonly run: RunOptions) {
+    ensureGradients();
     this.params = lm.trainableParams();
     if (this.params.length === 0) throw new T2sError("no_trainable", "the model has no trainable parameters (no adapter attached and full training off?)");
     this.optimizer = new AdamW(this.params, { beta1: optim.beta1, beta2: optim.beta2, eps: optim.adamEps, weightDecay: optim.weightDecay ?? 0 });
