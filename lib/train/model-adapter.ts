@@ -4,8 +4,11 @@
  * reference policy. Checkpoints of an adapter are PEFT folders (adapter_model.safetensors +
  * adapter_config.json) that `t2s serve` and lib/model's attachAdapter load as they are.
  */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import * as tf from "@tensorflow/tfjs-core";
 import { T2sError } from "../errors.js";
+import { configToJson } from "../model/config.js";
 import { decoderStep, type LayerWeights, type Linear } from "../model/decoder.js";
 import type { CausalLM } from "../model/model.js";
 import { adapterTensors } from "../model/lora.js";
@@ -107,7 +110,15 @@ export class ModelTrainable implements TrainableLM {
 
   /** How checkpoints store the weights: a PEFT adapter folder, or model.safetensors + config for full training. */
   checkpointFiles(): SaveOptions {
-    if (this.adapter === null) return { weightsFile: "model.safetensors" };
+    if (this.adapter === null) {
+      // a full checkpoint is a model folder: the weights plus the base folder's config and tokenizer files
+      const m = this.model;
+      const extraFiles: Record<string, string | object> = {};
+      if (m.dir) {
+        for (const f of readdirSync(m.dir)) if (/\.(json|jinja|txt)$/.test(f) && f !== "model.safetensors.index.json") extraFiles[f] = readFileSync(join(m.dir, f), "utf8");
+      } else extraFiles["config.json"] = configToJson(m.config);
+      return { weightsFile: "model.safetensors", extraFiles };
+    }
     const info = this.model.adapters.get(this.adapter)!;
     const base = (info as { config?: Record<string, unknown> }).config ?? {};
     return {

@@ -91,10 +91,16 @@ test("full-weight training names every weight as the checkpoint does and updates
   assert.deepEqual(names, [...expectedShapes(model.config).keys()].sort());
   assert.equal(lm.hasReference, false);
   const before = lm.trainableParams()[0].variable.dataSync().slice();
-  const t = new SftTrainer(lm, [{ ids: [5, 17, 33, 2], mask: [0, 1, 1, 1] }], { batchSize: 1, steps: 1, lr: 0.01, seed: 1 });
+  const out = scratchDir();
+  const t = new SftTrainer(lm, [{ ids: [5, 17, 33, 2], mask: [0, 1, 1, 1] }], { batchSize: 1, steps: 1, lr: 0.01, seed: 1, outDir: out, checkpointFiles: () => lm.checkpointFiles() });
   await t.train();
   const after = lm.trainableParams()[0].variable.dataSync();
   assert.ok(after.some((x, i) => x !== before[i]));
+  // the checkpoint is a model folder lib/model loads, with the trained weights
+  const reloaded = await loadModel(join(out, "checkpoints", "step-000001"), { backend: "cpu" });
+  const diff = tf.tidy(() => tf.max(tf.abs(tf.sub(reloaded.logits(IDS_T), lm.logits(IDS)))).dataSync()[0]);
+  assert.ok(diff < 1e-5, `reloaded full checkpoint differs by ${diff}`);
+  reloaded.dispose();
   t.dispose();
   model.dispose();
 });
