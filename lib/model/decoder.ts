@@ -7,6 +7,9 @@ import { tf } from "./tf.js";
 import type { ModelConfig } from "./config.js";
 import { rotaryTables } from "./rope.js";
 
+/** Attention scores held at once (B·heads·queries·keys) before queries are split into chunks. */
+const CHUNK_SCORES = 1 << 24;
+
 /** One LoRA pair on a linear layer: A is [r, in], B is [out, r], applied with `scale`. */
 export interface LoraPair {
   a: tf.Tensor2D;
@@ -125,7 +128,7 @@ export function decoderStep(
   invFreq: Float32Array,
   input: StepInput,
   cache: KvCache | null,
-  opts: { lastOnly?: boolean; adapter?: string | null } = {},
+  opts: { lastOnly?: boolean; adapter?: string | null; chunkScores?: number } = {},
 ): { logits: tf.Tensor; cache: KvCache } {
   const B = input.ids.length;
   const T = input.ids[0].length;
@@ -145,38 +148,50 @@ export function decoderStep(
   let x: tf.Tensor = tf.gather(w.embed, tf.tensor2d(input.ids, [B, T], "int32"));
   const keys: tf.Tensor4D[] = [];
   const values: tf.Tensor4D[] = [];
+  const S = past + T;
+  // long prompts attend in query chunks, so the score matrix never holds more than ~CHUNK_SCORES floats
+  const chunk = Math.max(1, Math.min(T, Math.floor((opts.chunkScores ?? CHUNK_SCORES) / Math.max(1, B * H * S))));
   w.layers.forEach((l, i) => {
-    const h = rmsNorm(x, l.inputNorm, c.rmsNormEps);
-    let q = tf.reshape(linear(h, l.q, adapter), [B, T, H, hd]);
-    let k = tf.reshape(linear(h, l.k, adapter), [B, T, KV, hd]);
-    const v = tf.reshape(linear(h, l.v, adapter), [B, T, KV, hd]);
-    if (l.qNorm && l.kNorm) {
-      q = rmsNorm(q, l.qNorm, c.rmsNormEps);
-      k = rmsNorm(k, l.kNorm, c.rmsNormEps);
-    }
-    q = tf.transpose(rotate(q, cosT, sinT, rot), [0, 2, 1, 3]);
-    let kk = tf.transpose(rotate(k, cosT, sinT, rot), [0, 2, 1, 3]) as tf.Tensor4D;
-    let vv = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
-    if (cache) {
-      kk = tf.concat([cache.keys[i], kk], 2);
-      vv = tf.concat([cache.values[i], vv], 2);
-    }
-    keys.push(kk);
-    values.push(vv);
-    const S = past + T;
-    // queries of the G heads sharing one kv head are stacked, so k and v are never repeated in memory
-    const qg = tf.reshape(q, [B, KV, G * T, hd]);
-    // [B, KV, G*T, S] is laid out as [B, H, T, S], so the mask broadcasts over heads in rank 4
-    let scores: tf.Tensor = tf.mul(tf.matMul(qg, kk, false, true), scale);
-    scores = tf.add(tf.reshape(scores, [B, H, T, S]), bias);
-    const probs = tf.reshape(tf.softmax(scores, -1), [B, KV, G * T, S]);
-    const ctx = tf.reshape(tf.matMul(probs, vv), [B, H, T, hd]);
-    const merged = tf.reshape(tf.transpose(ctx, [0, 2, 1, 3]), [B, T, H * hd]);
-    x = tf.add(x, linear(merged, l.o, adapter));
-    const h2 = rmsNorm(x, l.postNorm, c.rmsNormEps);
-    const gate = linear(h2, l.gate, adapter);
-    const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), linear(h2, l.up, adapter));
-    x = tf.add(x, linear(act, l.down, adapter));
+    // each layer in its own scope: only the residual stream and the new keys/values outlive it
+    const out = tf.tidy(() => {
+      const h = rmsNorm(x, l.inputNorm, c.rmsNormEps);
+      let q = tf.reshape(linear(h, l.q, adapter), [B, T, H, hd]);
+      let k = tf.reshape(linear(h, l.k, adapter), [B, T, KV, hd]);
+      const v = tf.reshape(linear(h, l.v, adapter), [B, T, KV, hd]);
+      if (l.qNorm && l.kNorm) {
+        q = rmsNorm(q, l.qNorm, c.rmsNormEps);
+        k = rmsNorm(k, l.kNorm, c.rmsNormEps);
+      }
+      q = tf.transpose(rotate(q, cosT, sinT, rot), [0, 2, 1, 3]);
+      let kk = tf.transpose(rotate(k, cosT, sinT, rot), [0, 2, 1, 3]) as tf.Tensor4D;
+      let vv = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
+      if (cache) {
+        kk = tf.concat([cache.keys[i], kk], 2);
+        vv = tf.concat([cache.values[i], vv], 2);
+      }
+      const pieces: tf.Tensor[] = [];
+      for (let t0 = 0; t0 < T; t0 += chunk) {
+        const tc = Math.min(chunk, T - t0);
+        const qc = tc === T ? q : tf.slice(q, [0, 0, t0, 0], [B, H, tc, hd]);
+        const bc = tc === T ? bias : tf.slice(bias, [0, 0, t0, 0], [B, 1, tc, S]);
+        // queries of the G heads sharing one kv head are stacked, so k and v are never repeated in memory;
+        // [B, KV, G*tc, S] is laid out as [B, H, tc, S], so the mask broadcasts over heads in rank 4
+        const scores = tf.add(tf.reshape(tf.mul(tf.matMul(tf.reshape(qc, [B, KV, G * tc, hd]), kk, false, true), scale), [B, H, tc, S]), bc);
+        const probs = tf.reshape(tf.softmax(scores, -1), [B, KV, G * tc, S]);
+        pieces.push(tf.reshape(tf.matMul(probs, vv), [B, H, tc, hd]));
+      }
+      const ctx = pieces.length === 1 ? pieces[0] : tf.concat(pieces, 2);
+      const merged = tf.reshape(tf.transpose(ctx, [0, 2, 1, 3]), [B, T, H * hd]);
+      let y = tf.add(x, linear(merged, l.o, adapter));
+      const h2 = rmsNorm(y, l.postNorm, c.rmsNormEps);
+      const gate = linear(h2, l.gate, adapter);
+      const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), linear(h2, l.up, adapter));
+      y = tf.add(y, linear(act, l.down, adapter));
+      return { y, kk, vv };
+    });
+    x = out.y;
+    keys.push(out.kk);
+    values.push(out.vv);
   });
   x = rmsNorm(x, w.norm, c.rmsNormEps);
   if (opts.lastOnly) x = tf.reshape(tf.slice(x, [0, T - 1, 0], [B, 1, c.hiddenSize]), [B, c.hiddenSize]);

@@ -61,7 +61,7 @@ export class CausalLM {
    * Runs one step of new tokens after `cache`. Returns logits ([B, T, V], or [B, V] when lastOnly) and the
    * new cache; the caller disposes both (and the old cache, which is left untouched).
    */
-  step(input: StepInput, cache: KvCache | null, opts: { lastOnly?: boolean; adapter?: string | null } = {}): { logits: tf.Tensor; cache: KvCache } {
+  step(input: StepInput, cache: KvCache | null, opts: { lastOnly?: boolean; adapter?: string | null; chunkScores?: number } = {}): { logits: tf.Tensor; cache: KvCache } {
     this.checkIds(input.ids);
     let valid: boolean[][] = [];
     const out = tf.tidy(() => {

@@ -34,3 +34,17 @@ test("logits() gives the same values as logitsOf for a right-padded batch", asyn
   tf.dispose([ids, out]);
   model.dispose();
 });
+
+test("long prompts attend in query chunks with the same logits", async () => {
+  const ref = readReference("qwen3");
+  const model = await loadModel(fixtureDir("qwen3"), { backend: "cpu" });
+  const s = ref.sequences[2];
+  const T = s.ids.length;
+  const input = { ids: [s.ids], positions: [s.ids.map((_, i) => i)], valid: [s.ids.map(() => true)] };
+  // room for 7 query rows of all heads at once: the 40 queries go in 6 chunks
+  const out = model.step(input, null, { chunkScores: 7 * model.config.numHeads * T });
+  const rows = (await out.logits.array()) as number[][][];
+  assert.ok(maxAbsDiff(s.logits, rows[0]) < 1e-4);
+  tf.dispose([out.logits, ...out.cache.keys, ...out.cache.values]);
+  model.dispose();
+});
