@@ -26,5 +26,6 @@ export function formatResultTable(result: ExecSuccess, opts: { maxWidth?: number
 
 /** One line describing a failed outcome, or the table of a successful one. */
 export function formatOutcome(outcome: ExecOutcome): string {
-  return outcome.ok ? formatResultTable(outcome) : `error [${outcome.error.kind}]: ${outcome.error.message}\n`;
+  if (outcome.ok === false) return `error [${outcome.error.kind}]: ${outcome.error.message}\n`;
+  return formatResultTable(outcome);
 }

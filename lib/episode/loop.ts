@@ -80,13 +80,13 @@ async function answerCalls(calls: RawCall[], deps: EpisodeDeps, opts: EpisodeOpt
   let invalid = 0;
   for (const raw of calls) {
     const checked = checkCall(raw);
-    if (!checked.ok) {
+    if (checked.ok === false) {
       invalid++;
       contents.push(`error: ${checked.error}`);
       continue;
     }
     const outcome = await deps.runTool(checked.query);
-    if (!outcome.ok && outcome.error.kind === "unsafe") invalid++;
+    if (outcome.ok === false && outcome.error.kind === "unsafe") invalid++;
     contents.push(formatToolResult(outcome, opts.toolOutput));
   }
   return { contents, invalid };

@@ -35,7 +35,7 @@ function cell(v: SqlValue, cap: number): string {
 export function formatToolResult(outcome: ExecOutcome, opts: ToolOutputOptions = {}): string {
   const maxRows = opts.maxRows ?? 20;
   const mode = opts.mode ?? "middle";
-  if (!outcome.ok) {
+  if (outcome.ok === false) {
     const text = `error (${outcome.error.kind}): ${outcome.error.message}`;
     return mode === "middle" ? truncateMiddle(text, opts.maxChars ?? 256) : text;
   }

@@ -46,8 +46,8 @@ function failureReason(o: ExecOutcome & { ok: false }): DropReason {
 
 /** Why one gold result is unusable, or null when it is fine. */
 export function judgeResult(first: ExecOutcome, second: ExecOutcome): { reason: DropReason; detail: string } | null {
-  if (!first.ok) return { reason: failureReason(first), detail: first.error.message };
-  if (!second.ok) return { reason: "unstable", detail: `second run failed: ${second.error.message}` };
+  if (first.ok === false) return { reason: failureReason(first), detail: first.error.message };
+  if (second.ok === false) return { reason: "unstable", detail: `second run failed: ${second.error.message}` };
   if (first.rows.length === 0) return { reason: "empty", detail: "no rows" };
   if (first.truncated || first.rows.length > MAX_GOLD_ROWS) return { reason: "too_many_rows", detail: `more than ${MAX_GOLD_ROWS} rows` };
   if (first.rows.every((row) => row.every((v) => v === null))) return { reason: "all_null", detail: `${first.rows.length} rows, every value NULL` };

@@ -87,7 +87,7 @@ export async function grade(task: GradableTask, reply: string, opts: GradeOption
     if (opts.finishReason === "length") return { outcome: "truncated", executes: false, reason: "reply cut by the token budget (finish reason: length)" };
     if (sql === null) return { outcome: "no_sql", executes: false, reason: opts.isReply === false ? "empty query" : "no sql query in reply" };
     const cand = await opts.executor.execute(task.db_path, sql, exec);
-    if (!cand.ok) return failure(cand);
+    if (cand.ok === false) return failure(cand);
     const copts = compareOptionsFor(task, opts.compare);
     const cmp = compareResults(cand, gold, copts);
     if (cmp.tooLarge) return { outcome: "too_large", executes: true, reason: cmp.reason };
@@ -126,7 +126,7 @@ function firstLine(s: string): string {
 /** Returns the gold's rows, or throws the task error that a failing gold is. */
 function checkGold(out: ExecOutcome, task: GradableTask, maxRows: number): ExecSuccess {
   const where = task.id ? `task ${task.id}` : `gold query on ${task.db_path}`;
-  if (!out.ok) {
+  if (out.ok === false) {
     if (out.error.kind === "no_database") throw new T2sError("no_database", `${where}: ${out.error.message}`);
     throw new T2sError("gold_failed", `${where}: the gold query failed (${out.error.kind}: ${firstLine(out.error.message)}); fix or drop the task`);
   }
@@ -140,10 +140,10 @@ async function neighborMiss(task: GradableTask, sql: string, copts: CompareOptio
   for (let i = 0; i < paths.length; i++) {
     const gold = await goldOutcome(opts.executor, paths[i], task.gold_sql, exec, cache);
     // a gold that cannot be graded on a copy says nothing about the candidate
-    if (!gold.ok || gold.truncated) continue;
+    if (gold.ok === false || gold.truncated) continue;
     const cand = await opts.executor.execute(paths[i], sql, exec);
     const label = `neighbor database ${i + 1} of ${k}`;
-    if (!cand.ok) return `on ${label} it fails (${cand.error.kind}: ${firstLine(cand.error.message)})`;
+    if (cand.ok === false) return `on ${label} it fails (${cand.error.kind}: ${firstLine(cand.error.message)})`;
     const cmp = compareResults(cand, gold, copts);
     if (!cmp.match) return `on ${label} the ${cmp.reason}`;
   }
