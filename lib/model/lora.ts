@@ -182,13 +182,16 @@ export function adapterTensors(model: CausalLM, name: string): { key: string; te
   return out;
 }
 
-/** Writes an attached adapter as a PEFT folder (adapter_config.json + adapter_model.safetensors). */
-export function saveAdapter(model: CausalLM, name: string, dir: string): void {
+/**
+ * Writes an attached adapter as a PEFT folder (adapter_config.json + adapter_model.safetensors). Async
+ * because GPU backends can only read tensors back asynchronously.
+ */
+export async function saveAdapter(model: CausalLM, name: string, dir: string): Promise<void> {
   const info = model.adapters.get(name);
   if (!info) throw new T2sError("no_adapter", `no adapter named ${name} is attached to ${model.name}`);
   mkdirSync(dir, { recursive: true });
   const tensors = new Map<string, { shape: number[]; data: Float32Array }>();
-  for (const { key, tensor } of adapterTensors(model, name)) tensors.set(key, { shape: tensor.shape.slice(), data: tensor.dataSync() as Float32Array });
+  for (const { key, tensor } of adapterTensors(model, name)) tensors.set(key, { shape: tensor.shape.slice(), data: (await tensor.data()) as Float32Array });
   const base = (info.config ?? {}) as Partial<AdapterConfig>;
   const config = {
     ...base,

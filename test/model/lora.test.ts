@@ -44,7 +44,7 @@ test("save then reload an adapter gives the same logits; a fresh adapter is a no
   const model = await loadModel(fixtureDir("llama"), { backend: "cpu" });
   attachAdapter(model, fixtureDir("llama-lora"), { name: "orig", trainable: true });
   const out = join(scratchDir(), "saved");
-  saveAdapter(model, "orig", out);
+  await saveAdapter(model, "orig", out);
   attachAdapter(model, out, { name: "again" });
   const ids = [3, 9, 27, 81];
   assert.ok(maxAbsDiff((await model.logitsOf(ids, { adapter: "orig" })).map((r) => Array.from(r)), await model.logitsOf(ids, { adapter: "again" })) < 1e-6);
