@@ -42,6 +42,8 @@ function optNumber(body: Record<string, unknown>, key: string, min: number, max:
 export interface ParsedRequest extends ChatRequest {
   stream: boolean;
   includeUsage: boolean;
+  /** Return the log-probability of each sampled token (non-streaming responses). */
+  logprobs: boolean;
 }
 
 /** Returns the chat request a body describes, or throws RequestError(400) naming the first bad field. */
@@ -97,6 +99,7 @@ export function parseChatBody(raw: unknown): ParsedRequest {
     seed: optNumber(body, "seed", -(2 ** 53), 2 ** 53, true),
     stream: body.stream === true,
     includeUsage: streamOptions?.include_usage === true,
+    logprobs: body.logprobs === true,
   };
 }
 
@@ -111,8 +114,8 @@ function toolCallsJson(calls: ChatResult["choices"][number]["toolCalls"]) {
   return calls.map((c) => ({ id: newId("call"), type: "function" as const, function: { name: c.name, arguments: c.arguments } }));
 }
 
-/** The body of a non-streaming chat completion. */
-export function completionBody(id: string, created: number, r: ChatResult): Record<string, unknown> {
+/** The body of a non-streaming chat completion; `tokenText` names sampled tokens when logprobs are asked for. */
+export function completionBody(id: string, created: number, r: ChatResult, tokenText?: (id: number) => string): Record<string, unknown> {
   return {
     id,
     object: "chat.completion",
@@ -121,7 +124,8 @@ export function completionBody(id: string, created: number, r: ChatResult): Reco
     choices: r.choices.map((c) => ({
       index: c.index,
       message: { role: "assistant", content: c.content, ...(c.toolCalls.length ? { tool_calls: toolCallsJson(c.toolCalls) } : {}) },
-      logprobs: null,
+      // top_logprobs stay empty: only the sampled token's log-probability is kept
+      logprobs: tokenText ? { content: c.ids.map((t, j) => ({ token: tokenText(t), logprob: c.logprobs[j], bytes: [...Buffer.from(tokenText(t), "utf8")], top_logprobs: [] })) } : null,
       finish_reason: c.finishReason,
     })),
     usage: usageBody(r),

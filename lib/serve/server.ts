@@ -77,7 +77,8 @@ async function chatCompletions(engine: ChatEngine, req: IncomingMessage, res: Se
   const created = Math.floor(Date.now() / 1000);
   if (!parsed.stream) {
     const result = await engine.complete(parsed);
-    sendJson(res, 200, completionBody(id, created, result));
+    const tok = engine.model(parsed.model).requireTokenizer();
+    sendJson(res, 200, completionBody(id, created, result, parsed.logprobs ? (t) => tok.decode([t]) : undefined));
     return;
   }
   // validate the prompt before the 200 header goes out, so template errors are still plain 400s

@@ -51,8 +51,12 @@ test("concurrent clients are answered, batched together, deterministic per seed;
 });
 
 test("n samples, stop strings and streaming through the official client", async () => {
-  const r = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "hi" }], n: 3, max_tokens: 5, temperature: 1, seed: 7 });
+  const r = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "hi" }], n: 3, max_tokens: 5, temperature: 1, seed: 7, logprobs: true });
   assert.equal(r.choices.length, 3);
+  for (const c of r.choices) {
+    const lps = c.logprobs!.content!;
+    assert.ok(lps.length >= 1 && lps.every((l) => l.logprob <= 0 && typeof l.token === "string"));
+  }
   assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
   const full = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "stream me" }], max_tokens: 10, temperature: 0 });
   const stream = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "stream me" }], max_tokens: 10, temperature: 0, stream: true, stream_options: { include_usage: true } });
