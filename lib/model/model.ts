@@ -3,6 +3,7 @@
  * sampler, the server and the trainer use. Every call cleans up its intermediate tensors.
  */
 import { tf } from "./tf.js";
+import { T2sError } from "../errors.js";
 import type { ModelConfig } from "./config.js";
 import { decoderStep, type DecoderWeights, type KvCache, type StepInput } from "./decoder.js";
 import { inverseFrequencies } from "./rope.js";
@@ -51,9 +52,9 @@ export class CausalLM {
     this.invFreq = inverseFrequencies(config.headDim, config.ropeTheta, config.ropeScaling);
   }
 
-  /** The tokenizer, or a T2sError-free assertion for models built without one. */
+  /** The tokenizer; throws T2sError("no_tokenizer") for models built without one (random models). */
   requireTokenizer(): ChatTokenizer {
-    if (!this.tokenizer) throw new Error(`model ${this.name} has no tokenizer`);
+    if (!this.tokenizer) throw new T2sError("no_tokenizer", `model ${this.name} has no tokenizer.json`);
     return this.tokenizer;
   }
 
