@@ -13,9 +13,18 @@ const DATA_BASELINE_MB = 384;
 
 let tsxHook: string | undefined;
 
-/** The path of tsx's CommonJS hook, resolved from the kit so workers start from any working directory. */
+/**
+ * The path of tsx's CommonJS hook, resolved from the kit so workers start from any working directory;
+ * "" where tsx is absent (the GPU-host bundle, whose worker-boot.cjs is the worker already compiled).
+ */
 export function tsxCjsHook(): string {
-  if (!tsxHook) tsxHook = createRequire(kitPath("package.json")).resolve("tsx/cjs");
+  if (tsxHook === undefined) {
+    try {
+      tsxHook = createRequire(kitPath("package.json")).resolve("tsx/cjs");
+    } catch {
+      tsxHook = "";
+    }
+  }
   return tsxHook;
 }
 

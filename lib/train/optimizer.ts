@@ -89,7 +89,10 @@ export class AdamW {
 
 /** Scales gradients in place so their global L2 norm is at most `maxNorm`; returns the norm before clipping. */
 export async function clipGlobalNorm(grads: Map<string, tf.Tensor>, maxNorm: number): Promise<number> {
-  const total = tf.tidy(() => tf.sqrt(tf.addN([...grads.values()].map((g) => tf.sum(tf.square(g))))));
+  if (grads.size === 0) return 0;
+  // Squared norms are added pairwise rather than by one addN: WebGPU's AddN binds every input as a storage
+  // buffer, and a shader may bind only 8 (a 0.5B model has ~190 gradient tensors).
+  const total = tf.tidy(() => tf.sqrt([...grads.values()].map((g) => tf.sum(tf.square(g))).reduce((a, b) => tf.add(a, b))));
   const norm = (await total.data())[0];
   total.dispose();
   if (maxNorm > 0 && Number.isFinite(norm) && norm > maxNorm) {
