@@ -4,20 +4,12 @@
  * stream on every machine, so a reported interval can be reproduced exactly.
  */
 
+import { mulberry32 } from "../random.js";
+
+export { mulberry32 };
+
 /** A generator of uniform numbers in [0, 1). */
 export type Random = () => number;
-
-/** Returns a mulberry32 generator seeded with `seed` (any integer; only its low 32 bits are used). */
-export function mulberry32(seed: number): Random {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Returns a uniform integer in [0, n) drawn from `rand`. */
 export function randomIndex(rand: Random, n: number): number {

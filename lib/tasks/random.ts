@@ -1,16 +1,8 @@
 /** Seeded randomness for task authoring: same seed, same tasks. */
 
-/** A mulberry32 generator: returns a function giving floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from "../random.js";
+
+export { mulberry32 };
 
 export type Rng = () => number;
 

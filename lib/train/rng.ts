@@ -2,6 +2,7 @@
  * The trainer's seeded random numbers (mulberry32). Its whole state is one 32-bit integer, so a checkpoint
  * can store it and `--resume` continues the exact same draws.
  */
+import { mulberry32Next } from "../random.js";
 export class Rng {
   private s: number;
   constructor(seed: number) {
@@ -9,11 +10,9 @@ export class Rng {
   }
   /** A float in [0, 1). */
   next(): number {
-    this.s = (this.s + 0x6d2b79f5) >>> 0;
-    let t = this.s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    const step = mulberry32Next(this.s);
+    this.s = step.state;
+    return step.value;
   }
   /** An integer in [0, n). */
   int(n: number): number {

@@ -25,6 +25,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { T2sError } from "../errors.js";
 import { databaseHash } from "./goldcache.js";
+import { mulberry32 } from "../random.js";
 
 /** Probability that an unreferenced row is dropped. */
 const DROP_RATE = 0.2;
@@ -67,17 +68,6 @@ function hashSeed(sha: string, seed: number, i: number): number {
   return (h ^ (h >>> 15)) >>> 0;
 }
 
-/** mulberry32: a small seeded generator of floats in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface TableInfo {
   name: string;

@@ -2,6 +2,7 @@
  * The seeded random numbers behind the shop generator (mulberry32): the same seed always gives the same
  * sequence, on every platform, which is what makes the database byte-identical per seed.
  */
+import { mulberry32Next } from "../../random.js";
 export class SeededRandom {
   private state: number;
 
@@ -11,11 +12,9 @@ export class SeededRandom {
 
   /** A float in [0, 1). */
   next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    const step = mulberry32Next(this.state);
+    this.state = step.state;
+    return step.value;
   }
 
   /** An integer in [lo, hi], both ends included. */
