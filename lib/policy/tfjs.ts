@@ -35,7 +35,7 @@ export async function tfjsPolicy(rest: string, opts: { backend?: string } = {}):
     async complete(messages: ChatMessage[], o: SampleOptions & { tools?: ToolSpec[] }): Promise<Completion[]> {
       if (o.signal?.aborted) throw new PolicyError("aborted", "the request was cancelled");
       const started = Date.now();
-      let result;
+      let result: Awaited<ReturnType<ChatEngine["complete"]>>;
       try {
         result = await engine.complete({ model: served.name, messages, tools: o.tools, n: o.n, temperature: o.temperature, topP: o.top_p, maxTokens: o.max_tokens, stop: o.stop, seed: o.seed });
       } catch (e) {
