@@ -1,0 +1,112 @@
+/** `t2s recipe default-model` / `t2s recipe export`: the kit's own model, from tokenizer to exported folder. */
+import type { Command } from "commander";
+import { join, resolve } from "node:path";
+import { kitPath } from "../paths.js";
+import { checkpointSteps, defaultRecipe, exportModel, runRecipe } from "../recipes/default-model.js";
+import { UsageError } from "../errors.js";
+import { intOption, numberOption, printJson } from "./options.js";
+
+interface RecipeFlags {
+  tasks: string;
+  work: string;
+  out?: string;
+  step?: number;
+  seed: number;
+  steps?: number;
+  batchSize?: number;
+  lr?: number;
+  checkpointEvery?: number;
+  hidden?: number;
+  layers?: number;
+  heads?: number;
+  kvHeads?: number;
+  intermediate?: number;
+  vocab?: number;
+  backend?: string;
+  maxSeconds?: number;
+  initOnly?: boolean;
+  initWeights?: string;
+  warmup?: number;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+export function registerRecipe(program: Command): void {
+  const recipe = program.command("recipe").description("recipes that build the kit's own models from scratch");
+  recipe
+    .command("default-model")
+    .description("train the default model: BPE tokenizer (train split + system prompt), random Qwen2 init, full-weight SFT; --out exports a checkpoint")
+    .option("--tasks <file>", "task file (only its train split is read)", kitPath("data/shop/tasks.jsonl"))
+    .option("--work <dir>", "working folder: init/, sft.json, sft/checkpoints/", "runs/default-model")
+    .option("--out <dir>", "after training, export the checkpoint of --step (default: the last) to this model folder (float16)")
+    .option("--step <n>", "checkpoint step to export with --out", intOption("--step", 1))
+    .option("--seed <n>", "seed of the weights init, the data order and the sampler", intOption("--seed", 0), 1)
+    .option("--steps <n>", "SFT optimizer steps (default 600)", intOption("--steps", 1))
+    .option("--batch-size <n>", "SFT examples per step (default 32)", intOption("--batch-size", 1))
+    .option("--lr <x>", "peak learning rate (default 2e-3, 30 warm-up steps, cosine to 10%)", numberOption("--lr"))
+    .option("--checkpoint-every <n>", "checkpoint every N steps (default 100)", intOption("--checkpoint-every", 0))
+    .option("--hidden <n>", "hidden size (default 256)", intOption("--hidden", 8))
+    .option("--layers <n>", "decoder layers (default 4)", intOption("--layers", 1))
+    .option("--heads <n>", "attention heads (default 4)", intOption("--heads", 1))
+    .option("--kv-heads <n>", "key/value heads (default 2)", intOption("--kv-heads", 1))
+    .option("--intermediate <n>", "MLP width (default 704)", intOption("--intermediate", 1))
+    .option("--vocab <n>", "tokenizer vocabulary size (default 4096)", intOption("--vocab", 300))
+    .option("--backend <name>", "tfjs backend for training: webgpu, wasm, cpu (default: auto)")
+    .option("--max-seconds <s>", "stop training after this many seconds, keeping the checkpoints written", numberOption("--max-seconds"))
+    .option("--init-weights <file>", "start SFT from these weights (model.safetensors of the same shape) instead of the random init")
+    .option("--warmup <n>", "learning-rate warm-up steps (default 30)", intOption("--warmup", 0))
+    .option("--init-only", "write the tokenizer and the random init only (no training)")
+    .option("--json", "print the summary as JSON")
+    .option("--quiet", "no per-step lines")
+    .action(async (f: RecipeFlags) => {
+      const o = defaultRecipe(resolve(f.tasks), resolve(f.work));
+      o.seed = f.seed;
+      if (f.steps !== undefined) o.sft.steps = f.steps;
+      if (f.batchSize !== undefined) o.sft.batch_size = f.batchSize;
+      if (f.lr !== undefined) o.sft.lr = f.lr;
+      if (f.checkpointEvery !== undefined) o.sft.checkpoint_every = f.checkpointEvery;
+      if (f.hidden !== undefined) o.shape.hiddenSize = f.hidden;
+      if (f.layers !== undefined) o.shape.numLayers = f.layers;
+      if (f.heads !== undefined) o.shape.numHeads = f.heads;
+      if (f.kvHeads !== undefined) o.shape.numKvHeads = f.kvHeads;
+      if (f.intermediate !== undefined) o.shape.intermediateSize = f.intermediate;
+      if (f.vocab !== undefined) o.vocabSize = f.vocab;
+      if (f.warmup !== undefined) o.sft.warmup_steps = f.warmup;
+      if (f.initWeights) o.initWeights = resolve(f.initWeights);
+      o.sft.warmup_steps = Math.min(o.sft.warmup_steps, Math.max(0, o.sft.steps - 1));
+      o.backend = f.backend;
+      o.maxSeconds = f.maxSeconds;
+      o.initOnly = f.initOnly;
+      o.onNote = (m) => process.stderr.write(`${m}\n`);
+      if (!f.quiet) o.onStep = (r) => process.stderr.write(`step ${r.step}/${r.total_steps} loss ${Number(r.loss).toFixed(4)} lr ${Number(r.lr).toExponential(2)} ${Number(r.tokens_per_s).toFixed(0)} tok/s\n`);
+      const t0 = Date.now();
+      const res = await runRecipe(o);
+      const steps = checkpointSteps(o.work);
+      let exported: string | null = null;
+      if (f.out && !o.initOnly) {
+        const step = f.step ?? steps[steps.length - 1];
+        if (step === undefined || !steps.includes(step)) throw new UsageError(`no checkpoint for step ${step ?? "(none)"} in ${o.work}; have ${steps.join(", ") || "none"}`);
+        exported = exportStep(o.work, step, resolve(f.out), o.seed);
+      }
+      const summary = { work: o.work, parameters: res.parameters, checkpoints: steps, stopped_early: res.stoppedEarly, seconds: (Date.now() - t0) / 1000, exported, last: res.summary?.last ?? null };
+      if (f.json) printJson(summary);
+      else process.stdout.write(`parameters ${res.parameters}; checkpoints ${steps.join(", ") || "none"}${exported ? `; exported ${exported}` : ""}\n`);
+    });
+  recipe
+    .command("export")
+    .description("write a model folder (float16) from a default-model run's checkpoint")
+    .requiredOption("--work <dir>", "the working folder of `t2s recipe default-model`")
+    .requiredOption("--step <n>", "checkpoint step", intOption("--step", 1))
+    .requiredOption("--out <dir>", "model folder to write")
+    .option("--seed <n>", "recorded in the weights' metadata", intOption("--seed", 0), 1)
+    .action((f: { work: string; step: number; out: string; seed: number }) => {
+      const steps = checkpointSteps(resolve(f.work));
+      if (!steps.includes(f.step)) throw new UsageError(`no checkpoint for step ${f.step} in ${f.work}; have ${steps.join(", ") || "none"}`);
+      process.stdout.write(`${exportStep(resolve(f.work), f.step, resolve(f.out), f.seed)}\n`);
+    });
+}
+
+function exportStep(work: string, step: number, out: string, seed: number): string {
+  const ckpt = join(work, "sft", "checkpoints", `step-${String(step).padStart(6, "0")}`);
+  return exportModel(join(work, "init"), join(ckpt, "model.safetensors"), out, "F16", { sft_step: String(step), seed: String(seed) });
+}

@@ -1,0 +1,162 @@
+/**
+ * The recipe of the kit's own default model, every stage seeded: (1) a byte-level BPE tokenizer trained
+ * on the train split and the system prompt, (2) a randomly initialised Qwen2 decoder, (3) full-weight SFT
+ * with `t2s train sft` on the train split in the kit's single-turn prompt format, (4) export of a chosen
+ * checkpoint as a Hugging Face folder (float16 weights) ready for `tfjs:` and `t2s serve`.
+ */
+import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { schemaDdl } from "../db/schema.js";
+import { notesFor } from "../runs/env.js";
+import { readTasks } from "../tasks/io.js";
+import { readSafetensors, writeSafetensors, type StDtype } from "../model/safetensors.js";
+import { readConfig as readTrainConfig } from "../train/config.js";
+import { runTraining, type RunSummary } from "../train/run.js";
+import { tf } from "../model/tf.js";
+import { T2sError } from "../errors.js";
+import { buildTokenizer, tokenizerCorpus } from "./tokenizer.js";
+import { qwen2Config, writeInitialModel, type ModelShape } from "./init.js";
+
+export interface SftSettings {
+  steps: number;
+  batch_size: number;
+  lr: number;
+  warmup_steps: number;
+  min_lr_ratio: number;
+  weight_decay: number;
+  checkpoint_every: number;
+  micro_batch_rows: number;
+}
+
+export interface RecipeOptions {
+  /** Task file (train split used; holdout never read by any stage). */
+  tasks: string;
+  /** Working folder: init/ (tokenizer + random weights), sft.json, sft/ (checkpoints, train_log.jsonl). */
+  work: string;
+  shape: Omit<ModelShape, "vocabSize">;
+  vocabSize: number;
+  seed: number;
+  sft: SftSettings;
+  backend?: string;
+  /** Start SFT from this weights file (a model.safetensors of the same shape) instead of the random init. */
+  initWeights?: string;
+  /** Stop after the tokenizer and init stages (no training). */
+  initOnly?: boolean;
+  /** Stop training (with the checkpoints written so far) after this many seconds. */
+  maxSeconds?: number;
+  onNote?: (message: string) => void;
+  onStep?: (record: Record<string, unknown>) => void;
+}
+
+/** The default model's recipe settings (the numbers the model card documents). */
+export function defaultRecipe(tasks: string, work: string): RecipeOptions {
+  return {
+    tasks, work, seed: 1, vocabSize: 4096,
+    shape: { hiddenSize: 256, numLayers: 4, numHeads: 4, numKvHeads: 2, intermediateSize: 704, maxPositions: 2048 },
+    sft: { steps: 600, batch_size: 32, lr: 2e-3, warmup_steps: 30, min_lr_ratio: 0.1, weight_decay: 0.1, checkpoint_every: 100, micro_batch_rows: 16 },
+  };
+}
+
+/** Stages 1-2: writes tokenizer.json, tokenizer_config.json and random weights into `<work>/init`; returns that folder and the parameter count. */
+export function initStage(o: RecipeOptions): { dir: string; parameters: number } {
+  const tasks = readTasks(o.tasks);
+  const first = tasks.find((t) => t.split === "train");
+  if (!first) throw new T2sError("no_tasks", `${o.tasks} has no train-split tasks`);
+  if (tasks.some((t) => t.db_path !== first.db_path)) throw new T2sError("bad_value", `${o.tasks}: the recipe trains on one database; tasks name several`);
+  const dir = join(o.work, "init");
+  const corpus = tokenizerCorpus(tasks, schemaDdl(first.db_path), notesFor(first));
+  const bpe = buildTokenizer(dir, corpus, { vocabSize: o.vocabSize, maxTokenBytes: 32, countCap: 64, maxLength: o.shape.maxPositions });
+  o.onNote?.(`tokenizer: ${bpe.vocab.size} tokens, ${bpe.merges.length} merges`);
+  const parameters = writeInitialModel(dir, qwen2Config({ ...o.shape, vocabSize: bpe.vocab.size }), o.seed);
+  if (o.initWeights) {
+    if (!existsSync(o.initWeights)) throw new T2sError("missing_file", `${o.initWeights} does not exist`);
+    cpSync(o.initWeights, join(dir, "model.safetensors"));
+    o.onNote?.(`init: weights from ${o.initWeights}`);
+  }
+  o.onNote?.(`init: Qwen2 ${o.shape.hiddenSize}x${o.shape.numLayers}, ${parameters} parameters, seed ${o.seed}`);
+  return { dir, parameters };
+}
+
+/** Returns the SFT config object the recipe writes to `<work>/sft.json` (paths relative to it). */
+export function sftConfig(o: RecipeOptions): Record<string, unknown> {
+  return {
+    model: "init", full_weights: true, tasks: resolve(o.tasks), split: "train",
+    steps: o.sft.steps, batch_size: o.sft.batch_size, lr: o.sft.lr, schedule: "cosine", warmup_steps: o.sft.warmup_steps,
+    min_lr_ratio: o.sft.min_lr_ratio, weight_decay: o.sft.weight_decay, max_grad_norm: 1, micro_batch_rows: o.sft.micro_batch_rows,
+    checkpoint_every: o.sft.checkpoint_every, seed: o.seed, output_dir: "sft", episode: { style: "single" },
+    ...(o.backend ? { backend: o.backend } : {}),
+  };
+}
+
+class TimeUp extends Error {}
+
+interface PooledBuffers {
+  freeBuffers?: Map<string, { destroy(): void; size: number }[]>;
+  numFreeBuffers?: number;
+  numBytesAllocated?: number;
+}
+
+/**
+ * Destroys the WebGPU backend's pooled free buffers. The pool keeps every freed buffer keyed by its exact
+ * size, and SFT micro-batches change length every step, so without this the pool grows until the device
+ * runs out of memory (seen after ~30 steps). Keys stay in the map: the pool skips releases when it is empty.
+ */
+export function releasePooledGpuBuffers(): void {
+  if (tf.getBackend() !== "webgpu") return;
+  const bm = (tf.backend() as unknown as { bufferManager?: PooledBuffers }).bufferManager;
+  if (!bm?.freeBuffers) return;
+  for (const list of bm.freeBuffers.values()) {
+    for (const b of list) {
+      bm.numBytesAllocated = (bm.numBytesAllocated ?? 0) - b.size;
+      b.destroy();
+    }
+    list.length = 0;
+  }
+  bm.numFreeBuffers = 0;
+}
+
+/** Stages 1-3: init, then SFT; returns the training summary (checkpoints under `<work>/sft/checkpoints`). */
+export async function runRecipe(o: RecipeOptions): Promise<{ parameters: number; summary: RunSummary | null; stoppedEarly: boolean }> {
+  mkdirSync(o.work, { recursive: true });
+  const { parameters } = initStage(o);
+  if (o.initOnly) return { parameters, summary: null, stoppedEarly: false };
+  const file = join(o.work, "sft.json");
+  writeFileSync(file, JSON.stringify(sftConfig(o), null, 2) + "\n");
+  const start = Date.now();
+  try {
+    const summary = await runTraining(readTrainConfig(file, "sft"), {
+      backend: o.backend, onNote: o.onNote,
+      onStep: (r) => {
+        releasePooledGpuBuffers();
+        o.onStep?.(r);
+        if (o.maxSeconds && (Date.now() - start) / 1000 > o.maxSeconds) throw new TimeUp(`stopped after ${o.maxSeconds} s at step ${r.step}`);
+      },
+    });
+    return { parameters, summary, stoppedEarly: false };
+  } catch (e) {
+    if (!(e instanceof TimeUp)) throw e;
+    o.onNote?.(e.message);
+    return { parameters, summary: null, stoppedEarly: true };
+  }
+}
+
+/** Steps that have a checkpoint under `<work>/sft/checkpoints`, ascending. */
+export function checkpointSteps(work: string): number[] {
+  const root = join(work, "sft", "checkpoints");
+  if (!existsSync(root)) return [];
+  return readdirSync(root).map((n) => /^step-(\d+)$/.exec(n)).filter((m): m is RegExpExecArray => m !== null).map((m) => Number(m[1])).sort((a, b) => a - b);
+}
+
+/**
+ * Stage 4: writes a model folder from the init folder's config/tokenizer and a weights file (a checkpoint's
+ * model.safetensors), narrowed to `dtype` (default F16); returns the folder.
+ */
+export function exportModel(initDir: string, weightsFile: string, out: string, dtype: StDtype = "F16", metadata: Record<string, string> = {}): string {
+  if (!existsSync(weightsFile)) throw new T2sError("missing_file", `${weightsFile} does not exist`);
+  mkdirSync(out, { recursive: true });
+  for (const f of ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"]) cpSync(join(initDir, f), join(out, f));
+  const tensors = new Map<string, { shape: number[]; data: Float32Array }>();
+  for (const [name, t] of readSafetensors(weightsFile)) tensors.set(name, { shape: t.shape, data: t.data });
+  writeSafetensors(join(out, "model.safetensors"), tensors, { dtype, metadata });
+  return out;
+}
