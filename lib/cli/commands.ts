@@ -16,6 +16,7 @@ import { registerServe } from "./serve.js";
 import { registerTasks } from "./tasks.js";
 import { registerTrain } from "./train.js";
 import { registerFigures } from "./figures.js";
+import { registerRecipe } from "./recipe.js";
 
 export type RegisterCommands = (program: Command) => void;
 
@@ -33,4 +34,5 @@ export const commandGroups: RegisterCommands[] = [
   registerTasks,
   registerTrain,
   registerFigures,
+  registerRecipe,
 ];
