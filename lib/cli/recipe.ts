@@ -26,6 +26,7 @@ interface RecipeFlags {
   maxSeconds?: number;
   initOnly?: boolean;
   initWeights?: string;
+  stopAt?: number;
   warmup?: number;
   json?: boolean;
   quiet?: boolean;
@@ -52,6 +53,7 @@ export function registerRecipe(program: Command): void {
     .option("--intermediate <n>", "MLP width (default 704)", intOption("--intermediate", 1))
     .option("--vocab <n>", "tokenizer vocabulary size (default 4096)", intOption("--vocab", 300))
     .option("--backend <name>", "tfjs backend for training: webgpu, wasm, cpu (default: auto)")
+    .option("--stop-at <n>", "stop once N steps are done (checkpoint N kept; the schedule still spans --steps)", intOption("--stop-at", 1))
     .option("--max-seconds <s>", "stop training after this many seconds, keeping the checkpoints written", numberOption("--max-seconds"))
     .option("--init-weights <file>", "start SFT from these weights (model.safetensors of the same shape) instead of the random init")
     .option("--warmup <n>", "learning-rate warm-up steps (default 30)", intOption("--warmup", 0))
@@ -76,6 +78,7 @@ export function registerRecipe(program: Command): void {
       o.sft.warmup_steps = Math.min(o.sft.warmup_steps, Math.max(0, o.sft.steps - 1));
       o.backend = f.backend;
       o.maxSeconds = f.maxSeconds;
+      o.stopAt = f.stopAt;
       o.initOnly = f.initOnly;
       o.onNote = (m) => process.stderr.write(`${m}\n`);
       if (!f.quiet) o.onStep = (r) => process.stderr.write(`step ${r.step}/${r.total_steps} loss ${Number(r.loss).toFixed(4)} lr ${Number(r.lr).toExponential(2)} ${Number(r.tokens_per_s).toFixed(0)} tok/s\n`);

@@ -42,6 +42,8 @@ export interface RecipeOptions {
   initWeights?: string;
   /** Stop after the tokenizer and init stages (no training). */
   initOnly?: boolean;
+  /** Stop training once this many optimizer steps are done (their checkpoint included); the schedule still spans sft.steps. */
+  stopAt?: number;
   /** Stop training (with the checkpoints written so far) after this many seconds. */
   maxSeconds?: number;
   onNote?: (message: string) => void;
@@ -129,6 +131,8 @@ export async function runRecipe(o: RecipeOptions): Promise<{ parameters: number;
       onStep: (r) => {
         releasePooledGpuBuffers();
         o.onStep?.(r);
+        // records count steps from 0, so record `stopAt` comes after the checkpoint of step `stopAt`
+        if (o.stopAt !== undefined && Number(r.step) >= o.stopAt) throw new TimeUp(`stopped after step ${o.stopAt} (--stop-at)`);
         if (o.maxSeconds && (Date.now() - start) / 1000 > o.maxSeconds) throw new TimeUp(`stopped after ${o.maxSeconds} s at step ${r.step}`);
       },
     });

@@ -12,7 +12,8 @@ function tinyRecipe(dir: string) {
   const o = defaultRecipe(miniTasks(dir), join(dir, "work"));
   o.vocabSize = 320;
   o.shape = { hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 24, maxPositions: 512 };
-  o.sft = { ...o.sft, steps: 2, batch_size: 2, warmup_steps: 0, checkpoint_every: 1 };
+  o.sft = { ...o.sft, steps: 4, batch_size: 2, warmup_steps: 0, checkpoint_every: 1 };
+  o.stopAt = 2;
   o.backend = "cpu";
   return o;
 }
@@ -26,15 +27,16 @@ test("the recipe's SFT config is single-turn, full weights, train split, seeded"
   assert.equal(c.seed, 1);
 });
 
-test("a tiny run writes tokenizer + init, trains 2 steps with checkpoints, exports a loadable float16 folder", async () => {
+test("a tiny run writes tokenizer + init, trains until --stop-at 2 with checkpoints, exports a loadable float16 folder", async () => {
   const dir = scratchDir("t2s-recipe-");
   const o = tinyRecipe(dir);
   const res = await runRecipe(o);
-  assert.equal(res.stoppedEarly, false);
+  assert.equal(res.stoppedEarly, true);
   assert.ok(res.parameters > 0);
   assert.deepEqual(checkpointSteps(o.work), [1, 2]);
   const log = readFileSync(join(o.work, "sft", "train_log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
-  assert.equal(log.length, 2);
+  assert.equal(log.length, 3);
+  assert.equal(log[0].total_steps, 4);
   assert.ok(log.every((r) => Number.isFinite(r.loss) && r.loss > 0));
   const out = exportModel(join(o.work, "init"), join(o.work, "sft", "checkpoints", "step-000002", "model.safetensors"), join(dir, "model"));
   for (const f of ["config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]) assert.ok(existsSync(join(out, f)), f);
