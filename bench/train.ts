@@ -5,6 +5,8 @@
  *   npm run bench:train -- --backend wasm        same on another backend
  *   npm run bench:train -- --qwen05b             Qwen2-0.5B-shaped model, B4 x T512, best backend
  * Flags: --batch N  --seq N  --steps N (timed steps after one warm-up)  --json
+ *        --profile  one more step of each mode under tf.profile: kernel time by kernel name, and how much of
+ *                   the step's wall time no kernel accounts for (dispatch, read-backs, JS)
  * Rows: sft-full (all weights), sft-lora (r 16 on q,k,v,o), grpo-lora (dapo, mu 1), grpo-lora-kl (beta 0.04:
  * one more forward for the reference).
  */
@@ -38,6 +40,8 @@ async function main(): Promise<void> {
   // prompts take the first half of each row, completions (trained on) the second
   const rows = Array.from({ length: B }, () => ({ ids: Array.from({ length: T }, () => 1 + rng.int(config.vocabSize - 1)), mask: Array.from({ length: T }, (_, t) => (t >= T / 2 ? 1 : 0)) }));
   const results: Record<string, unknown>[] = [];
+  const profile = process.argv.includes("--profile");
+  const profiles: Record<string, StepProfile> = {};
   const modes = (flag("--modes") ?? "sft-full,sft-lora,grpo-lora,grpo-lora-kl").split(",");
   process.stderr.write(`backend ${choice.backend}; B ${B} x T ${T}; ${steps} timed steps after 1 warm-up\n`);
   for (const mode of modes) {
@@ -52,6 +56,7 @@ async function main(): Promise<void> {
         const rec = await t.step();
         if (i > 0) times.push(rec.step_time_s as number);
       }
+      if (profile) profiles[mode] = await profileStep(() => t.step());
       t.dispose();
     } else {
       let k = 0;
@@ -65,6 +70,7 @@ async function main(): Promise<void> {
         const rec = await t.step();
         if (i > 0) times.push(rec.train_time_s as number);
       }
+      if (profile) profiles[mode] = await profileStep(() => t.step());
       t.dispose();
     }
     const s = median(times);
@@ -74,13 +80,46 @@ async function main(): Promise<void> {
     model.dispose();
   }
   const params = randomModelParams(config);
-  const summary = { backend: choice.backend, skipped: choice.skipped, model: big ? "qwen2-0.5b-shaped (random)" : "tiny llama (random, hidden 128, 2 layers, vocab 2048)", params, rows: results, tensors_after: tf.memory().numTensors };
+  const summary = { backend: choice.backend, skipped: choice.skipped, model: big ? "qwen2-0.5b-shaped (random)" : "tiny llama (random, hidden 128, 2 layers, vocab 2048)", params, rows: results, profiles, tensors_after: tf.memory().numTensors };
   if (process.argv.includes("--json")) process.stdout.write(JSON.stringify(summary) + "\n");
   else {
     process.stdout.write(`backend ${summary.backend}; model ${summary.model}; ${params} parameters\n`);
     process.stdout.write("mode           batch  seq  trained params  s/step   tokens/s\n");
     for (const r of results) process.stdout.write(`${String(r.mode).padEnd(13)}  ${String(r.batch).padStart(5)}  ${String(r.seq).padStart(3)}  ${String(r.trained_params).padStart(14)}  ${String(r.seconds_per_step).padStart(6)}  ${String(r.tokens_per_s).padStart(9)}\n`);
+    for (const [mode, p] of Object.entries(profiles)) {
+      process.stdout.write(`\nprofile ${mode}: wall ${p.wall_ms.toFixed(0)} ms, kernels ${p.kernel_ms.toFixed(0)} ms (${p.kernel_count} launches), not in kernels ${(100 * (1 - p.kernel_ms / p.wall_ms)).toFixed(0)}%\n`);
+      process.stdout.write("kernel                     ms   share  launches\n");
+      for (const k of p.top) process.stdout.write(`${k.name.padEnd(22)} ${k.ms.toFixed(1).padStart(8)}  ${(100 * k.share).toFixed(1).padStart(5)}%  ${String(k.count).padStart(8)}\n`);
+    }
   }
+}
+
+interface StepProfile {
+  wall_ms: number;
+  kernel_ms: number;
+  kernel_count: number;
+  top: { name: string; ms: number; share: number; count: number }[];
+}
+
+/** Runs one step under tf.profile and sums kernel time by kernel name (backends without timers report 0). */
+async function profileStep(step: () => Promise<unknown>): Promise<StepProfile> {
+  const t0 = performance.now();
+  const info = await tf.profile(async () => {
+    await step();
+    return [];
+  });
+  const wall = performance.now() - t0;
+  const byName = new Map<string, { ms: number; count: number }>();
+  for (const k of info.kernels) {
+    const ms = typeof k.kernelTimeMs === "number" ? k.kernelTimeMs : 0;
+    const e = byName.get(k.name) ?? { ms: 0, count: 0 };
+    e.ms += ms;
+    e.count++;
+    byName.set(k.name, e);
+  }
+  const total = [...byName.values()].reduce((a, e) => a + e.ms, 0);
+  const top = [...byName.entries()].map(([name, e]) => ({ name, ms: e.ms, share: total > 0 ? e.ms / total : 0, count: e.count })).sort((a, b) => b.ms - a.ms).slice(0, 15);
+  return { wall_ms: wall, kernel_ms: total, kernel_count: info.kernels.length, top };
 }
 
 function randomModelParams(c: ReturnType<typeof tinyConfig>): number {
