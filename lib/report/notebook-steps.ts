@@ -21,10 +21,10 @@ import type { Table } from "./tables.js";
 import { readTrainLog, trainingCurvesFigure, trainProgressLine, type TrainRecord } from "./training.js";
 
 /** The kit's own model and task set: what the notebooks use when given no parameters. */
-export const DEFAULT_MODEL_DIR = "data/models/t2s-shop-mini";
+export const DEFAULT_MODEL_DIR = "data/models/shop-sql-4m";
 export const DEFAULT_POLICY = `tfjs:${DEFAULT_MODEL_DIR}`;
 export const DEFAULT_TASKS = "data/shop/tasks.jsonl";
-export const DEFAULT_BENCHMARK_ROWS = "out/benchmark/shop-mini.jsonl";
+export const DEFAULT_BENCHMARK_ROWS = "out/benchmark/shop-sql-4m.jsonl";
 
 function abs(p: string): string {
   return isAbsolute(p) ? p : kitPath(p);
