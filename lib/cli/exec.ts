@@ -1,7 +1,7 @@
 /** `t2s exec`: run read-only SQL against a database through the sandboxed executor pool. */
 import type { Command } from "commander";
 import { cpus } from "node:os";
-import { createInterface } from "node:readline";
+import { answerJsonlStream } from "./jsonl-stream.js";
 import { UsageError } from "../errors.js";
 import { formatOutcome } from "../db/format.js";
 import { ExecutorPool } from "../db/pool.js";
@@ -20,11 +20,6 @@ interface ExecFlags {
 type LineResult = ExecOutcome | { ok: false; error: { kind: "bad_input"; message: string } };
 
 async function runJsonl(pool: ExecutorPool, flags: ExecFlags): Promise<void> {
-  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  // Lines run concurrently but are written in input order; the window bounds memory on long streams.
-  const window: Promise<string>[] = [];
-  const limit = Math.max(4, pool.size * 4);
-  let lineNo = 0;
   const answer = async (raw: string, n: number): Promise<string> => {
     let parsed: unknown;
     try {
@@ -39,13 +34,7 @@ async function runJsonl(pool: ExecutorPool, flags: ExecFlags): Promise<void> {
     const outcome = await pool.execute(flags.db, req.sql, { timeoutMs: flags.timeoutMs, maxRows: flags.maxRows });
     return JSON.stringify(req.id !== undefined ? { id: req.id, ...outcome } : outcome);
   };
-  for await (const raw of rl) {
-    lineNo++;
-    if (raw.trim() === "") continue;
-    window.push(answer(raw, lineNo));
-    while (window.length >= limit) process.stdout.write((await window.shift()) + "\n");
-  }
-  while (window.length) process.stdout.write((await window.shift()) + "\n");
+  await answerJsonlStream(answer, Math.max(4, pool.size * 4));
 }
 
 function badInput(message: string): LineResult {

@@ -1,7 +1,7 @@
 /** `t2s grade`: grade a query or model reply against a gold query, one at a time or as a JSONL stream. */
 import type { Command } from "commander";
 import { cpus } from "node:os";
-import { createInterface } from "node:readline";
+import { answerJsonlStream } from "./jsonl-stream.js";
 import { isT2sError, UsageError } from "../errors.js";
 import { ExecutorPool } from "../db/pool.js";
 import { grade, type GradeOptions } from "../verifier/grade.js";
@@ -57,11 +57,6 @@ async function gradeRequest(pool: ExecutorPool, req: GradeRequest, flags: GradeF
 }
 
 async function runJsonl(pool: ExecutorPool, flags: GradeFlags, defaults: RequestDefaults): Promise<void> {
-  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  // lines are graded concurrently but answered in input order; the window bounds memory on long streams
-  const window: Promise<string>[] = [];
-  const limit = Math.max(8, pool.size * 8);
-  let lineNo = 0;
   const answer = async (raw: string, n: number): Promise<string> => {
     const req = parseGradeRequest(raw, defaults);
     if ("error" in req) return JSON.stringify({ error: `line ${n}: ${req.error}` });
@@ -73,13 +68,7 @@ async function runJsonl(pool: ExecutorPool, flags: GradeFlags, defaults: Request
       return JSON.stringify({ error: `line ${n}: ${e instanceof Error ? e.message : String(e)}` });
     }
   };
-  for await (const raw of rl) {
-    lineNo++;
-    if (raw.trim() === "") continue;
-    window.push(answer(raw, lineNo));
-    while (window.length >= limit) process.stdout.write((await window.shift()) + "\n");
-  }
-  while (window.length) process.stdout.write((await window.shift()) + "\n");
+  await answerJsonlStream(answer, Math.max(8, pool.size * 8));
 }
 
 /** Adds `t2s grade` to the program. */
