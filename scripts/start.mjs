@@ -19,9 +19,9 @@ const stamp = new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19);
 const reportDir = join("reports", stamp);
 const outDir = join("out", `demo-${stamp}`);
 const full = process.env.T2S_DEMO === "full";
-const holdoutLimit = Number(process.env.T2S_DEMO_HOLDOUT ?? (full ? 0 : 40));
-const trainLimit = Number(process.env.T2S_DEMO_TRAIN ?? (full ? 0 : 48));
-const steps = Number(process.env.T2S_DEMO_STEPS ?? (full ? 30 : 3));
+const holdoutLimit = Number(process.env.T2S_DEMO_HOLDOUT ?? (full ? 0 : 24));
+const trainLimit = Number(process.env.T2S_DEMO_TRAIN ?? (full ? 0 : 16));
+const steps = Number(process.env.T2S_DEMO_STEPS ?? (full ? 30 : 2));
 const started = Date.now();
 
 function t2s(args, what) {
@@ -77,12 +77,14 @@ const config = {
   split: "train",
   band: { rows: resolve(trainRows), lo: 0.1, hi: 0.9 },
   adapter: { r: 8, alpha: 16, targets: ["q_proj", "k_proj", "v_proj", "o_proj"] },
-  prompts_per_step: full ? 32 : 4,
+  prompts_per_step: full ? 32 : 2,
   group_size: 8,
   steps,
   loss_type: "dapo",
   mask_truncated: true,
-  lr: 2e-4,
+  // ~450-token rows x a 4096-token vocabulary: small micro-batches keep the wasm backend inside its memory
+  micro_batch_rows: 4,
+  lr: 1e-3,
   sampling: { temperature: 1.0, max_tokens: 256 },
   reward_preset: "shaped",
   seed: 1,
@@ -91,7 +93,7 @@ const config = {
 const configPath = join(outDir, "grpo-config.json");
 writeFileSync(configPath, JSON.stringify(config, null, 2) + "\n");
 notebook("03-grpo-round", { config: configPath });
-notebook("04-serving-check", { model, adapter: join(runDir, "adapter"), train_log: join(runDir, "train_log.jsonl"), limit: 8, max_tokens: 256 });
+notebook("04-serving-check", { model, adapter: join(runDir, "adapter"), train_log: join(runDir, "train_log.jsonl"), limit: 6, max_tokens: 256 });
 
 t2s(["benchmark", "--policy", `${policy}+${join(runDir, "adapter")}`, "--tasks", tasks, "--split", "holdout", ...(holdoutLimit ? ["--limit", String(holdoutLimit)] : []), "--k", "4", "--temperature", "0.7", "--max-tokens", "256", "--out", tunedRows], "benchmark the adapter on the same holdout slice");
 notebook("05-paired-delta", { a: baseRows, b: tunedRows });

@@ -3,23 +3,14 @@
 // kernel started in notebooks/ as Jupyter starts it for a notebook there.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readNotebook, serializeNotebook } from "../../lib/notebooks/nbformat.js";
 import { injectParameters } from "../../lib/notebooks/params.js";
 import { repoRoot, runCli, scratchDir } from "../helpers.js";
+import { executeWithNbclient } from "../notebooks/fixtures.js";
 import { makeRows, writeRows } from "../report/fixtures.js";
 
-const PY = "/usr/bin/python3";
-const EXECUTE = `
-import sys, nbformat
-from nbclient import NotebookClient
-nb = nbformat.read(sys.argv[1], as_version=4)
-NotebookClient(nb, kernel_name="tslab", timeout=180, resources={"metadata": {"path": sys.argv[2]}}).execute()
-nbformat.validate(nb)
-nbformat.write(nb, sys.argv[3])
-`;
 
 test("nbclient runs 05-paired-delta with the registered kernel: every cell, no error, figures inline", async () => {
   const dir = scratchDir("t2s-nb-jupyter-");
@@ -33,11 +24,7 @@ test("nbclient runs 05-paired-delta with the registered kernel: every cell, no e
   const input = join(dir, "05-in.ipynb");
   const output = join(dir, "05-out.ipynb");
   writeFileSync(input, serializeNotebook(nb));
-  const run = spawnSync(PY, ["-c", EXECUTE, input, join(repoRoot, "notebooks"), output], {
-    encoding: "utf8",
-    env: { ...process.env, JUPYTER_PATH: join(prefix, "share", "jupyter"), PYDEVD_DISABLE_FILE_VALIDATION: "1" },
-    timeout: 240_000,
-  });
+  const run = executeWithNbclient(input, join(repoRoot, "notebooks"), output, join(prefix, "share", "jupyter"), 180);
   assert.equal(run.status, 0, `nbclient failed:\n${run.stderr.slice(-3000)}`);
   const done = JSON.parse(readFileSync(output, "utf8"));
   const code = done.cells.filter((c: { cell_type: string }) => c.cell_type === "code");

@@ -44,3 +44,26 @@ export function nbformatProblems(path: string): string {
   if (r.error) return `cannot run /usr/bin/python3 (install python3-nbformat): ${r.error.message}`;
   return r.status === 0 ? "" : r.stderr.trim() || `exit ${r.status}`;
 }
+
+const NBCLIENT_EXECUTE = `
+import sys, nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, kernel_name="tslab", timeout=int(sys.argv[4]), resources={"metadata": {"path": sys.argv[2]}}).execute()
+nbformat.validate(nb)
+nbformat.write(nb, sys.argv[3])
+`;
+
+/**
+ * Executes a notebook with Debian's nbclient and the tslab kernelspec registered under `jupyterPath`, the
+ * kernel started in `cwd` as Jupyter would start it; the executed notebook is validated and written to
+ * `output`. Returns the python process's exit status and stderr.
+ */
+export function executeWithNbclient(input: string, cwd: string, output: string, jupyterPath: string, cellTimeoutS = 120): { status: number | null; stderr: string } {
+  const run = spawnSync("/usr/bin/python3", ["-c", NBCLIENT_EXECUTE, input, cwd, output, String(cellTimeoutS)], {
+    encoding: "utf8",
+    env: { ...process.env, JUPYTER_PATH: jupyterPath, PYDEVD_DISABLE_FILE_VALIDATION: "1" },
+    timeout: 2 * cellTimeoutS * 1000,
+  });
+  return { status: run.status, stderr: run.stderr ?? String(run.error) };
+}

@@ -6,17 +6,9 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { repoRoot, runCli, scratchDir } from "../helpers.js";
-import { readJson } from "./fixtures.js";
+import { executeWithNbclient, readJson } from "./fixtures.js";
 
 const PY = "/usr/bin/python3";
-const EXECUTE = `
-import sys, nbformat
-from nbclient import NotebookClient
-nb = nbformat.read(sys.argv[1], as_version=4)
-NotebookClient(nb, kernel_name="tslab", timeout=120, resources={"metadata": {"path": sys.argv[2]}}).execute()
-nbformat.validate(nb)
-nbformat.write(nb, sys.argv[3])
-`;
 
 test("install-kernel registers tslab in a prefix, and nbclient executes 00-smoke with it", async () => {
   const has = spawnSync(PY, ["-c", "import nbclient, nbformat, jupyter_client"], { encoding: "utf8" });
@@ -32,11 +24,7 @@ test("install-kernel registers tslab in a prefix, and nbclient executes 00-smoke
 
   const outFile = join(prefix, "smoke.nbclient.ipynb");
   // the kernel starts in notebooks/, as Jupyter would start it
-  const run = spawnSync(PY, ["-c", EXECUTE, join(repoRoot, "notebooks", "00-smoke.ipynb"), join(repoRoot, "notebooks"), outFile], {
-    encoding: "utf8",
-    env: { ...process.env, JUPYTER_PATH: join(prefix, "share", "jupyter"), PYDEVD_DISABLE_FILE_VALIDATION: "1" },
-    timeout: 120_000,
-  });
+  const run = executeWithNbclient(join(repoRoot, "notebooks", "00-smoke.ipynb"), join(repoRoot, "notebooks"), outFile, join(prefix, "share", "jupyter"), 60);
   assert.equal(run.status, 0, `nbclient failed:\n${run.stderr}`);
   assert.ok(existsSync(outFile));
   const nb = readJson(outFile);
