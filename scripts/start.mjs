@@ -10,7 +10,7 @@
 // with T2S_DEMO_HOLDOUT, T2S_DEMO_TRAIN, T2S_DEMO_STEPS.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 
 const root = process.cwd();
 const model = process.env.T2S_DEMO_MODEL ?? "data/models/shop-sql-4m";
@@ -62,18 +62,31 @@ if (!existsSync(join(model, "config.json"))) {
 mkdirSync(outDir, { recursive: true });
 mkdirSync(reportDir, { recursive: true });
 
+// The demo's slices are the first N tasks of each split in id order: ids are hashes, so this is a seeded
+// spread over archetypes and difficulties, the same one on every run (the shipped file is grouped by
+// archetype, so its own first N would all be one archetype).
+const demoTasks = join(outDir, "tasks.jsonl");
+const shopDir = resolve(dirname(tasks));
+const spread = readFileSync(tasks, "utf8")
+  .split("\n")
+  .filter((l) => l.trim() !== "")
+  .map((l) => JSON.parse(l))
+  .map((t) => ({ ...t, db_path: resolve(shopDir, t.db_path) }))
+  .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+writeFileSync(demoTasks, spread.map((t) => JSON.stringify(t)).join("\n") + "\n");
+
 const baseRows = join(outDir, "base-holdout.jsonl");
 const trainRows = join(outDir, "base-train.jsonl");
 const tunedRows = join(outDir, "grpo-holdout.jsonl");
 const runDir = join(outDir, "grpo");
 const policy = `tfjs:${model}`;
 
-notebook("01-benchmark", { policy, split: "holdout", limit: holdoutLimit, k: 4, temperature: 0.7, max_tokens: 256, out: baseRows });
-notebook("02-headroom", { rows_path: trainRows, policy, split: "train", limit: trainLimit, k: 8, band_dir: join(outDir, "band") });
+notebook("01-benchmark", { policy, tasks: demoTasks, split: "holdout", limit: holdoutLimit, k: 4, temperature: 0.7, max_tokens: 256, out: baseRows });
+notebook("02-headroom", { rows_path: trainRows, policy, tasks: demoTasks, split: "train", limit: trainLimit, k: 8, band_dir: join(outDir, "band") });
 
 const config = {
   model: resolve(model),
-  tasks: resolve(tasks),
+  tasks: resolve(demoTasks),
   split: "train",
   band: { rows: resolve(trainRows), lo: 0.1, hi: 0.9 },
   adapter: { r: 8, alpha: 16, targets: ["q_proj", "k_proj", "v_proj", "o_proj"] },
@@ -93,9 +106,9 @@ const config = {
 const configPath = join(outDir, "grpo-config.json");
 writeFileSync(configPath, JSON.stringify(config, null, 2) + "\n");
 notebook("03-grpo-round", { config: configPath });
-notebook("04-serving-check", { model, adapter: join(runDir, "adapter"), train_log: join(runDir, "train_log.jsonl"), limit: 6, max_tokens: 256 });
+notebook("04-serving-check", { model, tasks: demoTasks, adapter: join(runDir, "adapter"), train_log: join(runDir, "train_log.jsonl"), limit: 6, max_tokens: 256 });
 
-t2s(["benchmark", "--policy", `${policy}+${join(runDir, "adapter")}`, "--tasks", tasks, "--split", "holdout", ...(holdoutLimit ? ["--limit", String(holdoutLimit)] : []), "--k", "4", "--temperature", "0.7", "--max-tokens", "256", "--out", tunedRows], "benchmark the adapter on the same holdout slice");
+t2s(["benchmark", "--policy", `${policy}+${join(runDir, "adapter")}`, "--tasks", demoTasks, "--split", "holdout", ...(holdoutLimit ? ["--limit", String(holdoutLimit)] : []), "--k", "4", "--temperature", "0.7", "--max-tokens", "256", "--out", tunedRows], "benchmark the adapter on the same holdout slice");
 notebook("05-paired-delta", { a: baseRows, b: tunedRows });
 t2s(["figures", "export", "--report", reportDir, "--format", "svg,png,pdf"], "exporting figures");
 
