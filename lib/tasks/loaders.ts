@@ -128,6 +128,25 @@ function birdDatabases(dir: string, file: string): string {
   throw new T2sError("no_database", `${dir}: cannot tell which *_databases folder holds the databases of ${basename(file)} (found: ${all.join(", ") || "none"})`);
 }
 
+/** A task from one BIRD-shaped record (db_id, question, SQL, evidence, difficulty); ids come later. */
+function birdRecordTask(r: Record<string, unknown>, where: string, root: string, source: string): Task {
+  const dbId = str(r, "db_id", where);
+  const t: Task = {
+    id: "",
+    db_id: dbId,
+    db_path: dbFile(root, dbId, where),
+    question: str(r, "question", where),
+    gold_sql: str(r, "SQL", where),
+    difficulty: typeof r.difficulty === "string" ? r.difficulty : "unknown",
+    archetype: "unknown",
+    style: "bird",
+    split: "train",
+    source,
+  };
+  if (typeof r.evidence === "string" && r.evidence.trim() !== "") t.evidence = r.evidence;
+  return t;
+}
+
 /** Tasks of a BIRD folder (default records file dev.json). Difficulty keeps BIRD's labels. */
 export function loadBird(dir: string, opts: { file?: string } = {}): Task[] {
   const file = join(dir, opts.file ?? "dev.json");
@@ -135,22 +154,7 @@ export function loadBird(dir: string, opts: { file?: string } = {}): Task[] {
   const tasks = readJsonArray(file).map(({ line, value }) => {
     const where = `${file}:${line}`;
     const r = asObject(value, where);
-    const dbId = str(r, "db_id", where);
-    const evidence = typeof r.evidence === "string" && r.evidence.trim() !== "" ? r.evidence : undefined;
-    const t: Task = {
-      id: "",
-      db_id: dbId,
-      db_path: dbFile(root, dbId, where),
-      question: str(r, "question", where),
-      gold_sql: str(r, "SQL", where),
-      difficulty: typeof r.difficulty === "string" ? r.difficulty : "unknown",
-      archetype: "unknown",
-      style: "bird",
-      split: "train",
-      source: `bird:${basename(file)}:${r.question_id ?? line}`,
-    };
-    if (evidence) t.evidence = evidence;
-    return t;
+    return birdRecordTask(r, where, root, `bird:${basename(file)}:${r.question_id ?? line}`);
   });
   return finishIds(tasks);
 }
@@ -199,22 +203,8 @@ export function loadPlatinum(path: string, opts: { dbRoot?: string } = {}): Task
   const tasks = platinumRecords(file).map(({ line, value }) => {
     const where = `${file}:${line}`;
     const r = asObject(value, where);
-    const dbId = str(r, "db_id", where);
-    const evidence = typeof r.evidence === "string" && r.evidence.trim() !== "" ? r.evidence : undefined;
-    const t: Task = {
-      id: "",
-      db_id: dbId,
-      db_path: dbFile(root, dbId, where),
-      question: str(r, "question", where),
-      gold_sql: str(r, "SQL", where),
-      difficulty: typeof r.difficulty === "string" ? r.difficulty : "unknown",
-      archetype: "unknown",
-      style: "bird",
-      split: "train",
-      grading: platinumGrading(r.grading_method, where),
-      source: `platinum:${basename(file)}:${r.question_id ?? line}`,
-    };
-    if (evidence) t.evidence = evidence;
+    const t = birdRecordTask(r, where, root, `platinum:${basename(file)}:${r.question_id ?? line}`);
+    t.grading = platinumGrading(r.grading_method, where);
     return t;
   });
   return finishIds(tasks);
