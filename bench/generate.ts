@@ -10,11 +10,7 @@ import { useBackend } from "../lib/model/backend.js";
 import { generate, type GenerateStats } from "../lib/model/generate.js";
 import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random.js";
 import { tf } from "../lib/model/tf.js";
-
-function flag(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
+import { flag } from "./args.js";
 
 async function main(): Promise<void> {
   const big = process.argv.includes("--qwen05b");

@@ -14,6 +14,7 @@ import { kitPath } from "../lib/paths.js";
 import { readTasks } from "../lib/tasks/io.js";
 import { grade, type GradableTask } from "../lib/verifier/grade.js";
 import { GoldCache } from "../lib/verifier/goldcache.js";
+import { intFlag } from "./args.js";
 
 const FALLBACK_GOLDS = [
   "SELECT COUNT(*) FROM orders WHERE status = 'delivered'",
@@ -28,17 +29,9 @@ const FALLBACK_GOLDS = [
   "SELECT customer_id, first_name FROM customers WHERE referred_by IS NOT NULL",
 ];
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  if (i < 0) return fallback;
-  const n = Number(process.argv[i + 1]);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} needs a positive integer`);
-  return n;
-}
-
 async function main(): Promise<void> {
-  const grades = arg("--grades", 600);
-  const many = arg("--workers", Math.max(2, cpus().length));
+  const grades = intFlag("--grades", 600);
+  const many = intFlag("--workers", Math.max(2, cpus().length));
   const db = defaultShopPath();
   if (!existsSync(db)) buildShopDatabase(db);
   const taskFile = kitPath("data", "shop", "tasks.jsonl");

@@ -18,6 +18,7 @@ import { benchmark } from "../lib/runs/benchmark.js";
 import { readTasks } from "../lib/tasks/io.js";
 import type { Task } from "../lib/tasks/types.js";
 import { startFakeOpenAI } from "../test/support/fake-openai.js";
+import { intFlag } from "./args.js";
 
 const GOLDS = [
   ["How many orders were delivered?", "SELECT COUNT(*) FROM orders WHERE status = 'delivered'"],
@@ -28,14 +29,6 @@ const GOLDS = [
   ["How many products does each category have?", "SELECT c.name, COUNT(p.product_id) FROM categories c LEFT JOIN products p ON p.category_id = c.category_id GROUP BY c.category_id"],
 ];
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  if (i < 0) return fallback;
-  const n = Number(process.argv[i + 1]);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} needs a positive integer`);
-  return n;
-}
-
 function shopTasks(db: string): Task[] {
   const file = kitPath("data", "shop", "tasks.jsonl");
   if (existsSync(file)) return readTasks(file).slice(0, 30);
@@ -45,8 +38,8 @@ function shopTasks(db: string): Task[] {
 }
 
 async function main(): Promise<void> {
-  const episodes = arg("--episodes", 300);
-  const workers = arg("--workers", Math.max(1, cpus().length));
+  const episodes = intFlag("--episodes", 300);
+  const workers = intFlag("--workers", Math.max(1, cpus().length));
   const db = defaultShopPath();
   if (!existsSync(db)) buildShopDatabase(db);
   const tasks = shopTasks(db);

@@ -18,11 +18,7 @@ import { GrpoTrainer, type Rollout } from "../lib/train/grpo.js";
 import { ModelTrainable } from "../lib/train/model-adapter.js";
 import { Rng } from "../lib/train/rng.js";
 import { SftTrainer } from "../lib/train/sft.js";
-
-function flag(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
+import { flag } from "./args.js";
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
