@@ -1,23 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import Database from "better-sqlite3";
-import { runCli, scratchDir } from "../helpers.js";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runCli } from "../helpers.js";
+import { tinyTrainingWorld } from "./tiny-world.js";
 
 /** A world small enough for CPU: the tiny Qwen2 fixture (context widened), a one-table database, two tasks. */
 function world(): { dir: string; config: (over: Record<string, unknown>) => string } {
-  const dir = scratchDir("t2s-train-");
-  cpSync(resolve("test/fixtures/model/qwen2"), join(dir, "model"), { recursive: true });
-  const cfgPath = join(dir, "model", "config.json");
-  const mc = JSON.parse(readFileSync(cfgPath, "utf8"));
-  mc.max_position_embeddings = 4096;
-  writeFileSync(cfgPath, JSON.stringify(mc));
-  const db = new Database(join(dir, "tiny.sqlite"));
-  db.exec("CREATE TABLE pet (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO pet VALUES (1, 'ada'), (2, 'bo'), (3, 'cy');");
-  db.close();
-  const task = (id: string, q: string, sql: string) => ({ id, db_id: "tiny", db_path: "tiny.sqlite", question: q, gold_sql: sql, difficulty: "easy", archetype: "count", style: "terse", split: "train", source: "test" });
-  writeFileSync(join(dir, "tasks.jsonl"), [task("t1", "How many pets?", "SELECT COUNT(*) FROM pet"), task("t2", "Name of pet 2?", "SELECT name FROM pet WHERE id = 2")].map((t) => JSON.stringify(t)).join("\n") + "\n");
+  const dir = tinyTrainingWorld("t2s-train-");
   const config = (over: Record<string, unknown>) => {
     const p = join(dir, `c${Math.random().toString(36).slice(2)}.json`);
     writeFileSync(p, JSON.stringify({ model: "model", tasks: "tasks.jsonl", output_dir: "out", seed: 1, ...over }));
