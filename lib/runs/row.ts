@@ -48,18 +48,8 @@ export interface RolloutRow {
   error?: string;
 }
 
-export interface RowContext {
-  run_id: string;
-  eval_run: string;
-  sample: number;
-  seed: number;
-  policy: string;
-  model: string | null;
-  adapter: string | null;
-  style: EpisodeStyle;
-  protocol: ToolProtocol | null;
-  rerolls: number;
-}
+/** What the runner knows about an episode before it runs: the row's fields that do not come from the task or the grade. */
+export type RowContext = Pick<RolloutRow, "run_id" | "eval_run" | "sample" | "seed" | "policy" | "model" | "adapter" | "style" | "protocol" | "rerolls">;
 
 /** Builds the row for a finished episode of `task`. */
 export function makeRow(task: Task, ctx: RowContext, ep: EpisodeResult): RolloutRow {
