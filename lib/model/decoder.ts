@@ -5,6 +5,7 @@
  */
 import { tf } from "./tf.js";
 import type { ModelConfig } from "./config.js";
+import { matMulWeightT, prefersPlainMatMul } from "./layout.js";
 import { rotaryTables } from "./rope.js";
 
 /** Attention scores held at once (B·heads·queries·keys) before queries are split into chunks. */
@@ -74,10 +75,10 @@ export function linear(x: tf.Tensor, l: Linear, adapter?: string | null): tf.Ten
   const shape = x.shape;
   const inDim = shape[shape.length - 1];
   const x2 = tf.reshape(x, [-1, inDim]) as tf.Tensor2D;
-  let y: tf.Tensor = tf.matMul(x2, l.weight, false, true);
+  let y: tf.Tensor = matMulWeightT(x2, l.weight);
   if (l.bias) y = tf.add(y, l.bias);
   const pair = adapter ? l.lora?.get(adapter) : undefined;
-  if (pair) y = tf.add(y, tf.mul(tf.matMul(tf.matMul(x2, pair.a, false, true), pair.b, false, true), pair.scale));
+  if (pair) y = tf.add(y, tf.mul(matMulWeightT(matMulWeightT(x2, pair.a), pair.b), pair.scale));
   return tf.reshape(y, [...shape.slice(0, -1), l.weight.shape[0]]);
 }
 
@@ -151,6 +152,7 @@ export function decoderStep(
   const S = past + T;
   // long prompts attend in query chunks, so the score matrix never holds more than ~CHUNK_SCORES floats
   const chunk = Math.max(1, Math.min(T, Math.floor((opts.chunkScores ?? CHUNK_SCORES) / Math.max(1, B * H * S))));
+  const plain = prefersPlainMatMul();
   w.layers.forEach((l, i) => {
     // each layer in its own scope: only the residual stream and the new keys/values outlive it
     const out = tf.tidy(() => {
@@ -169,6 +171,8 @@ export function decoderStep(
         kk = tf.concat([cache.keys[i], kk], 2);
         vv = tf.concat([cache.values[i], vv], 2);
       }
+      // keys laid out [B, KV, hd, S] where a transposed matmul is slow (see layout.ts)
+      const kT = plain ? tf.transpose(kk, [0, 1, 3, 2]) : null;
       const pieces: tf.Tensor[] = [];
       for (let t0 = 0; t0 < T; t0 += chunk) {
         const tc = Math.min(chunk, T - t0);
@@ -176,7 +180,9 @@ export function decoderStep(
         const bc = tc === T ? bias : tf.slice(bias, [0, 0, t0, 0], [B, 1, tc, S]);
         // queries of the G heads sharing one kv head are stacked, so k and v are never repeated in memory;
         // [B, KV, G*tc, S] is laid out as [B, H, tc, S], so the mask broadcasts over heads in rank 4
-        const scores = tf.add(tf.reshape(tf.mul(tf.matMul(tf.reshape(qc, [B, KV, G * tc, hd]), kk, false, true), scale), [B, H, tc, S]), bc);
+        const qg = tf.reshape(qc, [B, KV, G * tc, hd]);
+        const raw = kT ? tf.matMul(qg, kT) : tf.matMul(qg, kk, false, true);
+        const scores = tf.add(tf.reshape(tf.mul(raw, scale), [B, H, tc, S]), bc);
         const probs = tf.reshape(tf.softmax(scores, -1), [B, KV, G * tc, S]);
         pieces.push(tf.reshape(tf.matMul(probs, vv), [B, H, tc, hd]));
       }

@@ -6,6 +6,7 @@ import { tf } from "./tf.js";
 import { T2sError } from "../errors.js";
 import type { ModelConfig } from "./config.js";
 import { decoderStep, type DecoderWeights, type KvCache, type StepInput } from "./decoder.js";
+import { releaseTransposed } from "./layout.js";
 import { inverseFrequencies } from "./rope.js";
 import type { ChatTokenizer } from "./tokenizer.js";
 
@@ -128,6 +129,7 @@ export class CausalLM {
     if (this.disposed) return;
     this.disposed = true;
     const mine = this.owned ?? new Set(this.tensors());
+    releaseTransposed(mine);
     for (const t of mine) if (!t.isDisposed) t.dispose();
   }
 }
