@@ -8,6 +8,7 @@
 import { T2sError } from "../errors.js";
 import { disposeCache, selectCacheRows, type KvCache } from "./decoder.js";
 import type { CausalLM } from "./model.js";
+import { commonPrefix } from "./prefix.js";
 import { sampleToken, sequenceRandom, type SamplingParams } from "./sampler.js";
 import type { tf } from "./tf.js";
 
@@ -79,15 +80,6 @@ interface Row {
   maxTokens: number;
   stop: string[];
   params: SamplingParams;
-}
-
-function commonPrefix(rows: number[][]): number {
-  let n = Math.min(...rows.map((r) => r.length));
-  for (let i = 0; i < n; i++) {
-    const v = rows[0][i];
-    if (rows.some((r) => r[i] !== v)) return i;
-  }
-  return n;
 }
 
 /**
