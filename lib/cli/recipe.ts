@@ -26,6 +26,7 @@ interface RecipeFlags {
   maxSeconds?: number;
   initOnly?: boolean;
   initWeights?: string;
+  extraTasks?: string;
   stopAt?: number;
   warmup?: number;
   json?: boolean;
@@ -56,6 +57,7 @@ export function registerRecipe(program: Command): void {
     .option("--stop-at <n>", "stop once N steps are done (checkpoint N kept; the schedule still spans --steps)", intOption("--stop-at", 1))
     .option("--max-seconds <s>", "stop training after this many seconds, keeping the checkpoints written", numberOption("--max-seconds"))
     .option("--init-weights <file>", "start SFT from these weights (model.safetensors of the same shape) instead of the random init")
+    .option("--extra-tasks <file>", "extra train-only tasks for SFT (e.g. from `t2s tasks augment`), read after the train split; not in the tokenizer corpus; any holdout task, id or gold SQL is an error")
     .option("--warmup <n>", "learning-rate warm-up steps (default 30)", intOption("--warmup", 0))
     .option("--init-only", "write the tokenizer and the random init only (no training)")
     .option("--json", "print the summary as JSON")
@@ -75,6 +77,7 @@ export function registerRecipe(program: Command): void {
       if (f.vocab !== undefined) o.vocabSize = f.vocab;
       if (f.warmup !== undefined) o.sft.warmup_steps = f.warmup;
       if (f.initWeights) o.initWeights = resolve(f.initWeights);
+      if (f.extraTasks) o.extraTasks = resolve(f.extraTasks);
       o.sft.warmup_steps = Math.min(o.sft.warmup_steps, Math.max(0, o.sft.steps - 1));
       o.backend = f.backend;
       o.maxSeconds = f.maxSeconds;

@@ -1,4 +1,4 @@
-/** `t2s tasks ...`: verify, author, split, summarise and export task sets. */
+/** `t2s tasks ...`: verify, author, augment, split, summarise and export task sets. */
 import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -9,8 +9,9 @@ import { openingMessages } from "../episode/prompt.js";
 import { kitPath } from "../paths.js";
 import { createExecutor } from "../tasks/executor.js";
 import { EXPORT_FORMATS, exportTasks, type ExportFormat } from "../tasks/export.js";
-import { writeTasks } from "../tasks/io.js";
+import { readTasks, writeTasks } from "../tasks/io.js";
 import { loadTasks, SOURCE_FORMATS, type LoadOptions, type SourceFormat } from "../tasks/loaders.js";
+import { augmentTrainingTasks } from "../tasks/shop/augment.js";
 import { DEFAULT_AUTHOR_SEED } from "../tasks/shop/author.js";
 import { writeShopTaskSet } from "../tasks/shop/ship.js";
 import { HOLDOUT_FRACTION } from "../tasks/split.js";
@@ -47,7 +48,7 @@ const progress = (label: string) => (done: number, total: number) => {
 };
 
 export function registerTasks(program: Command): void {
-  const tasks = program.command("tasks").description("task sets: verify, author, split, stats, export");
+  const tasks = program.command("tasks").description("task sets: verify, author, augment, split, stats, export");
 
   addSourceOptions(tasks.command("verify").description("execute every gold query twice; keep tasks with 1-50 stable, non-NULL rows"))
     .option("--out <path>", "write the kept tasks to this jsonl file")
@@ -122,6 +123,41 @@ export function registerTasks(program: Command): void {
         const c = r.manifest.counts;
         if (opts.json) printJson({ tasks: r.tasksPath, manifest: r.manifestPath, counts: c, not_kept: r.report.dropped });
         else process.stdout.write(`wrote ${c.count} tasks (${c.train} train, ${c.holdout} holdout, share ${c.holdout_share.toFixed(3)}) to ${r.tasksPath}\nmanifest ${r.manifestPath}\n`);
+      } finally {
+        await executor.close();
+      }
+    });
+
+  tasks
+    .command("augment")
+    .description("write extra train-only shop tasks: the templates with other literal values, none sharing an id or gold SQL with --exclude")
+    .requiredOption("--out <path>", "tasks file to write (train split only)")
+    .option("--seed <n>", "seed of the drafts (default 7; the shipped set uses 1)", intOption("--seed", 0), 7)
+    .option("--attempts <n>", "drafts per template, also the most tasks kept per template", intOption("--attempts", 1), 100)
+    .option("--exclude <path>", "task set the output must not overlap (ids, normalised gold SQL)", kitPath("data", "shop", "tasks.jsonl"))
+    .option("--db <path>", "shop database (default data/shop/shop.sqlite)")
+    .option("--db-id <id>", "db_id written into the tasks", "shop")
+    .option("--workers <n>", "executor worker processes (default: CPU count)", intOption("--workers", 1))
+    .option("--json", "print the counts as JSON")
+    .action(async (opts: { out: string; seed: number; attempts: number; exclude: string; db?: string; dbId: string; workers?: number; json?: boolean }) => {
+      const dbPath = resolve(opts.db ?? defaultShopPath());
+      const out = resolve(opts.out);
+      if (out === resolve(opts.exclude)) throw new UsageError(`--out ${opts.out} is the --exclude file; write the extra tasks to another file`);
+      if (!existsSync(dbPath)) throw new UsageError(`no shop database at ${dbPath}; build it with 't2s db build shop'`);
+      const exclude = readTasks(opts.exclude);
+      const executor = await createExecutor({ workers: opts.workers });
+      try {
+        const t0 = Date.now();
+        const r = await augmentTrainingTasks(dbPath, { executor, seed: opts.seed, attempts: opts.attempts, exclude, dbId: opts.dbId, onProgress: opts.json ? undefined : (phase, d, t) => progress(phase)(d, t) });
+        writeTasks(out, r.tasks);
+        const byArchetype: Record<string, number> = {};
+        for (const t of r.tasks) byArchetype[t.archetype] = (byArchetype[t.archetype] ?? 0) + 1;
+        const summary = { out, seed: opts.seed, attempts: opts.attempts, candidates: r.candidates, kept: r.tasks.length, dropped: r.dropped, by_archetype: byArchetype, seconds: (Date.now() - t0) / 1000 };
+        if (opts.json) return printJson(summary);
+        const lines = [`kept ${summary.kept} of ${summary.candidates} drafts (seed ${opts.seed}, ${opts.attempts} per template) in ${summary.seconds.toFixed(1)} s; wrote ${out}`];
+        for (const [k, v] of Object.entries(r.dropped).sort((a, b) => b[1] - a[1])) lines.push(`  dropped ${k}: ${v}`);
+        lines.push(`by archetype: ${Object.entries(byArchetype).map(([k, v]) => `${k} ${v}`).join(", ")}`);
+        process.stdout.write(lines.join("\n") + "\n");
       } finally {
         await executor.close();
       }

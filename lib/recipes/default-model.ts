@@ -2,13 +2,15 @@
  * The recipe of the kit's own default model, every stage seeded: (1) a byte-level BPE tokenizer trained
  * on the train split and the system prompt, (2) a randomly initialised Qwen2 decoder, (3) full-weight SFT
  * with `t2s train sft` on the train split in the kit's single-turn prompt format, (4) export of a chosen
- * checkpoint as a Hugging Face folder (float16 weights) ready for `tfjs:` and `t2s serve`.
+ * checkpoint as a Hugging Face folder (float16 weights) ready for `tfjs:` and `t2s serve`. With extra
+ * train-only tasks, SFT reads `<work>/sft-tasks.jsonl` (train split + extras); the tokenizer never sees the extras.
  */
 import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { schemaDdl } from "../db/schema.js";
 import { notesFor } from "../runs/env.js";
-import { readTasks } from "../tasks/io.js";
+import { normalizeSql } from "../tasks/dedup.js";
+import { readTasks, writeTasks } from "../tasks/io.js";
 import { readSafetensors, writeSafetensors, type StDtype } from "../model/safetensors.js";
 import { readConfig as readTrainConfig } from "../train/config.js";
 import { runTraining, type RunSummary } from "../train/run.js";
@@ -38,6 +40,11 @@ export interface RecipeOptions {
   seed: number;
   sft: SftSettings;
   backend?: string;
+  /**
+   * Extra train-only tasks (e.g. from `t2s tasks augment`) that SFT reads after the train split of `tasks`;
+   * never in the tokenizer corpus. Each must be split "train" and share no id or normalised gold SQL with a holdout task of `tasks`.
+   */
+  extraTasks?: string;
   /** Start SFT from this weights file (a model.safetensors of the same shape) instead of the random init. */
   initWeights?: string;
   /** Stop after the tokenizer and init stages (no training). */
@@ -79,10 +86,46 @@ export function initStage(o: RecipeOptions): { dir: string; parameters: number }
   return { dir, parameters };
 }
 
+/** The file SFT reads its tasks from: `<work>/sft-tasks.jsonl` with extra tasks, else the task file itself. */
+export function sftTasksPath(o: RecipeOptions): string {
+  return o.extraTasks ? join(resolve(o.work), "sft-tasks.jsonl") : resolve(o.tasks);
+}
+
+/**
+ * Checks the extra tasks against the holdout of `o.tasks` and writes `<work>/sft-tasks.jsonl` (train split of
+ * `o.tasks`, then the extras); returns its path and the extra count. Throws T2sError naming the first offending extra task.
+ */
+export function writeSftTasks(o: RecipeOptions): { path: string; extra: number } {
+  if (!o.extraTasks) throw new T2sError("bad_value", "writeSftTasks needs extraTasks");
+  const tasks = readTasks(o.tasks);
+  if (!existsSync(o.extraTasks)) throw new T2sError("missing_file", `--extra-tasks ${o.extraTasks} does not exist`);
+  const extra = readTasks(o.extraTasks);
+  const train = tasks.filter((t) => t.split === "train");
+  const holdout = tasks.filter((t) => t.split === "holdout");
+  const holdoutIds = new Set(holdout.map((t) => t.id));
+  const holdoutSql = new Map(holdout.map((t) => [normalizeSql(t.gold_sql), t.id]));
+  const trainIds = new Set(train.map((t) => t.id));
+  const dbPath = train[0]?.db_path;
+  for (const t of extra) {
+    const where = `${o.extraTasks}: task ${t.id}`;
+    if (t.split !== "train") throw new T2sError("holdout_leak", `${where} has split "${t.split}"; extra tasks must all be train split`);
+    if (holdoutIds.has(t.id)) throw new T2sError("holdout_leak", `${where} is a holdout task of ${o.tasks}; extra tasks must not contain holdout questions`);
+    const sqlHit = holdoutSql.get(normalizeSql(t.gold_sql));
+    if (sqlHit) throw new T2sError("holdout_leak", `${where} has the same gold SQL as holdout task ${sqlHit} of ${o.tasks}; extra tasks must not contain holdout gold queries`);
+    if (trainIds.has(t.id)) throw new T2sError("bad_task", `${where} is already a train task of ${o.tasks}; drop it from the extra file`);
+    if (t.db_path !== dbPath) throw new T2sError("bad_value", `${where} is over ${t.db_path}, the train tasks over ${dbPath}; the recipe trains on one database`);
+  }
+  const path = sftTasksPath(o);
+  mkdirSync(resolve(o.work), { recursive: true });
+  writeTasks(path, [...train, ...extra]);
+  o.onNote?.(`sft tasks: ${train.length} train + ${extra.length} extra in ${path}`);
+  return { path, extra: extra.length };
+}
+
 /** Returns the SFT config object the recipe writes to `<work>/sft.json` (paths relative to it). */
 export function sftConfig(o: RecipeOptions): Record<string, unknown> {
   return {
-    model: "init", full_weights: true, tasks: resolve(o.tasks), split: "train",
+    model: "init", full_weights: true, tasks: sftTasksPath(o), split: "train",
     steps: o.sft.steps, batch_size: o.sft.batch_size, lr: o.sft.lr, schedule: "cosine", warmup_steps: o.sft.warmup_steps,
     min_lr_ratio: o.sft.min_lr_ratio, weight_decay: o.sft.weight_decay, max_grad_norm: 1, micro_batch_rows: o.sft.micro_batch_rows,
     checkpoint_every: o.sft.checkpoint_every, seed: o.seed, output_dir: "sft", episode: { style: "single" },
@@ -120,6 +163,8 @@ export function releasePooledGpuBuffers(): void {
 /** Stages 1-3: init, then SFT; returns the training summary (checkpoints under `<work>/sft/checkpoints`). */
 export async function runRecipe(o: RecipeOptions): Promise<{ parameters: number; summary: RunSummary | null; stoppedEarly: boolean }> {
   mkdirSync(o.work, { recursive: true });
+  // check the extras before spending time on the tokenizer
+  if (o.extraTasks) writeSftTasks(o);
   const { parameters } = initStage(o);
   if (o.initOnly) return { parameters, summary: null, stoppedEarly: false };
   const file = join(o.work, "sft.json");

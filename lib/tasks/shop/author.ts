@@ -77,21 +77,7 @@ export async function authorShopTasks(dbPath: string, opts: AuthorOptions): Prom
   const all = byTemplate.flat();
 
   // 2. verify each distinct gold query once (executed twice)
-  const distinct = [...new Set(all.map((c) => normalizeSql(c.sql)))];
-  const sqlOf = new Map(all.map((c) => [normalizeSql(c.sql), c.sql]));
-  let done = 0;
-  const verdicts = new Map<string, string | null>();
-  await mapLimit(distinct, 16, async (key) => {
-    const sql = sqlOf.get(key) as string;
-    const o = { timeoutMs: 10000, maxRows: MAX_GOLD_ROWS + 1 };
-    const first = await opts.executor.execute(dbPath, sql, o);
-    const second = first.ok ? await opts.executor.execute(dbPath, sql, o) : first;
-    const bad = judgeResult(first, second);
-    let reason: string | null = bad ? bad.reason : null;
-    if (!reason && first.ok && first.rows.every((r) => r.every((v) => v === null || v === 0))) reason = "all_zero";
-    verdicts.set(key, reason);
-    opts.onProgress?.("verify", ++done, distinct.length);
-  });
+  const verdicts = await verifyGoldQueries(dbPath, opts.executor, all.map((c) => c.sql), opts.onProgress);
 
   // 3. greedy keep: cells in turn, templates in turn within a cell, so no cell or template crowds out others
   const df = documentFrequency(all.map((c) => c.question));
@@ -162,4 +148,27 @@ export async function authorShopTasks(dbPath: string, opts: AuthorOptions): Prom
   for (const lists of queues.values()) for (const l of lists) if (l.length) dropped.cell_full = (dropped.cell_full ?? 0) + l.length;
   kept.sort((a, b) => ARCHETYPES.indexOf(a.archetype as never) - ARCHETYPES.indexOf(b.archetype as never) || DIFFICULTIES.indexOf(a.difficulty as never) - DIFFICULTIES.indexOf(b.difficulty as never) || (a.id < b.id ? -1 : 1));
   return { tasks: kept, candidates: all.length, dropped, templates: templates.length };
+}
+
+/**
+ * Runs each distinct gold query (one per normalised SQL) twice; returns normalised SQL ->
+ * the reason it fails verification (judgeResult's, or "all_zero" when every cell is NULL or 0), null when good.
+ */
+export async function verifyGoldQueries(dbPath: string, executor: Executor, sqls: string[], onProgress?: (phase: string, done: number, total: number) => void): Promise<Map<string, string | null>> {
+  const distinct = [...new Set(sqls.map((s) => normalizeSql(s)))];
+  const sqlOf = new Map(sqls.map((s) => [normalizeSql(s), s]));
+  let done = 0;
+  const verdicts = new Map<string, string | null>();
+  await mapLimit(distinct, 16, async (key) => {
+    const sql = sqlOf.get(key) as string;
+    const o = { timeoutMs: 10000, maxRows: MAX_GOLD_ROWS + 1 };
+    const first = await executor.execute(dbPath, sql, o);
+    const second = first.ok ? await executor.execute(dbPath, sql, o) : first;
+    const bad = judgeResult(first, second);
+    let reason: string | null = bad ? bad.reason : null;
+    if (!reason && first.ok && first.rows.every((r) => r.every((v) => v === null || v === 0))) reason = "all_zero";
+    verdicts.set(key, reason);
+    onProgress?.("verify", ++done, distinct.length);
+  });
+  return verdicts;
 }
