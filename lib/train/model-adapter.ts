@@ -9,7 +9,9 @@ import { join } from "node:path";
 import * as tf from "@tensorflow/tfjs-core";
 import { T2sError } from "../errors.js";
 import { configToJson } from "../model/config.js";
-import { decoderStep, type LayerWeights, type Linear } from "../model/decoder.js";
+import { decoderStep, type KvCache, type LayerWeights, type Linear } from "../model/decoder.js";
+import { matMulWeightT } from "../model/layout.js";
+import { commonPrefix } from "../model/prefix.js";
 import type { CausalLM } from "../model/model.js";
 import { adapterTensors } from "../model/lora.js";
 import type { SaveOptions } from "./checkpoint.js";
@@ -54,6 +56,12 @@ export function makeFullTrainable(model: CausalLM): NamedVariable[] {
   return out;
 }
 
+/**
+ * Shortest common prefix worth running once per micro-batch: below it, the extra decoder call costs more
+ * than the repeated prefix tokens it saves.
+ */
+const MIN_SHARED_PREFIX = 16;
+
 export class ModelTrainable implements TrainableLM {
   readonly vocabSize: number;
   readonly hasReference: boolean;
@@ -85,20 +93,31 @@ export class ModelTrainable implements TrainableLM {
     const T = ids[0].length;
     const B = ids.length;
     const from = opts.from ?? 0;
-    const input = { ids, positions: ids.map(() => Array.from({ length: T }, (_, i) => i)), valid: ids.map(() => new Array<boolean>(T).fill(true)) };
     const m = this.model;
     const adapter = opts.reference ? null : this.adapter;
-    if (from === 0) return tf.tidy(() => decoderStep(m.config, m.weights, m.invFreq, input, null, { adapter }).logits) as tf.Tensor3D;
+    const plain = (rows: number[][], start: number) => ({ ids: rows, positions: rows.map((r) => Array.from({ length: r.length }, (_, i) => start + i)), valid: rows.map((r) => new Array<boolean>(r.length).fill(true)) });
+    // the rows' common prompt prefix (system prompt + schema) is run once and its keys/values broadcast to
+    // every row; only positions from `from` on are scored, so the prefix may reach up to there
+    const shared = B > 1 ? Math.min(commonPrefix(ids), from) : 0;
+    if (from === 0 && shared < MIN_SHARED_PREFIX) return tf.tidy(() => decoderStep(m.config, m.weights, m.invFreq, plain(ids, 0), null, { adapter }).logits) as tf.Tensor3D;
     // the decoder with an identity head gives the final hidden states; only positions from.. are projected
     // onto the vocabulary (the decoder has no option for a range of positions)
     const D = m.config.hiddenSize;
     this.eye ??= tf.keep(tf.eye(D) as tf.Tensor2D);
-    const eye = this.eye;
+    const hiddenWeights = { ...m.weights, lmHead: this.eye };
     return tf.tidy(() => {
-      const hidden = decoderStep(m.config, { ...m.weights, lmHead: eye }, m.invFreq, input, null, { adapter }).logits;
-      const kept = tf.reshape(tf.slice(hidden, [0, from, 0], [B, T - from, D]), [B * (T - from), D]);
+      let hidden: tf.Tensor;
+      let start = 0;
+      if (shared >= MIN_SHARED_PREFIX) {
+        const pre = decoderStep(m.config, hiddenWeights, m.invFreq, plain([ids[0].slice(0, shared)], 0), null, { adapter, lastOnly: true });
+        const grow = <R extends tf.Tensor4D>(t: R) => tf.broadcastTo(t, [B, t.shape[1], t.shape[2], t.shape[3]]) as R;
+        const cache: KvCache = { keys: pre.cache.keys.map(grow), values: pre.cache.values.map(grow), valid: ids.map(() => new Array<boolean>(shared).fill(true)) };
+        hidden = decoderStep(m.config, hiddenWeights, m.invFreq, plain(ids.map((r) => r.slice(shared)), shared), cache, { adapter }).logits;
+        start = shared;
+      } else hidden = decoderStep(m.config, hiddenWeights, m.invFreq, plain(ids, 0), null, { adapter }).logits;
+      const kept = tf.reshape(tf.slice(hidden, [0, from - start, 0], [B, T - from, D]), [B * (T - from), D]) as tf.Tensor2D;
       const head = m.weights.lmHead ?? m.weights.embed;
-      return tf.reshape(tf.matMul(kept, head, false, true), [B, T - from, m.config.vocabSize]);
+      return tf.reshape(matMulWeightT(kept, head), [B, T - from, m.config.vocabSize]);
     }) as tf.Tensor3D;
   }
 

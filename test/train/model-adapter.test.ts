@@ -104,3 +104,30 @@ test("full-weight training names every weight as the checkpoint does and updates
   t.dispose();
   model.dispose();
 });
+
+test("rows sharing a long prompt prefix get the same logits and gradients when the prefix runs once", async () => {
+  const model = await loadModel(QWEN2, { backend: "cpu" });
+  const lm = new ModelTrainable(model, null);
+  const prefix = Array.from({ length: 20 }, (_, i) => (i * 13 + 4) % 100);
+  const rows = [[...prefix, 5, 9, 11, 2], [...prefix, 8, 1, 0, 0], [...prefix, 3, 3, 7, 30]];
+  const from = 20;
+  // one row at a time never shares a prefix: the plain path, run per row and stacked
+  const separate = () => tf.concat(rows.map((r) => lm.logits([r], { from })), 0);
+  const diff = tf.tidy(() => tf.max(tf.abs(tf.sub(lm.logits(rows, { from }), separate()))).dataSync()[0]);
+  assert.ok(diff < 1e-4, `shared-prefix logits match (${diff})`);
+  const weights = tf.randomNormal([3, rows[0].length - from, model.config.vocabSize], 0, 1, "float32", 5);
+  const vars = lm.trainableParams().map((p) => p.variable);
+  const gShared = tf.variableGrads(() => tf.sum(tf.mul(lm.logits(rows, { from }), weights)), vars).grads;
+  const gSeparate = tf.variableGrads(() => tf.sum(tf.mul(separate(), weights)), vars).grads;
+  let worst = 0;
+  let largest = 0;
+  for (const v of vars) {
+    worst = Math.max(worst, tf.tidy(() => tf.max(tf.abs(tf.sub(gShared[v.name], gSeparate[v.name]))).dataSync()[0]));
+    largest = Math.max(largest, tf.tidy(() => tf.max(tf.abs(gSeparate[v.name])).dataSync()[0]));
+  }
+  assert.ok(largest > 1e-2, "the gradients are not trivially zero");
+  assert.ok(worst < 1e-3 * largest, `gradients match (worst difference ${worst}, largest gradient ${largest})`);
+  tf.dispose([weights, ...Object.values(gShared), ...Object.values(gSeparate)]);
+  lm.dispose();
+  model.dispose();
+});
