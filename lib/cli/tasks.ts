@@ -134,12 +134,13 @@ export function registerTasks(program: Command): void {
     .requiredOption("--out <path>", "tasks file to write (train split only)")
     .option("--seed <n>", "seed of the drafts (default 7; the shipped set uses 1)", intOption("--seed", 0), 7)
     .option("--attempts <n>", "drafts per template, also the most tasks kept per template", intOption("--attempts", 1), 100)
+    .option("--phrasings <n>", "questions kept per distinct gold query (other words and styles for the same query)", intOption("--phrasings", 1), 1)
     .option("--exclude <path>", "task set the output must not overlap (ids, normalised gold SQL)", kitPath("data", "shop", "tasks.jsonl"))
     .option("--db <path>", "shop database (default data/shop/shop.sqlite)")
     .option("--db-id <id>", "db_id written into the tasks", "shop")
     .option("--workers <n>", "executor worker processes (default: CPU count)", intOption("--workers", 1))
     .option("--json", "print the counts as JSON")
-    .action(async (opts: { out: string; seed: number; attempts: number; exclude: string; db?: string; dbId: string; workers?: number; json?: boolean }) => {
+    .action(async (opts: { out: string; seed: number; attempts: number; phrasings: number; exclude: string; db?: string; dbId: string; workers?: number; json?: boolean }) => {
       const dbPath = resolve(opts.db ?? defaultShopPath());
       const out = resolve(opts.out);
       if (out === resolve(opts.exclude)) throw new UsageError(`--out ${opts.out} is the --exclude file; write the extra tasks to another file`);
@@ -148,7 +149,7 @@ export function registerTasks(program: Command): void {
       const executor = await createExecutor({ workers: opts.workers });
       try {
         const t0 = Date.now();
-        const r = await augmentTrainingTasks(dbPath, { executor, seed: opts.seed, attempts: opts.attempts, exclude, dbId: opts.dbId, onProgress: opts.json ? undefined : (phase, d, t) => progress(phase)(d, t) });
+        const r = await augmentTrainingTasks(dbPath, { executor, seed: opts.seed, attempts: opts.attempts, phrasings: opts.phrasings, exclude, dbId: opts.dbId, onProgress: opts.json ? undefined : (phase, d, t) => progress(phase)(d, t) });
         writeTasks(out, r.tasks);
         const byArchetype: Record<string, number> = {};
         for (const t of r.tasks) byArchetype[t.archetype] = (byArchetype[t.archetype] ?? 0) + 1;

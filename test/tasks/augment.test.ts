@@ -47,6 +47,14 @@ test("augment: deterministic per seed, train split only, no overlap with the exc
     // excluding the output itself leaves nothing for the same seed
     const again = await augmentTrainingTasks(shopDb, { executor: ex, seed: 3, attempts: 4, exclude: [...shipped, ...a.tasks] });
     assert.deepEqual(again.tasks, []);
+
+    // more phrasings per query: some queries come with two questions, none with three, still no overlap
+    const p2 = await augmentTrainingTasks(shopDb, { executor: ex, seed: 3, attempts: 12, exclude: shipped, phrasings: 2 });
+    const perQuery = new Map<string, number>();
+    for (const t of p2.tasks) perQuery.set(normalizeSql(t.gold_sql), (perQuery.get(normalizeSql(t.gold_sql)) ?? 0) + 1);
+    assert.ok([...perQuery.values()].some((n) => n === 2) && [...perQuery.values()].every((n) => n <= 2));
+    assert.equal(new Set(p2.tasks.map((t) => t.id)).size, p2.tasks.length);
+    assert.ok(p2.tasks.every((t) => t.split === "train" && !ids.has(t.id) && !sqls.has(normalizeSql(t.gold_sql))));
   } finally {
     await ex.close();
   }

@@ -24,6 +24,8 @@ export interface AugmentOptions {
   attempts: number;
   /** Tasks none of the output may share an id or a normalised gold SQL with (the shipped set). */
   exclude: Task[];
+  /** Questions kept per distinct gold query (default 1): more phrasings of one query, other words or styles. */
+  phrasings?: number;
   /** The db_id written into tasks (default "shop"). */
   dbId?: string;
   templates?: Template[];
@@ -66,7 +68,8 @@ export async function augmentTrainingTasks(dbPath: string, opts: AugmentOptions)
     }
   });
   const seenIds = new Set<string>();
-  const seenSql = new Set<string>();
+  const perSql = new Map<string, number>();
+  const phrasings = opts.phrasings ?? 1;
   const survivors = drafts.filter((d) => {
     const key = normalizeSql(d.sql);
     let reason: string | null = null;
@@ -74,13 +77,13 @@ export async function augmentTrainingTasks(dbPath: string, opts: AugmentOptions)
     else if (excludeIds.has(d.id)) reason = "in_exclude_id";
     else if (excludeSql.has(key)) reason = "in_exclude_sql";
     else if (seenIds.has(d.id)) reason = "duplicate_id";
-    else if (seenSql.has(key)) reason = "duplicate_sql";
+    else if ((perSql.get(key) ?? 0) >= phrasings) reason = "duplicate_sql";
     if (reason) {
       drop(reason);
       return false;
     }
     seenIds.add(d.id);
-    seenSql.add(key);
+    perSql.set(key, (perSql.get(key) ?? 0) + 1);
     return true;
   });
 
