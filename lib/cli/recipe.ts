@@ -29,6 +29,7 @@ interface RecipeFlags {
   extraTasks?: string;
   stopAt?: number;
   warmup?: number;
+  microBatchRows?: number;
   json?: boolean;
   quiet?: boolean;
 }
@@ -59,6 +60,7 @@ export function registerRecipe(program: Command): void {
     .option("--init-weights <file>", "start SFT from these weights (model.safetensors of the same shape) instead of the random init")
     .option("--extra-tasks <file>", "extra train-only tasks for SFT (e.g. from `t2s tasks augment`), read after the train split; not in the tokenizer corpus; any holdout task, id or gold SQL is an error")
     .option("--warmup <n>", "learning-rate warm-up steps (default 30)", intOption("--warmup", 0))
+    .option("--micro-batch-rows <n>", "rows per forward/backward pass (default 16); rows of one pass share the system prompt's computation", intOption("--micro-batch-rows", 1))
     .option("--init-only", "write the tokenizer and the random init only (no training)")
     .option("--json", "print the summary as JSON")
     .option("--quiet", "no per-step lines")
@@ -76,6 +78,7 @@ export function registerRecipe(program: Command): void {
       if (f.intermediate !== undefined) o.shape.intermediateSize = f.intermediate;
       if (f.vocab !== undefined) o.vocabSize = f.vocab;
       if (f.warmup !== undefined) o.sft.warmup_steps = f.warmup;
+      if (f.microBatchRows !== undefined) o.sft.micro_batch_rows = f.microBatchRows;
       if (f.initWeights) o.initWeights = resolve(f.initWeights);
       if (f.extraTasks) o.extraTasks = resolve(f.extraTasks);
       o.sft.warmup_steps = Math.min(o.sft.warmup_steps, Math.max(0, o.sft.steps - 1));
