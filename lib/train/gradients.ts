@@ -226,12 +226,24 @@ const rules: Rule[] = [
     inputsToSave: ["x"],
     gradFunc: (dy, [x], attrs) => ({
       x: () => {
-        // view dy as [r0, d0, r1, d1, ...] and sum the repeat axes
+        // dy's axis i is [r_i, d_i] (repeats outermost): view dy as those factors and sum the repeat
+        // factors; repeats of 1 are dropped and neighbouring kept factors merged, so the view's rank stays
+        // low (WebGPU shaders handle rank 6 at most)
         const reps: number[] = attrs.reps;
-        const split: number[] = [];
-        x.shape.forEach((d, i) => split.push(reps[i], d));
-        const axes = reps.map((_, i) => 2 * i);
-        return tf.reshape(tf.sum(tf.reshape(dy, split), axes), x.shape);
+        const view: number[] = [];
+        const axes: number[] = [];
+        let lastKept = false;
+        x.shape.forEach((d, i) => {
+          if (reps[i] > 1) {
+            axes.push(view.length);
+            view.push(reps[i]);
+            lastKept = false;
+          }
+          if (lastKept) view[view.length - 1] *= d;
+          else view.push(d);
+          lastKept = true;
+        });
+        return tf.reshape(axes.length ? tf.sum(tf.reshape(dy, view), axes) : dy, x.shape);
       },
     }),
   },

@@ -1,4 +1,5 @@
 import { test } from "node:test";
+import assert from "node:assert/strict";
 import * as tf from "@tensorflow/tfjs-core";
 import { assertClose, finiteDiff, useCpu } from "./tiny-lm.js";
 import { Rng } from "../../lib/train/rng.js";
@@ -76,6 +77,8 @@ test("gradients of shape ops", () => {
   check("split", (x) => tf.split(x, [1, 2], 1)[1], [rand([2, 3])]);
   check("tile", (x) => tf.tile(x, [2, 3]), [rand([2, 2])]);
   check("broadcastTo", (x) => tf.broadcastTo(x, [3, 2, 2]), [rand([2, 1])]);
+  check("tile of rank 4, repeats of 1 mixed in", (x) => tf.tile(x, [3, 1, 2, 1]), [rand([1, 2, 2, 3])]);
+  check("broadcastTo over the batch axis (a shared prefix's keys)", (x) => tf.broadcastTo(x, [3, 2, 2, 2]), [rand([1, 2, 2, 2])]);
   check("where", (a, b) => tf.where(tf.tensor([[true, false], [false, true]]), a, b), [rand([2, 2]), rand([2, 2])]);
   check("clipByValue", (x) => tf.clipByValue(x, -0.5, 0.5), [tf.tensor([-0.9, -0.2, 0.3, 0.8])]);
   check("gather0", (x) => tf.gather(x, tf.tensor1d([2, 0, 2], "int32")), [rand([3, 2])]);
@@ -91,4 +94,23 @@ test("gather's gradient needs no UnsortedSegmentSum kernel (wasm has none)", asy
   } finally {
     registerKernel(k);
   }
+});
+
+test("the tile gradient sums over a view of rank at most 6 (WebGPU shaders stop there)", () => {
+  const engine = tf.engine() as unknown as { runKernel: (name: string, inputs: Record<string, tf.Tensor>, attrs: unknown) => unknown };
+  const original = engine.runKernel;
+  let maxSumRank = 0;
+  engine.runKernel = function (this: unknown, name, inputs, attrs) {
+    if (name === "Sum") maxSumRank = Math.max(maxSumRank, inputs.x.rank);
+    return original.call(this, name, inputs, attrs);
+  };
+  try {
+    const x = tf.ones([1, 2, 3, 4, 5]);
+    const g = tf.grad((t: tf.Tensor) => tf.sum(tf.tile(t, [2, 1, 3, 1, 1])))(x);
+    assert.deepEqual(Array.from(g.dataSync()).slice(0, 3), [6, 6, 6]);
+    tf.dispose([x, g]);
+  } finally {
+    engine.runKernel = original;
+  }
+  assert.ok(maxSumRank > 0 && maxSumRank <= 6, `sum over rank ${maxSumRank}`);
 });
