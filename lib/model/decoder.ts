@@ -208,6 +208,10 @@ export function decoderStep(
           pieces.push(attendWithShared(qg, kT ?? kk, kT !== null, vv, bc, shared, i, { B, H, KV, G, tc, hd, scale }));
           continue;
         }
+        if (kT && B === 1) {
+          pieces.push(attendOneRow(qg, kT, vv, bc, { H, KV, G, tc, hd, scale }));
+          continue;
+        }
         const raw = kT ? tf.matMul(qg, kT) : tf.matMul(qg, kk, false, true);
         const scores = tf.add(tf.reshape(tf.mul(raw, scale), [B, H, tc, S]), bc);
         const probs = tf.reshape(tf.softmax(scores, -1), [B, KV, G * tc, S]);
@@ -254,8 +258,10 @@ function attendWithShared(
   const { B, H, KV, G, tc, hd, scale } = d;
   const S = ownK.shape[ownKT ? 3 : 2];
   const N = B * G * tc;
-  const rawOwn = ownKT ? tf.matMul(qg, ownK) : tf.matMul(qg, ownK, false, true);
-  const own = tf.reshape(tf.add(tf.reshape(tf.mul(rawOwn, scale), [B, H, tc, S]), bias), [B, KV, G * tc, S]);
+  // scaling the queries is cheaper than scaling both score matrices
+  const qs = tf.mul(qg, scale);
+  const rawOwn = ownKT ? tf.matMul(qs, ownK) : tf.matMul(qs, ownK, false, true);
+  const own = tf.reshape(tf.add(tf.reshape(rawOwn, [B, H, tc, S]), bias), [B, KV, G * tc, S]);
   const ownMax = tf.max(own, -1, true);
   const perHead = (t: tf.Tensor, j: number, width: number): tf.Tensor2D =>
     tf.reshape(KV === 1 ? t : tf.slice(t, [0, j, 0, 0], [B, 1, G * tc, width]), [N, width]) as tf.Tensor2D;
@@ -263,9 +269,9 @@ function attendWithShared(
   const sums: tf.Tensor[] = [];
   const ctxs: tf.Tensor[] = [];
   for (let j = 0; j < KV; j++) {
-    const q2 = perHead(qg, j, hd);
+    const q2 = perHead(qs, j, hd);
     const k2 = shared.keys[layer][j];
-    const scores = tf.mul(shared.keysTransposed ? tf.matMul(q2, k2) : tf.matMul(q2, k2, false, true), scale);
+    const scores = shared.keysTransposed ? tf.matMul(q2, k2) : tf.matMul(q2, k2, false, true);
     const m = tf.maximum(tf.max(scores, 1, true), perHead(ownMax, j, 1));
     const e = tf.exp(tf.sub(scores, m));
     maxes.push(tf.reshape(m, [B, 1, G * tc, 1]));
@@ -278,6 +284,33 @@ function attendWithShared(
   const denom = tf.add(stack(sums), tf.sum(e, -1, true));
   const ctx = tf.div(tf.add(stack(ctxs), tf.matMul(e, ownV)), denom);
   return tf.reshape(ctx, [B, H, tc, hd]);
+}
+
+/**
+ * Attention of one row's queries qg [1, KV, G·tc, hd] over its keys kT [1, KV, hd, S] (transposed) and
+ * values [1, KV, S, hd], with bias [1, 1, tc, S]; returns the context [1, H, tc, hd]. One 2-D matmul per kv
+ * head, for backends where a matmul batched over the kv heads is several times slower (wasm).
+ */
+function attendOneRow(
+  qg: tf.Tensor,
+  kT: tf.Tensor4D,
+  vv: tf.Tensor4D,
+  bias: tf.Tensor,
+  d: { H: number; KV: number; G: number; tc: number; hd: number; scale: number },
+): tf.Tensor {
+  const { H, KV, G, tc, hd, scale } = d;
+  const S = kT.shape[3];
+  const head = (t: tf.Tensor, j: number, rows: number, cols: number): tf.Tensor2D =>
+    tf.reshape(KV === 1 ? t : tf.slice(t, [0, j, 0, 0], [1, 1, rows, cols]), [rows, cols]) as tf.Tensor2D;
+  const bias3 = tf.reshape(bias, [1, tc, S]);
+  const ctxs: tf.Tensor[] = [];
+  for (let j = 0; j < KV; j++) {
+    const raw = tf.matMul(head(qg, j, G * tc, hd), head(kT, j, hd, S));
+    const scores = tf.add(tf.reshape(tf.mul(raw, scale), [G, tc, S]), bias3);
+    const probs = tf.reshape(tf.softmax(scores, -1), [G * tc, S]) as tf.Tensor2D;
+    ctxs.push(tf.reshape(tf.matMul(probs, head(vv, j, S, hd)), [1, 1, G * tc, hd]));
+  }
+  return tf.reshape(ctxs.length === 1 ? ctxs[0] : tf.concat(ctxs, 1), [1, H, tc, hd]);
 }
 
 /**
