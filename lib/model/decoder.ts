@@ -361,6 +361,8 @@ export function disposeCache(cache: KvCache | null | undefined): void {
   for (const t of cache.keys) t.dispose();
   for (const t of cache.values) t.dispose();
   const shared = cache.shared;
+  // the cache lets go of its reference, so disposing it twice cannot free a part others still hold
+  delete cache.shared;
   if (shared && --shared.refs === 0) {
     for (const t of [...shared.keys.flat(), ...shared.values.flat()]) t.dispose();
   }

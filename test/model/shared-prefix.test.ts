@@ -132,12 +132,14 @@ test("the shared part lives until the last cache holding it is disposed", async 
   grown.logits.dispose();
   const one = selectCacheRows(grown.cache, [1]);
   assert.equal(shared.refs, 3);
+  assert.throws(() => shareCache(one, 2), RangeError);
+  disposeCache(cache);
   disposeCache(cache);
   disposeCache(grown.cache);
+  assert.equal(shared.refs, 1, "a cache disposed twice gave up its reference twice");
   assert.ok(shared.keys.flat().every((t) => !t.isDisposed), "shared keys disposed while a cache still holds them");
   disposeCache(one);
   assert.equal(shared.refs, 0);
   assert.ok([...shared.keys.flat(), ...shared.values.flat()].every((t) => t.isDisposed));
-  assert.throws(() => shareCache(one, 2), RangeError);
   model.dispose();
 });
