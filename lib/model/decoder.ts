@@ -56,6 +56,26 @@ export interface KvCache {
   values: tf.Tensor4D[];
   /** valid[b][s]: whether slot s of row b holds a real token. */
   valid: boolean[][];
+  /**
+   * A prefix every row attends to, stored once. When present, keys/values/valid hold only the tokens after
+   * it (an empty own part has no tensors: keys and values are [] and every valid row is []).
+   */
+  shared?: SharedPrefix;
+}
+
+/**
+ * The keys and values of a prefix common to all rows of a cache, kept at batch 1 and never copied per row.
+ * Per layer, per kv head: keys are [hd, P] when `keysTransposed` (backends that want plain matmuls), else
+ * [P, hd]; values are [P, hd]. Every cache holding it counts as one reference: decoderStep and
+ * selectCacheRows add one, disposeCache drops one and frees the tensors when none is left.
+ */
+export interface SharedPrefix {
+  keys: tf.Tensor2D[][];
+  values: tf.Tensor2D[][];
+  keysTransposed: boolean;
+  /** Tokens in the prefix (P); they sit at positions 0..P-1. */
+  length: number;
+  refs: number;
 }
 
 /** The new tokens of one forward step: B rows of T ids, their absolute positions, and which are real. */
@@ -134,6 +154,8 @@ export function decoderStep(
   const B = input.ids.length;
   const T = input.ids[0].length;
   const past = cache ? cache.valid[0].length : 0;
+  const shared = cache?.shared;
+  const ownPast = cache !== null && cache.keys.length > 0;
   const H = c.numHeads;
   const KV = c.numKvHeads;
   const G = H / KV;
@@ -151,7 +173,8 @@ export function decoderStep(
   const values: tf.Tensor4D[] = [];
   const S = past + T;
   // long prompts attend in query chunks, so the score matrix never holds more than ~CHUNK_SCORES floats
-  const chunk = Math.max(1, Math.min(T, Math.floor((opts.chunkScores ?? CHUNK_SCORES) / Math.max(1, B * H * S))));
+  const seen = S + (shared ? shared.length : 0);
+  const chunk = Math.max(1, Math.min(T, Math.floor((opts.chunkScores ?? CHUNK_SCORES) / Math.max(1, B * H * seen))));
   const plain = prefersPlainMatMul();
   w.layers.forEach((l, i) => {
     // each layer in its own scope: only the residual stream and the new keys/values outlive it
@@ -167,7 +190,7 @@ export function decoderStep(
       q = tf.transpose(rotate(q, cosT, sinT, rot), [0, 2, 1, 3]);
       let kk = tf.transpose(rotate(k, cosT, sinT, rot), [0, 2, 1, 3]) as tf.Tensor4D;
       let vv = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
-      if (cache) {
+      if (cache && ownPast) {
         kk = tf.concat([cache.keys[i], kk], 2);
         vv = tf.concat([cache.values[i], vv], 2);
       }
@@ -181,6 +204,14 @@ export function decoderStep(
         // queries of the G heads sharing one kv head are stacked, so k and v are never repeated in memory;
         // [B, KV, G*tc, S] is laid out as [B, H, tc, S], so the mask broadcasts over heads in rank 4
         const qg = tf.reshape(qc, [B, KV, G * tc, hd]);
+        if (shared) {
+          pieces.push(attendWithShared(qg, kT ?? kk, kT !== null, vv, bc, shared, i, { B, H, KV, G, tc, hd, scale }));
+          continue;
+        }
+        if (kT && B === 1) {
+          pieces.push(attendOneRow(qg, kT, vv, bc, { H, KV, G, tc, hd, scale }));
+          continue;
+        }
         const raw = kT ? tf.matMul(qg, kT) : tf.matMul(qg, kk, false, true);
         const scores = tf.add(tf.reshape(tf.mul(raw, scale), [B, H, tc, S]), bc);
         const probs = tf.reshape(tf.softmax(scores, -1), [B, KV, G * tc, S]);
@@ -203,7 +234,113 @@ export function decoderStep(
   if (opts.lastOnly) x = tf.reshape(tf.slice(x, [0, T - 1, 0], [B, 1, c.hiddenSize]), [B, c.hiddenSize]);
   const head = w.lmHead ?? w.embed;
   const logits = linear(x, { weight: head });
-  return { logits, cache: { keys, values, valid } };
+  if (shared) shared.refs++;
+  return { logits, cache: shared ? { keys, values, valid, shared } : { keys, values, valid } };
+}
+
+/**
+ * Attention of queries qg [B, KV, G·tc, hd] over the shared prefix of layer `layer` followed by the rows' own
+ * keys (ownK: [B, KV, hd, S] when `ownKT`, else [B, KV, S, hd]; bias [B, 1, tc, S] masks only the own part).
+ * Returns the context [B, H, tc, hd]. The prefix is multiplied per kv head as one 2-D matrix for all rows
+ * (batched matmuls are slow on some backends, and the prefix is never tiled), and the softmax over both parts
+ * is taken with one running max and one denominator, so nothing is concatenated along the key axis.
+ */
+function attendWithShared(
+  qg: tf.Tensor,
+  ownK: tf.Tensor4D,
+  ownKT: boolean,
+  ownV: tf.Tensor4D,
+  bias: tf.Tensor,
+  shared: SharedPrefix,
+  layer: number,
+  d: { B: number; H: number; KV: number; G: number; tc: number; hd: number; scale: number },
+): tf.Tensor {
+  const { B, H, KV, G, tc, hd, scale } = d;
+  const S = ownK.shape[ownKT ? 3 : 2];
+  const N = B * G * tc;
+  // scaling the queries is cheaper than scaling both score matrices
+  const qs = tf.mul(qg, scale);
+  const rawOwn = ownKT ? tf.matMul(qs, ownK) : tf.matMul(qs, ownK, false, true);
+  const own = tf.reshape(tf.add(tf.reshape(rawOwn, [B, H, tc, S]), bias), [B, KV, G * tc, S]);
+  const ownMax = tf.max(own, -1, true);
+  const perHead = (t: tf.Tensor, j: number, width: number): tf.Tensor2D =>
+    tf.reshape(KV === 1 ? t : tf.slice(t, [0, j, 0, 0], [B, 1, G * tc, width]), [N, width]) as tf.Tensor2D;
+  const maxes: tf.Tensor[] = [];
+  const sums: tf.Tensor[] = [];
+  const ctxs: tf.Tensor[] = [];
+  for (let j = 0; j < KV; j++) {
+    const q2 = perHead(qs, j, hd);
+    const k2 = shared.keys[layer][j];
+    const scores = shared.keysTransposed ? tf.matMul(q2, k2) : tf.matMul(q2, k2, false, true);
+    const m = tf.maximum(tf.max(scores, 1, true), perHead(ownMax, j, 1));
+    const e = tf.exp(tf.sub(scores, m));
+    maxes.push(tf.reshape(m, [B, 1, G * tc, 1]));
+    sums.push(tf.reshape(tf.sum(e, 1, true), [B, 1, G * tc, 1]));
+    ctxs.push(tf.reshape(tf.matMul(e, shared.values[layer][j]), [B, 1, G * tc, hd]));
+  }
+  const stack = (ts: tf.Tensor[]): tf.Tensor => (ts.length === 1 ? ts[0] : tf.concat(ts, 1));
+  const m = stack(maxes);
+  const e = tf.exp(tf.sub(own, m));
+  const denom = tf.add(stack(sums), tf.sum(e, -1, true));
+  const ctx = tf.div(tf.add(stack(ctxs), tf.matMul(e, ownV)), denom);
+  return tf.reshape(ctx, [B, H, tc, hd]);
+}
+
+/**
+ * Attention of one row's queries qg [1, KV, G·tc, hd] over its keys kT [1, KV, hd, S] (transposed) and
+ * values [1, KV, S, hd], with bias [1, 1, tc, S]; returns the context [1, H, tc, hd]. One 2-D matmul per kv
+ * head, for backends where a matmul batched over the kv heads is several times slower (wasm).
+ */
+function attendOneRow(
+  qg: tf.Tensor,
+  kT: tf.Tensor4D,
+  vv: tf.Tensor4D,
+  bias: tf.Tensor,
+  d: { H: number; KV: number; G: number; tc: number; hd: number; scale: number },
+): tf.Tensor {
+  const { H, KV, G, tc, hd, scale } = d;
+  const S = kT.shape[3];
+  const head = (t: tf.Tensor, j: number, rows: number, cols: number): tf.Tensor2D =>
+    tf.reshape(KV === 1 ? t : tf.slice(t, [0, j, 0, 0], [1, 1, rows, cols]), [rows, cols]) as tf.Tensor2D;
+  const bias3 = tf.reshape(bias, [1, tc, S]);
+  const ctxs: tf.Tensor[] = [];
+  for (let j = 0; j < KV; j++) {
+    const raw = tf.matMul(head(qg, j, G * tc, hd), head(kT, j, hd, S));
+    const scores = tf.add(tf.reshape(tf.mul(raw, scale), [G, tc, S]), bias3);
+    const probs = tf.reshape(tf.softmax(scores, -1), [G * tc, S]) as tf.Tensor2D;
+    ctxs.push(tf.reshape(tf.matMul(probs, head(vv, j, S, hd)), [1, 1, G * tc, hd]));
+  }
+  return tf.reshape(ctxs.length === 1 ? ctxs[0] : tf.concat(ctxs, 1), [1, H, tc, hd]);
+}
+
+/**
+ * Returns a cache for `rows` rows that all start with the prefix held in `prefix` (a batch-1 cache of real
+ * tokens at positions 0..P-1, e.g. a system prompt): the prefix becomes the cache's shared part, stored once,
+ * and the rows' own parts start empty. The caller still disposes `prefix`; the result is disposed with
+ * disposeCache.
+ */
+export function shareCache(prefix: KvCache, rows: number): KvCache {
+  if (prefix.shared || prefix.keys.length === 0 || prefix.valid.length !== 1 || prefix.valid[0].some((v) => !v)) {
+    throw new RangeError("shareCache needs a batch-1 cache of real tokens without a shared part");
+  }
+  const keysTransposed = prefersPlainMatMul();
+  const split = (t: tf.Tensor4D, transpose: boolean): tf.Tensor2D[] =>
+    tf.tidy(() => {
+      const [, KV, P, hd] = t.shape;
+      const heads = KV === 1 ? [t] : tf.split(t, KV, 1);
+      return heads.map((h) => {
+        const m = tf.reshape(h, [P, hd]) as tf.Tensor2D;
+        return transpose ? tf.transpose(m) : m;
+      });
+    });
+  const shared: SharedPrefix = {
+    keys: prefix.keys.map((k) => split(k, keysTransposed)),
+    values: prefix.values.map((v) => split(v, false)),
+    keysTransposed,
+    length: prefix.valid[0].length,
+    refs: 1,
+  };
+  return { keys: [], values: [], valid: Array.from({ length: rows }, () => []), shared };
 }
 
 /** Returns cache rows gathered by `rows` (e.g. one shared prefix tiled to every sequence of a batch). */
@@ -212,12 +349,21 @@ export function selectCacheRows(cache: KvCache, rows: number[]): KvCache {
   const keys = cache.keys.map((k) => tf.gather(k, idx) as tf.Tensor4D);
   const values = cache.values.map((v) => tf.gather(v, idx) as tf.Tensor4D);
   idx.dispose();
-  return { keys, values, valid: rows.map((r) => cache.valid[r].slice()) };
+  const valid = rows.map((r) => cache.valid[r].slice());
+  if (!cache.shared) return { keys, values, valid };
+  cache.shared.refs++;
+  return { keys, values, valid, shared: cache.shared };
 }
 
-/** Releases the tensors of a cache. */
+/** Releases the tensors of a cache (its shared prefix once no other cache holds it). */
 export function disposeCache(cache: KvCache | null | undefined): void {
   if (!cache) return;
   for (const t of cache.keys) t.dispose();
   for (const t of cache.values) t.dispose();
+  const shared = cache.shared;
+  // the cache lets go of its reference, so disposing it twice cannot free a part others still hold
+  delete cache.shared;
+  if (shared && --shared.refs === 0) {
+    for (const t of [...shared.keys.flat(), ...shared.values.flat()]) t.dispose();
+  }
 }

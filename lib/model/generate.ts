@@ -1,12 +1,12 @@
 /**
  * Batched sampling with a KV cache. Prompts of different lengths share one batch: the longest common
  * prefix of all prompts (a system prompt with the schema, or the same prompt sampled G times) is run once
- * and its cache copied to every row; the remaining suffixes are left-padded and masked, each token carrying
+ * and kept as the cache's shared part, which every row attends to without a copy; the remaining suffixes are left-padded and masked, each token carrying
  * its own absolute position. Rows stop on an eos id, on a stop string, or at their token budget, and
  * finished rows leave the batch so later steps only compute live rows.
  */
 import { T2sError } from "../errors.js";
-import { disposeCache, selectCacheRows, type KvCache } from "./decoder.js";
+import { disposeCache, selectCacheRows, shareCache, type KvCache } from "./decoder.js";
 import type { CausalLM } from "./model.js";
 import { commonPrefix } from "./prefix.js";
 import { sampleToken, sequenceRandom, type SamplingParams } from "./sampler.js";
@@ -128,7 +128,8 @@ export async function generate(model: CausalLM, prompts: (number[] | GenerationR
         const p = ids[0].slice(0, prefix);
         const first = model.step({ ids: [p], positions: [p.map((_, i) => i)], valid: [p.map(() => true)] }, null, stepOpts);
         first.logits.dispose();
-        cache = selectCacheRows(first.cache, active.map(() => 0));
+        // every row attends to the one batch-1 prefix; nothing is tiled per row
+        cache = shareCache(first.cache, active.length);
         disposeCache(first.cache);
       }
       const suffixes = ids.map((x) => x.slice(prefix));

@@ -66,12 +66,16 @@ export class CausalLM {
   step(input: StepInput, cache: KvCache | null, opts: { lastOnly?: boolean; adapter?: string | null; chunkScores?: number } = {}): { logits: tf.Tensor; cache: KvCache } {
     this.checkIds(input.ids);
     let valid: boolean[][] = [];
+    let shared: KvCache["shared"];
     const out = tf.tidy(() => {
       const r = decoderStep(this.config, this.weights, this.invFreq, input, cache, opts);
       valid = r.cache.valid;
+      shared = r.cache.shared;
       return { logits: r.logits, keys: r.cache.keys, values: r.cache.values };
     });
-    return { logits: out.logits, cache: { keys: out.keys, values: out.values, valid } };
+    const next: KvCache = { keys: out.keys, values: out.values, valid };
+    if (shared) next.shared = shared;
+    return { logits: out.logits, cache: next };
   }
 
   /**
