@@ -2,12 +2,13 @@
 import type { Command } from "commander";
 import { readConfig, type TrainMode } from "../train/config.js";
 import { runTraining } from "../train/run.js";
-import { printJson } from "./options.js";
+import { numberOption, printJson } from "./options.js";
 
 interface TrainFlags {
   config: string;
   resume?: boolean;
   backend?: string;
+  maxSeconds?: number;
   json?: boolean;
   quiet?: boolean;
 }
@@ -29,6 +30,7 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
     .requiredOption("--config <file>", "training config (JSON; fields in docs/training.md)")
     .option("--resume", "continue from the newest checkpoint in the config's output_dir")
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm or cpu (overrides the config)")
+    .option("--max-seconds <s>", "wall-clock budget: finish and checkpoint the step running when it passes, then stop (resume later with --resume)", numberOption("--max-seconds"))
     .option("--quiet", "no per-step progress lines")
     .option("--json", "print the run summary as JSON at the end")
     .action(async (flags: TrainFlags) => {
@@ -39,11 +41,13 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
       const summary = await runTraining(cfg, {
         resume: flags.resume,
         backend: flags.backend,
+        maxSeconds: flags.maxSeconds,
         onNote: note,
         onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
         onStep: (r) => note(stepLine(mode, r, mode === "grpo" ? cfg.steps : Number(r.total_steps))),
       });
       if (flags.json) printJson(summary);
+      else if (summary.stopped_early) process.stdout.write(`stopped by --max-seconds after ${summary.resumed_from + summary.steps_done} of ${summary.steps} steps (continue with --resume); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
       else process.stdout.write(`trained ${summary.steps} steps on ${summary.tasks} tasks (${summary.backend}); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
     });
 }

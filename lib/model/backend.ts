@@ -125,3 +125,28 @@ export async function useBackend(want: string = process.env.T2S_BACKEND ?? "cpu"
 export function activeBackend(): string {
   return tf.getBackend();
 }
+
+interface PooledBuffers {
+  freeBuffers?: Map<string, { destroy(): void; size: number }[]>;
+  numFreeBuffers?: number;
+  numBytesAllocated?: number;
+}
+
+/**
+ * Destroys the WebGPU backend's pooled free buffers. The pool keeps every freed buffer keyed by its exact
+ * size, and SFT micro-batches change length every step, so without this the pool grows until the device
+ * runs out of memory (seen after ~30 steps). Keys stay in the map: the pool skips releases when it is empty.
+ */
+export function releasePooledGpuBuffers(): void {
+  if (tf.getBackend() !== "webgpu") return;
+  const bm = (tf.backend() as unknown as { bufferManager?: PooledBuffers }).bufferManager;
+  if (!bm?.freeBuffers) return;
+  for (const list of bm.freeBuffers.values()) {
+    for (const b of list) {
+      bm.numBytesAllocated = (bm.numBytesAllocated ?? 0) - b.size;
+      b.destroy();
+    }
+    list.length = 0;
+  }
+  bm.numFreeBuffers = 0;
+}

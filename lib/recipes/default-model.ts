@@ -14,7 +14,6 @@ import { readTasks, writeTasks } from "../tasks/io.js";
 import { readSafetensors, writeSafetensors, type StDtype } from "../model/safetensors.js";
 import { readConfig as readTrainConfig } from "../train/config.js";
 import { runTraining, type RunSummary } from "../train/run.js";
-import { tf } from "../model/tf.js";
 import { T2sError } from "../errors.js";
 import { buildTokenizer, tokenizerCorpus } from "./tokenizer.js";
 import { qwen2Config, writeInitialModel, type ModelShape } from "./init.js";
@@ -135,31 +134,6 @@ export function sftConfig(o: RecipeOptions): Record<string, unknown> {
 
 class TimeUp extends Error {}
 
-interface PooledBuffers {
-  freeBuffers?: Map<string, { destroy(): void; size: number }[]>;
-  numFreeBuffers?: number;
-  numBytesAllocated?: number;
-}
-
-/**
- * Destroys the WebGPU backend's pooled free buffers. The pool keeps every freed buffer keyed by its exact
- * size, and SFT micro-batches change length every step, so without this the pool grows until the device
- * runs out of memory (seen after ~30 steps). Keys stay in the map: the pool skips releases when it is empty.
- */
-export function releasePooledGpuBuffers(): void {
-  if (tf.getBackend() !== "webgpu") return;
-  const bm = (tf.backend() as unknown as { bufferManager?: PooledBuffers }).bufferManager;
-  if (!bm?.freeBuffers) return;
-  for (const list of bm.freeBuffers.values()) {
-    for (const b of list) {
-      bm.numBytesAllocated = (bm.numBytesAllocated ?? 0) - b.size;
-      b.destroy();
-    }
-    list.length = 0;
-  }
-  bm.numFreeBuffers = 0;
-}
-
 /** Stages 1-3: init, then SFT; returns the training summary (checkpoints under `<work>/sft/checkpoints`). */
 export async function runRecipe(o: RecipeOptions): Promise<{ parameters: number; summary: RunSummary | null; stoppedEarly: boolean }> {
   mkdirSync(o.work, { recursive: true });
@@ -169,24 +143,26 @@ export async function runRecipe(o: RecipeOptions): Promise<{ parameters: number;
   if (o.initOnly) return { parameters, summary: null, stoppedEarly: false };
   const file = join(o.work, "sft.json");
   writeFileSync(file, JSON.stringify(sftConfig(o), null, 2) + "\n");
-  const start = Date.now();
   try {
     const summary = await runTraining(readTrainConfig(file, "sft"), {
-      backend: o.backend, onNote: o.onNote,
+      backend: o.backend, onNote: o.onNote, maxSeconds: o.maxSeconds,
       onStep: (r) => {
-        releasePooledGpuBuffers();
         o.onStep?.(r);
         // records count steps from 0, so record `stopAt` comes after the checkpoint of step `stopAt`
         if (o.stopAt !== undefined && Number(r.step) >= o.stopAt) throw new TimeUp(`stopped after step ${o.stopAt} (--stop-at)`);
-        if (o.maxSeconds && (Date.now() - start) / 1000 > o.maxSeconds) throw new TimeUp(`stopped after ${o.maxSeconds} s at step ${r.step}`);
       },
     });
-    return { parameters, summary, stoppedEarly: false };
+    if (summary.stopped_early) o.onNote?.(`stopped after ${o.maxSeconds} s (--max-seconds), at step ${resumedSteps(summary)}`);
+    return { parameters, summary, stoppedEarly: summary.stopped_early };
   } catch (e) {
     if (!(e instanceof TimeUp)) throw e;
     o.onNote?.(e.message);
     return { parameters, summary: null, stoppedEarly: true };
   }
+}
+
+function resumedSteps(s: RunSummary): number {
+  return s.resumed_from + s.steps_done;
 }
 
 /** Steps that have a checkpoint under `<work>/sft/checkpoints`, ascending. */

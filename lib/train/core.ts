@@ -7,6 +7,7 @@ import { join } from "node:path";
 import * as tf from "@tensorflow/tfjs-core";
 import { appendJsonl, readJsonl, toJsonl } from "../jsonl.js";
 import { T2sError } from "../errors.js";
+import { releasePooledGpuBuffers } from "../model/backend.js";
 import { ensureGradients } from "./gradients.js";
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint, type SaveOptions, type TrainerState } from "./checkpoint.js";
 import type { NamedVariable, TrainableLM } from "./lm.js";
@@ -37,6 +38,8 @@ export interface RunOptions {
   onWarning?: (message: string) => void;
   /** How checkpoints name and describe the weights (PEFT adapter files for LoRA). */
   checkpointFiles?: () => SaveOptions;
+  /** Wall-clock budget in seconds: the step running when it passes is finished and checkpointed, then training stops. */
+  maxSeconds?: number;
 }
 
 export class TrainerCore {
@@ -44,6 +47,7 @@ export class TrainerCore {
   readonly optimizer: AdamW;
   /** Completed trainer steps. */
   step = 0;
+  private readonly started = Date.now();
 
   constructor(readonly lm: TrainableLM, private readonly optim: OptimOptions, private readonly totalOptimizerSteps: number, private readonly run: RunOptions) {
     ensureGradients();
@@ -82,6 +86,8 @@ export class TrainerCore {
       return { loss, gradNorm, lr };
     } finally {
       acc.dispose();
+      // micro-batches change shape every step; WebGPU's pool would keep every freed size (see backend.ts)
+      releasePooledGpuBuffers();
     }
   }
 
@@ -104,11 +110,16 @@ export class TrainerCore {
     else process.stderr.write(`warning: ${message}\n`);
   }
 
+  /** Whether the wall-clock budget (maxSeconds) is spent: the loop stops after the current step. */
+  timeUp(): boolean {
+    return this.run.maxSeconds !== undefined && (Date.now() - this.started) / 1000 >= this.run.maxSeconds;
+  }
+
   /** Whether a checkpoint is due after the step just completed (`this.step` already counts it). */
   checkpointDue(lastStep: number): boolean {
     if (!this.run.outDir) return false;
     const every = this.run.checkpointEvery ?? 0;
-    return this.step >= lastStep || (every > 0 && this.step % every === 0);
+    return this.step >= lastStep || (every > 0 && this.step % every === 0) || this.timeUp();
   }
 
   async save(rng: Record<string, number>, extra: Record<string, unknown> = {}): Promise<string | null> {

@@ -100,7 +100,8 @@ export class GrpoTrainer<P> {
   /** Runs steps until `opts.steps`, checkpointing as configured; returns the log records. */
   async train(): Promise<Array<Record<string, unknown>>> {
     const out: Array<Record<string, unknown>> = [];
-    while (this.core.step < this.opts.steps) {
+    // at least one step per call, so a spent budget still makes progress
+    while (this.core.step < this.opts.steps && (out.length === 0 || !this.core.timeUp())) {
       const rec = await this.step();
       out.push(rec);
     }

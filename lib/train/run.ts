@@ -37,6 +37,8 @@ export interface RunHooks {
   onWarning?: (message: string) => void;
   /** One-line notes on what the run is doing (model loaded, tasks chosen, ...). */
   onNote?: (message: string) => void;
+  /** Wall-clock budget in seconds, counted from the first step: stop (with a checkpoint) after the step that passes it. */
+  maxSeconds?: number;
 }
 
 export interface RunSummary {
@@ -48,6 +50,10 @@ export interface RunSummary {
   backend: string;
   /** The final trainable weights: a PEFT adapter folder, or a checkpoint folder for full training. */
   final: string | null;
+  /** Steps this run did (after the resumed ones). */
+  steps_done: number;
+  /** Whether the wall-clock budget (maxSeconds) ended the run before `steps`. */
+  stopped_early: boolean;
   last: Record<string, unknown> | null;
 }
 
@@ -121,7 +127,7 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
   hooks.onNote?.(`${tasks.length} tasks; ${lm.trainableParams().length} trainable tensors (${cfg.adapter ? `LoRA r=${cfg.adapter.r} on ${cfg.adapter.targets.join(",")}` : "all weights"})`);
   const common = {
     lr: cfg.lr, schedule: cfg.schedule, warmupSteps: cfg.warmup_steps, minLrRatio: cfg.min_lr_ratio, weightDecay: cfg.weight_decay, maxGradNorm: cfg.max_grad_norm,
-    outDir: cfg.output_dir, checkpointEvery: cfg.checkpoint_every, onStep: hooks.onStep, onWarning: hooks.onWarning, checkpointFiles: () => lm.checkpointFiles(),
+    outDir: cfg.output_dir, checkpointEvery: cfg.checkpoint_every, onStep: hooks.onStep, onWarning: hooks.onWarning, checkpointFiles: () => lm.checkpointFiles(), maxSeconds: hooks.maxSeconds,
     maxTensorElements: cfg.max_tensor_elements, maxMicroBatchRows: cfg.micro_batch_rows || undefined, seed: cfg.seed,
   };
   const prompt = promptConfig(cfg);
@@ -170,7 +176,10 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
       }
     }
     trainer.dispose();
-    return { mode: cfg.mode, output_dir: cfg.output_dir, steps: total, resumed_from: resumedFrom, tasks: tasks.length, backend: model.backend, final, last: records[records.length - 1] ?? null };
+    return {
+      mode: cfg.mode, output_dir: cfg.output_dir, steps: total, resumed_from: resumedFrom, tasks: tasks.length, backend: model.backend, final,
+      steps_done: records.length, stopped_early: resumedFrom + records.length < total, last: records[records.length - 1] ?? null,
+    };
   } finally {
     await executor?.close();
     lm.dispose();

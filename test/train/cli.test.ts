@@ -60,6 +60,22 @@ test("t2s train sft trains on gold replies with prompt tokens masked", async () 
   assert.ok(log[0].trained_tokens > 10 && log[0].trained_tokens < log[0].tokens / 2, "only the reply tokens are trained on");
 });
 
+test("t2s train --max-seconds stops after the running step with a checkpoint; --resume finishes the run", async () => {
+  const w = world();
+  const cfg = w.config({ batch_size: 2, epochs: 3, lr: 0.01, adapter: { r: 4, targets: ["q_proj"] }, output_dir: "budget" });
+  const r = await runCli(["train", "sft", "--config", cfg, "--max-seconds", "0", "--json"], { env });
+  assert.equal(r.code, 0, r.stderr);
+  const summary = JSON.parse(r.stdout);
+  assert.equal(summary.stopped_early, true);
+  assert.equal(summary.steps_done, 1);
+  assert.ok(existsSync(join(w.dir, "budget", "checkpoints", "step-000001")), "the step that passed the budget is checkpointed");
+  const rest = await runCli(["train", "sft", "--config", cfg, "--resume", "--json"], { env });
+  assert.equal(rest.code, 0, rest.stderr);
+  const done = JSON.parse(rest.stdout);
+  assert.equal(done.stopped_early, false);
+  assert.equal(done.resumed_from + done.steps_done, 3);
+});
+
 test("config errors name the field and exit 1; unknown flags exit 2", async () => {
   const w = world();
   const bad = await runCli(["train", "grpo", "--config", w.config({ steps: 1, group_size: 1 })], { env });
