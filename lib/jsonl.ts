@@ -4,6 +4,7 @@
  * malformed line in the middle, because append-only stores must ignore the former and reject the latter.
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
 import { T2sError } from "./errors.js";
 
 export interface BadLine {
@@ -56,13 +57,24 @@ export function parseJsonl<T = unknown>(text: string, source: string, options: R
   return { records, bad, tornTail };
 }
 
-/** Reads a JSONL file. Throws T2sError("bad_jsonl") naming file and line, or "not_found". */
+/**
+ * Reads a JSONL file, gzip-compressed when its name ends in .gz (committed rows files are). Throws
+ * T2sError("bad_jsonl") naming file and line, or "not_found".
+ */
 export function readJsonl<T = unknown>(path: string, options: ReadJsonlOptions = {}): JsonlContent<T> {
   if (!existsSync(path)) {
     if (options.allowMissing) return { records: [], bad: [], tornTail: false };
     throw new T2sError("not_found", `no such file: ${path}`);
   }
-  return parseJsonl<T>(readFileSync(path, "utf8"), path, options);
+  let text: string;
+  if (path.endsWith(".gz")) {
+    try {
+      text = gunzipSync(readFileSync(path)).toString("utf8");
+    } catch (e) {
+      throw new T2sError("bad_jsonl", `${path}: not a readable gzip file (${(e as Error).message})`);
+    }
+  } else text = readFileSync(path, "utf8");
+  return parseJsonl<T>(text, path, options);
 }
 
 /** Appends records as JSON lines (one write call, so a line is never interleaved with another writer's). */
