@@ -28,6 +28,7 @@ interface BenchmarkFlags {
   seed: number;
   evalRun: string;
   limit?: number;
+  band?: string;
   out: string;
   force?: boolean;
   preset?: string;
@@ -54,7 +55,8 @@ export function registerBenchmark(program: Command): void {
     .requiredOption("--tasks <file>", "task jsonl file (e.g. data/shop/tasks.jsonl)")
     .requiredOption("--out <file>", "rows file (jsonl, append-only); its metadata goes to <file>.meta.json")
     .option("--split <split>", "only tasks of this split: train or holdout (default: all)")
-    .option("--limit <n>", "only the first n tasks (after --split)", intOption("--limit", 1))
+    .option("--band <file:lo:hi>", "only tasks whose pass rate in an earlier rows file lies in [lo, hi], as training selects its band (e.g. base-train.jsonl:0.1:0.9)")
+    .option("--limit <n>", "only the first n tasks (after --split and --band)", intOption("--limit", 1))
     .option("--k <n>", "samples per task", intOption("--k", 1), 4)
     .option("--temperature <t>", "sampling temperature", numberOption("--temperature"), 0.7)
     .option("--top-p <p>", "nucleus sampling top_p (default: the server's)", numberOption("--top-p"))
@@ -85,6 +87,7 @@ export function registerBenchmark(program: Command): void {
         policy: f.policy,
         tasks: f.tasks,
         split,
+        band: f.band === undefined ? undefined : parseBand(f.band),
         limit: f.limit,
         k: f.k,
         out: f.out,
@@ -125,4 +128,13 @@ export function registerBenchmark(program: Command): void {
         process.exitCode = 1;
       }
     });
+}
+
+/** "<file>:<lo>:<hi>" -> the band; the file name may itself hold colons. */
+export function parseBand(spec: string): { rows: string; lo: number; hi: number } {
+  const m = /^(.+):([0-9.]+):([0-9.]+)$/.exec(spec);
+  const lo = m ? Number(m[2]) : NaN;
+  const hi = m ? Number(m[3]) : NaN;
+  if (!m || !(lo >= 0 && hi <= 1 && lo <= hi)) throw new UsageError(`--band '${spec}' must look like <rows file>:<lo>:<hi> with 0 <= lo <= hi <= 1`);
+  return { rows: m[1], lo, hi };
 }

@@ -16,6 +16,7 @@ import type { Task } from "../tasks/types.js";
 import type { RewardPreset } from "../verifier/types.js";
 import { defaultEnv } from "./env.js";
 import { rolloutFacts, type RolloutFacts } from "./facts.js";
+import { selectBand } from "../train/band.js";
 import { tasksHash } from "./meta.js";
 import type { ProgressSnapshot } from "./progress.js";
 import { runRollout, type RolloutEnv, type RolloutResult } from "./rollout.js";
@@ -26,7 +27,9 @@ export interface BenchmarkOptions {
   /** A task jsonl file or the tasks themselves. */
   tasks: string | Task[];
   split?: "train" | "holdout";
-  /** Only the first N tasks (after the split filter), in file order. */
+  /** Only tasks whose pass rate in an earlier rows file lies in [lo, hi] (a training band), after the split. */
+  band?: { rows: string; lo: number; hi: number };
+  /** Only the first N tasks (after the split and band filters), in file order. */
   limit?: number;
   /** Samples per task (default 4). */
   k?: number;
@@ -93,17 +96,22 @@ function lazyPool(workers?: number): Executor {
   };
 }
 
-/** Selects the tasks of a run: split filter, then the first `limit`. */
-export function selectTasks(all: Task[], split?: "train" | "holdout", limit?: number): Task[] {
-  const chosen = split ? all.filter((t) => t.split === split) : all;
+/** Selects the tasks of a run: split filter, band filter (as training selects it), then the first `limit`. */
+export function selectTasks(all: Task[], split?: "train" | "holdout", limit?: number, band?: BenchmarkOptions["band"]): Task[] {
+  let chosen = split ? all.filter((t) => t.split === split) : all;
+  if (band) {
+    const ids = new Set(selectBand(band.rows, band.lo, band.hi).taskIds);
+    chosen = chosen.filter((t) => ids.has(t.id));
+  }
   return limit !== undefined ? chosen.slice(0, limit) : chosen;
 }
 
 /** Runs (or resumes) a benchmark and returns its rows, pass@k summary and failure breakdown. */
 export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult> {
   const all = typeof opts.tasks === "string" ? readTasks(opts.tasks) : opts.tasks;
-  const tasks = selectTasks(all, opts.split, opts.limit);
-  if (tasks.length === 0) throw new T2sError("no_tasks", `no tasks to run${opts.split ? ` in split '${opts.split}'` : ""}${typeof opts.tasks === "string" ? ` of ${opts.tasks}` : ""}`);
+  const tasks = selectTasks(all, opts.split, opts.limit, opts.band);
+  const band = opts.band ? `, band [${opts.band.lo}, ${opts.band.hi}] of ${opts.band.rows}` : "";
+  if (tasks.length === 0) throw new T2sError("no_tasks", `no tasks to run${opts.split ? ` in split '${opts.split}'` : ""}${band}${typeof opts.tasks === "string" ? ` of ${opts.tasks}` : ""}`);
   const style = opts.style ?? "single";
   const toolRows = opts.toolRows ?? 20;
   const prompt: PromptConfig = { style, protocol: opts.protocol, maxToolCalls: opts.maxToolCalls, toolRows };

@@ -1,11 +1,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli, scratchDir } from "../helpers.js";
 import { startFakeOpenAI, scriptedResponder, type FakeRule } from "../support/fake-openai.js";
 import { fenced, makeItemsDb, writeItemTasks } from "../support/fixtures.js";
 import type { RolloutRow } from "../../lib/runs/row.js";
+import { selectTasks } from "../../lib/runs/benchmark.js";
+import { parseBand } from "../../lib/cli/benchmark.js";
+import type { Task } from "../../lib/tasks/types.js";
 
 const rowsOf = (path: string) => readFileSync(path, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as RolloutRow);
 
@@ -180,4 +183,18 @@ test("bad flags exit 2 naming the flag", async () => {
   assert.match(r.stderr, /--style must be one of single, tool/);
   const r2 = await runCli(["benchmark", "--policy", "nope", "--tasks", "x.jsonl", "--out", "o.jsonl"]);
   assert.equal(r2.code, 1);
+});
+
+test("--band keeps the tasks whose pass rate in an earlier rows file lies in [lo, hi]; a bad spec exits 2", async () => {
+  const dir = scratchDir("bench-band");
+  const rows = join(dir, "earlier.jsonl");
+  const mk = (id: string, correct: boolean[]) => correct.map((c, i) => JSON.stringify({ task_id: id, sample: i, eval_run: "0", correct: c })).join("\n");
+  writeFileSync(rows, [mk("a", [true, true]), mk("b", [true, false]), mk("c", [false, false])].join("\n") + "\n");
+  const all = ["a", "b", "c", "d"].map((id) => ({ id, split: "train" }) as unknown as Task);
+  assert.deepEqual(selectTasks(all, "train", undefined, { rows, lo: 0.1, hi: 0.9 }).map((t) => t.id), ["b"]);
+  assert.deepEqual(selectTasks(all, undefined, undefined, { rows, lo: 0, hi: 1 }).map((t) => t.id), ["a", "b", "c"]);
+  assert.deepEqual(parseBand(`${rows}:0.1:0.9`), { rows, lo: 0.1, hi: 0.9 });
+  const bad = await runCli(["benchmark", "--policy", "scripted:x.jsonl", "--tasks", "t.jsonl", "--out", join(dir, "o.jsonl"), "--band", `${rows}:0.9:0.1`]);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--band/);
 });
