@@ -55,7 +55,7 @@ export interface TrainConfig {
   mu: number;
   mask_truncated: boolean;
   reward_preset: "shaped" | "binary" | "tool-rl";
-  sampling: { temperature: number; top_p: number; max_tokens: number };
+  sampling: { temperature: number; top_p: number; max_tokens: number; max_batch: number };
   episode: { style: "single" | "tool"; protocol: "native" | "hermes"; max_tool_calls: number; max_context_tokens: number };
   eval: { every: number; split: "train" | "holdout"; limit: number; samples: number } | null;
   // sft
@@ -158,7 +158,7 @@ export function validateConfig(raw: unknown, mode: TrainMode, file = "config"): 
     if (lo > hi) f.fail("band.lo", `must not exceed band.hi (${hi})`, lo);
     bandCfg = { rows: path(f.str(band, "rows", undefined, "band.rows")), lo, hi };
   }
-  const s = f.obj(o, "sampling", ["temperature", "top_p", "max_tokens"]) ?? {};
+  const s = f.obj(o, "sampling", ["temperature", "top_p", "max_tokens", "max_batch"]) ?? {};
   const e = f.obj(o, "episode", ["style", "protocol", "max_tool_calls", "max_context_tokens"]) ?? {};
   const ev = f.obj(o, "eval", ["every", "split", "limit", "samples"]);
   const lossType = f.oneOf(o, "loss_type", LOSS_TYPES, "dapo");
@@ -198,6 +198,7 @@ export function validateConfig(raw: unknown, mode: TrainMode, file = "config"): 
       temperature: f.num(s, "temperature", 1, { gt: 0 }, "sampling.temperature"),
       top_p: f.num(s, "top_p", 1, { gt: 0, max: 1 }, "sampling.top_p"),
       max_tokens: f.num(s, "max_tokens", 512, { int: true, min: 1 }, "sampling.max_tokens"),
+      max_batch: f.num(s, "max_batch", 64, { int: true, min: 1 }, "sampling.max_batch"),
     },
     episode: {
       style: f.oneOf(e, "style", ["single", "tool"] as const, "single", "episode.style"),

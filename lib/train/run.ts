@@ -142,7 +142,7 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
       executor = new ExecutorPool({});
       const env = defaultEnv({ executor, prompt, preset: cfg.reward_preset });
       const episode = { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, maxContextTokens: cfg.episode.max_context_tokens };
-      const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, temperature: cfg.sampling.temperature, topP: cfg.sampling.top_p });
+      const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, temperature: cfg.sampling.temperature, topP: cfg.sampling.top_p, maxBatch: cfg.sampling.max_batch });
       const ev = cfg.eval;
       const evalTasks = ev ? readTasks(cfg.tasks).filter((t) => t.split === ev.split).slice(0, ev.limit) : [];
       const onEval = ev && evalTasks.length

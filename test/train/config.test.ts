@@ -22,6 +22,8 @@ test("a minimal GRPO config gets the documented defaults and absolute paths", ()
   assert.equal(c.group_size, 8);
   assert.equal(c.scale_rewards, "group");
   assert.equal(c.beta, 0);
+  assert.equal(c.sampling.max_batch, 64);
+  assert.equal(validateConfig({ ...minimal, sampling: { max_batch: 256 } }, "grpo").sampling.max_batch, 256);
   assert.equal(validateConfig({ ...minimal, loss_type: "cispo" }, "grpo").epsilon_high, 5);
 });
 
@@ -33,6 +35,7 @@ test("errors name the field and the bad value", () => {
   rejects({ ...minimal, band: { rows: "r.jsonl", lo: 0.9, hi: 0.1 } }, /'band\.lo' must not exceed band\.hi/);
   rejects({ ...minimal, band: { lo: 0.1 } }, /'band\.rows' is required/);
   rejects({ ...minimal, sampling: { temperature: 0 } }, /'sampling\.temperature' must be a number > 0/);
+  rejects({ ...minimal, sampling: { max_batch: 0 } }, /'sampling\.max_batch' must be an integer >= 1/);
   rejects({ ...minimal, lerning_rate: 1 }, /'lerning_rate' is not a known field/);
   rejects({ ...minimal, loss_type: "cispo", epsilon_high: 0.28 }, /'epsilon_high' is the absolute cap/);
   rejects({ ...minimal, full_weights: true, beta: 0.1 }, /'beta' needs a reference/);
