@@ -136,6 +136,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       else sendJson(res, err.status, errorBody(err));
     });
   });
+  // clients keep connections open between requests while their episodes wait for a batch; Node's 5 s
+  // keep-alive default closes such a socket just as a client reuses it (a reset the client must retry),
+  // and a request may legitimately queue for minutes behind big batches
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 0;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port ?? 8000, opts.host ?? "127.0.0.1", () => resolve());

@@ -1,5 +1,6 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { Agent, get as httpGet } from "node:http";
 import OpenAI from "openai";
 import { loadModel } from "../../lib/model/load.js";
 import type { CausalLM } from "../../lib/model/model.js";
@@ -120,4 +121,24 @@ test("the kit's own openai: policy works against the server, tools included", as
     assert.ok(c.tokens_out >= 1);
   }
   await policy.close?.();
+});
+
+test("an idle keep-alive connection outlives Node's 5 s default, so clients waiting between requests are not reset", async () => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const port = (): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const req = httpGet(`${server.url.replace(/\/v1$/, "")}/health`, { agent }, (res) => {
+        const local = res.socket.localPort ?? -1;
+        res.resume();
+        res.on("end", () => resolve(local));
+      });
+      req.on("error", reject);
+    });
+  try {
+    const first = await port();
+    await new Promise((r) => setTimeout(r, 7000));
+    assert.equal(await port(), first, "the second request reused the first connection");
+  } finally {
+    agent.destroy();
+  }
 });
