@@ -152,17 +152,13 @@ export async function runRecipe(o: RecipeOptions): Promise<{ parameters: number;
         if (o.stopAt !== undefined && Number(r.step) >= o.stopAt) throw new TimeUp(`stopped after step ${o.stopAt} (--stop-at)`);
       },
     });
-    if (summary.stopped_early) o.onNote?.(`stopped after ${o.maxSeconds} s (--max-seconds), at step ${resumedSteps(summary)}`);
+    if (summary.stopped_early) o.onNote?.(`stopped after ${o.maxSeconds} s (--max-seconds), at step ${summary.resumed_from + summary.steps_done}`);
     return { parameters, summary, stoppedEarly: summary.stopped_early };
   } catch (e) {
     if (!(e instanceof TimeUp)) throw e;
     o.onNote?.(e.message);
     return { parameters, summary: null, stoppedEarly: true };
   }
-}
-
-function resumedSteps(s: RunSummary): number {
-  return s.resumed_from + s.steps_done;
 }
 
 /** Steps that have a checkpoint under `<work>/sft/checkpoints`, ascending. */

@@ -115,6 +115,14 @@ export class TrainerCore {
     return this.run.maxSeconds !== undefined && (Date.now() - this.started) / 1000 >= this.run.maxSeconds;
   }
 
+  /**
+   * Whether a trainer's loop takes another step: steps remain and the budget is not spent; at least one
+   * step per call (`doneThisCall` = 0), so a spent budget still makes progress.
+   */
+  continues(lastStep: number, doneThisCall: number): boolean {
+    return this.step < lastStep && (doneThisCall === 0 || !this.timeUp());
+  }
+
   /** Whether a checkpoint is due after the step just completed (`this.step` already counts it). */
   checkpointDue(lastStep: number): boolean {
     if (!this.run.outDir) return false;

@@ -100,8 +100,7 @@ export class GrpoTrainer<P> {
   /** Runs steps until `opts.steps`, checkpointing as configured; returns the log records. */
   async train(): Promise<Array<Record<string, unknown>>> {
     const out: Array<Record<string, unknown>> = [];
-    // at least one step per call, so a spent budget still makes progress
-    while (this.core.step < this.opts.steps && (out.length === 0 || !this.core.timeUp())) {
+    while (this.core.continues(this.opts.steps, out.length)) {
       const rec = await this.step();
       out.push(rec);
     }

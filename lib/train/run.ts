@@ -14,10 +14,10 @@ import { loadModel } from "../model/load.js";
 import { attachAdapter, createAdapter } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
 import { defaultEnv } from "../runs/env.js";
+import { selectTasks } from "../runs/benchmark.js";
 import { runRollout } from "../runs/rollout.js";
 import { readTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";
-import { selectBand } from "./band.js";
 import { latestCheckpoint } from "./checkpoint.js";
 import type { TrainConfig } from "./config.js";
 import { episodeGrader, episodeSampler, ModelPolicy } from "./episode-sampler.js";
@@ -57,15 +57,9 @@ export interface RunSummary {
   last: Record<string, unknown> | null;
 }
 
-/** The tasks a run trains on: split filter, then the band, then the first `limit`. */
+/** The tasks a run trains on: split filter, then the band, then the first `limit` (as `t2s benchmark` selects them). */
 export function chooseTasks(cfg: TrainConfig): Task[] {
-  let tasks = readTasks(cfg.tasks);
-  if (cfg.split !== "all") tasks = tasks.filter((t) => t.split === cfg.split);
-  if (cfg.band) {
-    const band = new Set(selectBand(cfg.band.rows, cfg.band.lo, cfg.band.hi).taskIds);
-    tasks = tasks.filter((t) => band.has(t.id));
-  }
-  if (cfg.limit !== null) tasks = tasks.slice(0, cfg.limit);
+  const tasks = selectTasks(readTasks(cfg.tasks), cfg.split === "all" ? undefined : cfg.split, cfg.limit ?? undefined, cfg.band ?? undefined);
   if (tasks.length === 0) {
     throw new T2sError("no_tasks", `no tasks left to train on in ${cfg.tasks} (split '${cfg.split}'${cfg.band ? `, band [${cfg.band.lo}, ${cfg.band.hi}] of ${cfg.band.rows}` : ""})`);
   }

@@ -53,8 +53,7 @@ export class SftTrainer {
 
   async train(): Promise<Array<Record<string, unknown>>> {
     const out: Array<Record<string, unknown>> = [];
-    // at least one step per call, so a spent budget still makes progress
-    while (this.core.step < this.totalSteps && (out.length === 0 || !this.core.timeUp())) out.push(await this.step());
+    while (this.core.continues(this.totalSteps, out.length)) out.push(await this.step());
     return out;
   }
 
