@@ -238,6 +238,12 @@ export function decoderStep(
   return { logits, cache: shared ? { keys, values, valid, shared } : { keys, values, valid } };
 }
 
+/** Kv head j of t [B, KV, R, C] as one 2-D matrix [B·R, C] (every row's slice of that head, stacked). */
+function kvHead(t: tf.Tensor, j: number): tf.Tensor2D {
+  const [, KV, , C] = t.shape;
+  return tf.reshape(KV === 1 ? t : tf.slice(t, [0, j, 0, 0], [-1, 1, -1, -1]), [-1, C]) as tf.Tensor2D;
+}
+
 /**
  * Attention of queries qg [B, KV, G·tc, hd] over the shared prefix of layer `layer` followed by the rows' own
  * keys (ownK: [B, KV, hd, S] when `ownKT`, else [B, KV, S, hd]; bias [B, 1, tc, S] masks only the own part).
@@ -257,22 +263,19 @@ function attendWithShared(
 ): tf.Tensor {
   const { B, H, KV, G, tc, hd, scale } = d;
   const S = ownK.shape[ownKT ? 3 : 2];
-  const N = B * G * tc;
   // scaling the queries is cheaper than scaling both score matrices
   const qs = tf.mul(qg, scale);
   const rawOwn = ownKT ? tf.matMul(qs, ownK) : tf.matMul(qs, ownK, false, true);
   const own = tf.reshape(tf.add(tf.reshape(rawOwn, [B, H, tc, S]), bias), [B, KV, G * tc, S]);
   const ownMax = tf.max(own, -1, true);
-  const perHead = (t: tf.Tensor, j: number, width: number): tf.Tensor2D =>
-    tf.reshape(KV === 1 ? t : tf.slice(t, [0, j, 0, 0], [B, 1, G * tc, width]), [N, width]) as tf.Tensor2D;
   const maxes: tf.Tensor[] = [];
   const sums: tf.Tensor[] = [];
   const ctxs: tf.Tensor[] = [];
   for (let j = 0; j < KV; j++) {
-    const q2 = perHead(qs, j, hd);
+    const q2 = kvHead(qs, j);
     const k2 = shared.keys[layer][j];
     const scores = shared.keysTransposed ? tf.matMul(q2, k2) : tf.matMul(q2, k2, false, true);
-    const m = tf.maximum(tf.max(scores, 1, true), perHead(ownMax, j, 1));
+    const m = tf.maximum(tf.max(scores, 1, true), kvHead(ownMax, j));
     const e = tf.exp(tf.sub(scores, m));
     maxes.push(tf.reshape(m, [B, 1, G * tc, 1]));
     sums.push(tf.reshape(tf.sum(e, 1, true), [B, 1, G * tc, 1]));
@@ -300,15 +303,13 @@ function attendOneRow(
 ): tf.Tensor {
   const { H, KV, G, tc, hd, scale } = d;
   const S = kT.shape[3];
-  const head = (t: tf.Tensor, j: number, rows: number, cols: number): tf.Tensor2D =>
-    tf.reshape(KV === 1 ? t : tf.slice(t, [0, j, 0, 0], [1, 1, rows, cols]), [rows, cols]) as tf.Tensor2D;
   const bias3 = tf.reshape(bias, [1, tc, S]);
   const ctxs: tf.Tensor[] = [];
   for (let j = 0; j < KV; j++) {
-    const raw = tf.matMul(head(qg, j, G * tc, hd), head(kT, j, hd, S));
+    const raw = tf.matMul(kvHead(qg, j), kvHead(kT, j));
     const scores = tf.add(tf.reshape(tf.mul(raw, scale), [G, tc, S]), bias3);
     const probs = tf.reshape(tf.softmax(scores, -1), [G * tc, S]) as tf.Tensor2D;
-    ctxs.push(tf.reshape(tf.matMul(probs, head(vv, j, S, hd)), [1, 1, G * tc, hd]));
+    ctxs.push(tf.reshape(tf.matMul(probs, kvHead(vv, j)), [1, 1, G * tc, hd]));
   }
   return tf.reshape(ctxs.length === 1 ? ctxs[0] : tf.concat(ctxs, 1), [1, H, tc, hd]);
 }
