@@ -79,6 +79,21 @@ export function latestCheckpoint(outDir: string): string | null {
   return steps.length ? join(root, steps[steps.length - 1]) : null;
 }
 
+/**
+ * Deletes all but the newest `keep` complete checkpoints under `outDir/checkpoints` (keep <= 0: none are
+ * deleted); returns the folders removed. Incomplete folders (a crash mid-write) are left for inspection.
+ */
+export function pruneCheckpoints(outDir: string, keep: number): string[] {
+  const root = join(outDir, "checkpoints");
+  if (keep <= 0 || !existsSync(root)) return [];
+  const complete = readdirSync(root)
+    .filter((n) => /^step-\d+$/.test(n) && existsSync(join(root, n, STATE_FILE)))
+    .sort();
+  const removed = complete.slice(0, Math.max(0, complete.length - keep)).map((n) => join(root, n));
+  for (const dir of removed) rmSync(dir, { recursive: true, force: true });
+  return removed;
+}
+
 /** Restores weights and optimizer state from a checkpoint folder; returns the trainer state to continue from. */
 export function loadCheckpoint(dir: string, params: NamedVariable[], optimizer: AdamW): TrainerState {
   const statePath = join(dir, STATE_FILE);

@@ -36,6 +36,7 @@ export interface TrainConfig {
   seed: number;
   output_dir: string;
   checkpoint_every: number;
+  keep_checkpoints: number;
   lr: number;
   schedule: ScheduleKind;
   warmup_steps: number;
@@ -66,7 +67,7 @@ export interface TrainConfig {
 const KEYS: Record<string, TrainMode[]> = {
   mode: ["sft", "grpo"], model: ["sft", "grpo"], backend: ["sft", "grpo"], adapter: ["sft", "grpo"], full_weights: ["sft", "grpo"],
   tasks: ["sft", "grpo"], split: ["sft", "grpo"], band: ["sft", "grpo"], limit: ["sft", "grpo"], steps: ["sft", "grpo"], seed: ["sft", "grpo"],
-  output_dir: ["sft", "grpo"], checkpoint_every: ["sft", "grpo"], lr: ["sft", "grpo"], schedule: ["sft", "grpo"], warmup_steps: ["sft", "grpo"],
+  output_dir: ["sft", "grpo"], checkpoint_every: ["sft", "grpo"], keep_checkpoints: ["sft", "grpo"], lr: ["sft", "grpo"], schedule: ["sft", "grpo"], warmup_steps: ["sft", "grpo"],
   min_lr_ratio: ["sft", "grpo"], weight_decay: ["sft", "grpo"], max_grad_norm: ["sft", "grpo"], max_tensor_elements: ["sft", "grpo"],
   micro_batch_rows: ["sft", "grpo"], episode: ["sft", "grpo"], $schema: ["sft", "grpo"], comment: ["sft", "grpo"],
   prompts_per_step: ["grpo"], group_size: ["grpo"], loss_type: ["grpo"], epsilon_low: ["grpo"], epsilon_high: ["grpo"], beta: ["grpo"],
@@ -176,6 +177,7 @@ export function validateConfig(raw: unknown, mode: TrainMode, file = "config"): 
     seed: f.num(o, "seed", 0, { int: true, min: 0 }),
     output_dir: path(f.str(o, "output_dir", undefined)),
     checkpoint_every: f.num(o, "checkpoint_every", 0, { int: true, min: 0 }),
+    keep_checkpoints: f.num(o, "keep_checkpoints", 0, { int: true, min: 0 }),
     lr: f.num(o, "lr", mode === "grpo" ? 1e-6 : 1e-5, { gt: 0 }),
     schedule: f.oneOf(o, "schedule", ["cosine", "constant"] as const, "constant"),
     warmup_steps: f.num(o, "warmup_steps", 0, { int: true, min: 0 }),

@@ -9,7 +9,7 @@ import { appendJsonl, readJsonl, toJsonl } from "../jsonl.js";
 import { T2sError } from "../errors.js";
 import { releasePooledGpuBuffers } from "../model/backend.js";
 import { ensureGradients } from "./gradients.js";
-import { latestCheckpoint, loadCheckpoint, saveCheckpoint, type SaveOptions, type TrainerState } from "./checkpoint.js";
+import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, saveCheckpoint, type SaveOptions, type TrainerState } from "./checkpoint.js";
 import type { NamedVariable, TrainableLM } from "./lm.js";
 import { AdamW, clipGlobalNorm, GradAccumulator } from "./optimizer.js";
 import { learningRate, type ScheduleKind } from "./schedule.js";
@@ -32,6 +32,8 @@ export interface RunOptions {
   outDir?: string;
   /** Save a checkpoint every N trainer steps (and always after the last); 0 = only at the end. */
   checkpointEvery?: number;
+  /** Keep only the newest N checkpoints (older ones are deleted after each save); 0 = keep all. */
+  keepCheckpoints?: number;
   /** Called with each step's log record (notebooks plot from here). */
   onStep?: (record: Record<string, unknown>) => void;
   /** Called with warnings (default: written to stderr). */
@@ -132,7 +134,10 @@ export class TrainerCore {
 
   async save(rng: Record<string, number>, extra: Record<string, unknown> = {}): Promise<string | null> {
     if (!this.run.outDir) return null;
-    return saveCheckpoint(this.run.outDir, this.params, this.optimizer, { step: this.step, rng, extra }, this.run.checkpointFiles?.() ?? {});
+    const dir = await saveCheckpoint(this.run.outDir, this.params, this.optimizer, { step: this.step, rng, extra }, this.run.checkpointFiles?.() ?? {});
+    // pruned only after the new checkpoint is complete, so a crash never leaves fewer than before
+    pruneCheckpoints(this.run.outDir, this.run.keepCheckpoints ?? 0);
+    return dir;
   }
 
   /**

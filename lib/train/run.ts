@@ -121,7 +121,7 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
   hooks.onNote?.(`${tasks.length} tasks; ${lm.trainableParams().length} trainable tensors (${cfg.adapter ? `LoRA r=${cfg.adapter.r} on ${cfg.adapter.targets.join(",")}` : "all weights"})`);
   const common = {
     lr: cfg.lr, schedule: cfg.schedule, warmupSteps: cfg.warmup_steps, minLrRatio: cfg.min_lr_ratio, weightDecay: cfg.weight_decay, maxGradNorm: cfg.max_grad_norm,
-    outDir: cfg.output_dir, checkpointEvery: cfg.checkpoint_every, onStep: hooks.onStep, onWarning: hooks.onWarning, checkpointFiles: () => lm.checkpointFiles(), maxSeconds: hooks.maxSeconds,
+    outDir: cfg.output_dir, checkpointEvery: cfg.checkpoint_every, keepCheckpoints: cfg.keep_checkpoints, onStep: hooks.onStep, onWarning: hooks.onWarning, checkpointFiles: () => lm.checkpointFiles(), maxSeconds: hooks.maxSeconds,
     maxTensorElements: cfg.max_tensor_elements, maxMicroBatchRows: cfg.micro_batch_rows || undefined, seed: cfg.seed,
   };
   const prompt = promptConfig(cfg);

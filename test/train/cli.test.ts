@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli } from "../helpers.js";
 import { tinyTrainingWorld } from "./tiny-world.js";
@@ -74,6 +74,19 @@ test("t2s train --max-seconds stops after the running step with a checkpoint; --
   const done = JSON.parse(rest.stdout);
   assert.equal(done.stopped_early, false);
   assert.equal(done.resumed_from + done.steps_done, 3);
+});
+
+test("keep_checkpoints keeps the newest N checkpoints; an incomplete folder is left alone", async () => {
+  const w = world();
+  const cfg = w.config({ batch_size: 2, epochs: 3, lr: 0.01, adapter: { r: 4, targets: ["q_proj"] }, output_dir: "keep", checkpoint_every: 1, keep_checkpoints: 2 });
+  const partial = join(w.dir, "keep", "checkpoints", "step-000000");
+  mkdirSync(partial, { recursive: true }); // no trainer_state.json: what a crash mid-write leaves
+  const r = await runCli(["train", "sft", "--config", cfg, "--json"], { env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(readdirSync(join(w.dir, "keep", "checkpoints")).sort(), ["step-000000", "step-000002", "step-000003"]);
+  const bad = await runCli(["train", "sft", "--config", w.config({ epochs: 1, output_dir: "k2", keep_checkpoints: -1 })], { env });
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /keep_checkpoints/);
 });
 
 test("config errors name the field and exit 1; unknown flags exit 2", async () => {
