@@ -71,12 +71,18 @@ export async function saveCheckpoint(outDir: string, params: NamedVariable[], op
 
 /** The newest complete checkpoint folder under `outDir/checkpoints`, or null when there is none. */
 export function latestCheckpoint(outDir: string): string | null {
+  const steps = completeCheckpoints(outDir);
+  return steps.length ? steps[steps.length - 1] : null;
+}
+
+/** The complete checkpoint folders under `outDir/checkpoints`, oldest first (a folder without a state file is a crash mid-write). */
+function completeCheckpoints(outDir: string): string[] {
   const root = join(outDir, "checkpoints");
-  if (!existsSync(root)) return null;
-  const steps = readdirSync(root)
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
     .filter((n) => /^step-\d+$/.test(n) && existsSync(join(root, n, STATE_FILE)))
-    .sort();
-  return steps.length ? join(root, steps[steps.length - 1]) : null;
+    .sort()
+    .map((n) => join(root, n));
 }
 
 /**
@@ -84,12 +90,9 @@ export function latestCheckpoint(outDir: string): string | null {
  * deleted); returns the folders removed. Incomplete folders (a crash mid-write) are left for inspection.
  */
 export function pruneCheckpoints(outDir: string, keep: number): string[] {
-  const root = join(outDir, "checkpoints");
-  if (keep <= 0 || !existsSync(root)) return [];
-  const complete = readdirSync(root)
-    .filter((n) => /^step-\d+$/.test(n) && existsSync(join(root, n, STATE_FILE)))
-    .sort();
-  const removed = complete.slice(0, Math.max(0, complete.length - keep)).map((n) => join(root, n));
+  if (keep <= 0) return [];
+  const complete = completeCheckpoints(outDir);
+  const removed = complete.slice(0, Math.max(0, complete.length - keep));
   for (const dir of removed) rmSync(dir, { recursive: true, force: true });
   return removed;
 }
