@@ -344,7 +344,7 @@ export function shareCache(prefix: KvCache, rows: number): KvCache {
   return { keys: [], values: [], valid: Array.from({ length: rows }, () => []), shared };
 }
 
-/** Returns cache rows gathered by `rows` (e.g. one shared prefix tiled to every sequence of a batch). */
+/** Returns cache rows gathered by `rows` (e.g. the rows still sampling); a shared prefix is referenced, not copied. */
 export function selectCacheRows(cache: KvCache, rows: number[]): KvCache {
   const idx = tf.tensor1d(rows, "int32");
   const keys = cache.keys.map((k) => tf.gather(k, idx) as tf.Tensor4D);

@@ -1,9 +1,10 @@
 /**
  * Batched sampling with a KV cache. Prompts of different lengths share one batch: the longest common
  * prefix of all prompts (a system prompt with the schema, or the same prompt sampled G times) is run once
- * and kept as the cache's shared part, which every row attends to without a copy; the remaining suffixes are left-padded and masked, each token carrying
- * its own absolute position. Rows stop on an eos id, on a stop string, or at their token budget, and
- * finished rows leave the batch so later steps only compute live rows.
+ * and kept as the cache's shared part, which every row attends to without a copy; the remaining suffixes
+ * are left-padded and masked, each token carrying its own absolute position. Rows stop on an eos id, on a
+ * stop string, or at their token budget, and finished rows leave the batch so later steps only compute
+ * live rows.
  */
 import { T2sError } from "../errors.js";
 import { disposeCache, selectCacheRows, shareCache, type KvCache } from "./decoder.js";
