@@ -5,8 +5,10 @@
  *   npm run bench:train -- --backend wasm        same on another backend
  *   npm run bench:train -- --qwen05b             Qwen2-0.5B-shaped model, B4 x T512, best backend
  * Flags: --batch N  --seq N  --steps N (timed steps after one warm-up)  --json
+ *        --modes a,b  only these rows (default sft-full,sft-lora,grpo-lora,grpo-lora-kl)
  *        --profile  one more step of each mode under tf.profile: kernel time by kernel name, and how much of
- *                   the step's wall time no kernel accounts for (dispatch, read-backs, JS)
+ *                   the step's wall time no kernel accounts for (dispatch, read-backs, JS); each profile is
+ *                   written to stderr as soon as it is measured, so a run cut by a timeout keeps it
  * Rows: sft-full (all weights), sft-lora (r 16 on q,k,v,o), grpo-lora (dapo, mu 1), grpo-lora-kl (beta 0.04:
  * one more forward for the reference).
  */
@@ -52,7 +54,7 @@ async function main(): Promise<void> {
         const rec = await t.step();
         if (i > 0) times.push(rec.step_time_s as number);
       }
-      if (profile) profiles[mode] = await profileStep(() => t.step());
+      if (profile) profiles[mode] = printProfile(mode, await profileStep(() => t.step()));
       t.dispose();
     } else {
       let k = 0;
@@ -66,7 +68,7 @@ async function main(): Promise<void> {
         const rec = await t.step();
         if (i > 0) times.push(rec.train_time_s as number);
       }
-      if (profile) profiles[mode] = await profileStep(() => t.step());
+      if (profile) profiles[mode] = printProfile(mode, await profileStep(() => t.step()));
       t.dispose();
     }
     const s = median(times);
@@ -82,11 +84,6 @@ async function main(): Promise<void> {
     process.stdout.write(`backend ${summary.backend}; model ${summary.model}; ${params} parameters\n`);
     process.stdout.write("mode           batch  seq  trained params  s/step   tokens/s\n");
     for (const r of results) process.stdout.write(`${String(r.mode).padEnd(13)}  ${String(r.batch).padStart(5)}  ${String(r.seq).padStart(3)}  ${String(r.trained_params).padStart(14)}  ${String(r.seconds_per_step).padStart(6)}  ${String(r.tokens_per_s).padStart(9)}\n`);
-    for (const [mode, p] of Object.entries(profiles)) {
-      process.stdout.write(`\nprofile ${mode}: wall ${p.wall_ms.toFixed(0)} ms, kernels ${p.kernel_ms.toFixed(0)} ms (${p.kernel_count} launches), not in kernels ${(100 * (1 - p.kernel_ms / p.wall_ms)).toFixed(0)}%\n`);
-      process.stdout.write("kernel                     ms   share  launches\n");
-      for (const k of p.top) process.stdout.write(`${k.name.padEnd(22)} ${k.ms.toFixed(1).padStart(8)}  ${(100 * k.share).toFixed(1).padStart(5)}%  ${String(k.count).padStart(8)}\n`);
-    }
   }
 }
 
@@ -95,6 +92,15 @@ interface StepProfile {
   kernel_ms: number;
   kernel_count: number;
   top: { name: string; ms: number; share: number; count: number }[];
+}
+
+/** Writes a step profile to stderr as soon as it is measured (a long run cut by a timeout keeps it). */
+function printProfile(mode: string, p: StepProfile): StepProfile {
+  const w = (line: string) => process.stderr.write(line + "\n");
+  w(`profile ${mode}: wall ${p.wall_ms.toFixed(0)} ms, kernels ${p.kernel_ms.toFixed(0)} ms (${p.kernel_count} launches), not in kernels ${(100 * (1 - p.kernel_ms / p.wall_ms)).toFixed(0)}%`);
+  w("kernel                     ms   share  launches");
+  for (const k of p.top) w(`${k.name.padEnd(22)} ${k.ms.toFixed(1).padStart(8)}  ${(100 * k.share).toFixed(1).padStart(5)}%  ${String(k.count).padStart(8)}`);
+  return p;
 }
 
 /** Runs one step under tf.profile and sums kernel time by kernel name (backends without timers report 0). */
