@@ -16,7 +16,7 @@ import type { Task } from "../tasks/types.js";
 import type { RewardPreset } from "../verifier/types.js";
 import { defaultEnv } from "./env.js";
 import { rolloutFacts, type RolloutFacts } from "./facts.js";
-import { selectBand } from "../train/band.js";
+import { selectTasks, type BandSpec } from "../train/band.js";
 import { tasksHash } from "./meta.js";
 import type { ProgressSnapshot } from "./progress.js";
 import { runRollout, type RolloutEnv, type RolloutResult } from "./rollout.js";
@@ -28,7 +28,7 @@ export interface BenchmarkOptions {
   tasks: string | Task[];
   split?: "train" | "holdout";
   /** Only tasks whose pass rate in an earlier rows file lies in [lo, hi] (a training band), after the split. */
-  band?: { rows: string; lo: number; hi: number };
+  band?: BandSpec;
   /** Only the first N tasks (after the split and band filters), in file order. */
   limit?: number;
   /** Samples per task (default 4). */
@@ -94,16 +94,6 @@ function lazyPool(workers?: number): Executor {
       await pool.close();
     },
   };
-}
-
-/** Selects the tasks of a run: split filter, band filter (as training selects it), then the first `limit`. */
-export function selectTasks(all: Task[], split?: "train" | "holdout", limit?: number, band?: BenchmarkOptions["band"]): Task[] {
-  let chosen = split ? all.filter((t) => t.split === split) : all;
-  if (band) {
-    const ids = new Set(selectBand(band.rows, band.lo, band.hi).taskIds);
-    chosen = chosen.filter((t) => ids.has(t.id));
-  }
-  return limit !== undefined ? chosen.slice(0, limit) : chosen;
 }
 
 /** Runs (or resumes) a benchmark and returns its rows, pass@k summary and failure breakdown. */

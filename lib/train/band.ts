@@ -4,6 +4,14 @@
  */
 import { readJsonl } from "../jsonl.js";
 import { T2sError } from "../errors.js";
+import type { Task } from "../tasks/types.js";
+
+/** A band: tasks whose pooled pass rate in the rows file `rows` lies in [lo, hi]. */
+export interface BandSpec {
+  rows: string;
+  lo: number;
+  hi: number;
+}
 
 export interface PassRate {
   task_id: string;
@@ -38,4 +46,14 @@ export function selectBand(rowsPath: string, lo: number, hi: number): { taskIds:
   // a small tolerance so a rate of exactly 0.1 computed as 1/10 is inside [0.1, ...]
   const taskIds = [...rates.values()].filter((p) => p.rate >= lo - 1e-12 && p.rate <= hi + 1e-12).map((p) => p.task_id).sort();
   return { taskIds, rates };
+}
+
+/** The tasks of a run (training or benchmark): split filter, then the band, then the first `limit`. */
+export function selectTasks(all: Task[], split?: "train" | "holdout", limit?: number, band?: BandSpec): Task[] {
+  let chosen = split ? all.filter((t) => t.split === split) : all;
+  if (band) {
+    const ids = new Set(selectBand(band.rows, band.lo, band.hi).taskIds);
+    chosen = chosen.filter((t) => ids.has(t.id));
+  }
+  return limit !== undefined ? chosen.slice(0, limit) : chosen;
 }

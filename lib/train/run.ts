@@ -14,10 +14,10 @@ import { loadModel } from "../model/load.js";
 import { attachAdapter, createAdapter } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
 import { defaultEnv } from "../runs/env.js";
-import { selectTasks } from "../runs/benchmark.js";
 import { runRollout } from "../runs/rollout.js";
 import { readTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";
+import { selectTasks } from "./band.js";
 import { latestCheckpoint } from "./checkpoint.js";
 import type { TrainConfig } from "./config.js";
 import { episodeGrader, episodeSampler, ModelPolicy } from "./episode-sampler.js";
@@ -57,9 +57,9 @@ export interface RunSummary {
   last: Record<string, unknown> | null;
 }
 
-/** The tasks a run trains on: split filter, then the band, then the first `limit` (as `t2s benchmark` selects them). */
-export function chooseTasks(cfg: TrainConfig): Task[] {
-  const tasks = selectTasks(readTasks(cfg.tasks), cfg.split === "all" ? undefined : cfg.split, cfg.limit ?? undefined, cfg.band ?? undefined);
+/** The tasks a run trains on, out of all tasks of its file: split, then band, then `limit` (as `t2s benchmark` selects them). */
+export function chooseTasks(cfg: TrainConfig, all: Task[]): Task[] {
+  const tasks = selectTasks(all, cfg.split === "all" ? undefined : cfg.split, cfg.limit ?? undefined, cfg.band ?? undefined);
   if (tasks.length === 0) {
     throw new T2sError("no_tasks", `no tasks left to train on in ${cfg.tasks} (split '${cfg.split}'${cfg.band ? `, band [${cfg.band.lo}, ${cfg.band.hi}] of ${cfg.band.rows}` : ""})`);
   }
@@ -115,7 +115,8 @@ const noExecutor: Executor = {
 
 /** Runs the training a config describes; returns where the result went and the last step's record. */
 export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promise<RunSummary> {
-  const tasks = chooseTasks(cfg);
+  const allTasks = readTasks(cfg.tasks);
+  const tasks = chooseTasks(cfg, allTasks);
   guardOutput(cfg, hooks.resume ?? false);
   const { model, lm } = await prepareModel(cfg, hooks);
   hooks.onNote?.(`${tasks.length} tasks; ${lm.trainableParams().length} trainable tensors (${cfg.adapter ? `LoRA r=${cfg.adapter.r} on ${cfg.adapter.targets.join(",")}` : "all weights"})`);
@@ -138,7 +139,7 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
       const episode = { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, maxContextTokens: cfg.episode.max_context_tokens };
       const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, temperature: cfg.sampling.temperature, topP: cfg.sampling.top_p, maxBatch: cfg.sampling.max_batch });
       const ev = cfg.eval;
-      const evalTasks = ev ? readTasks(cfg.tasks).filter((t) => t.split === ev.split).slice(0, ev.limit) : [];
+      const evalTasks = ev ? selectTasks(allTasks, ev.split, ev.limit) : [];
       const onEval = ev && evalTasks.length
         ? async (step: number) => {
             const r = await runRollout(evalTasks, policy, env, {
