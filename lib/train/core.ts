@@ -11,7 +11,7 @@ import { releasePooledGpuBuffers } from "../model/backend.js";
 import { ensureGradients } from "./gradients.js";
 import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, saveCheckpoint, type SaveOptions, type TrainerState } from "./checkpoint.js";
 import type { NamedVariable, TrainableLM } from "./lm.js";
-import { AdamW, clipGlobalNorm, GradAccumulator } from "./optimizer.js";
+import { AdamW, clipFactor, globalGradNorm, GradAccumulator } from "./optimizer.js";
 import { learningRate, type ScheduleKind } from "./schedule.js";
 
 export interface OptimOptions {
@@ -81,10 +81,10 @@ export class TrainerCore {
         value.dispose();
         acc.add(new Map(this.params.map((p) => [p.name, grads[p.variable.name] ?? tf.zerosLike(p.variable)])));
       }
-      const gradNorm = await clipGlobalNorm(acc.grads, this.optim.maxGradNorm ?? 0);
+      const gradNorm = await globalGradNorm(acc.grads);
       if (!Number.isFinite(gradNorm)) throw new T2sError("non_finite", `gradient norm is ${gradNorm} at step ${this.step}; lower the learning rate or check the rewards`);
       const lr = this.currentLr();
-      this.optimizer.step(acc.grads, lr);
+      this.optimizer.step(acc.grads, lr, clipFactor(gradNorm, this.optim.maxGradNorm ?? 0));
       return { loss, gradNorm, lr };
     } finally {
       acc.dispose();

@@ -1,9 +1,13 @@
 /**
  * AdamW with decoupled weight decay (PyTorch's update order), global-norm gradient clipping and a
  * gradient accumulator for micro-batches. State is plain named tensors so checkpoints can store it.
+ * On WebGPU the update and the norm run as fused kernels (webgpu-kernels.ts); elsewhere as tfjs ops.
  */
 import * as tf from "@tensorflow/tfjs-core";
 import type { NamedVariable } from "./lm.js";
+import { fusedMoment, fusedOptimizerActive, fusedParamUpdate, fusedSumOfSquares, registerWebgpuOptimizerKernels } from "./webgpu-kernels.js";
+
+registerWebgpuOptimizerKernels();
 
 export interface AdamWOptions {
   beta1?: number;
@@ -40,21 +44,36 @@ export class AdamW {
     }
   }
 
-  /** Applies one update with learning rate `lr`; `grads` maps parameter names to gradients (missing = zero). */
-  step(grads: Map<string, tf.Tensor>, lr: number): void {
+  /**
+   * Applies one update with learning rate `lr`; `grads` maps parameter names to gradients (missing = zero).
+   * Each gradient is multiplied by `gradScale` first (the clip factor, folded in rather than a pass of its own).
+   */
+  step(grads: Map<string, tf.Tensor>, lr: number, gradScale = 1): void {
     this.t += 1;
     const c1 = 1 - Math.pow(this.beta1, this.t);
     const c2 = 1 - Math.pow(this.beta2, this.t);
+    const fused = fusedOptimizerActive();
     for (const p of this.params) {
       const g = grads.get(p.name);
       if (!g) continue;
       const [m, v] = [this.m.get(p.name)!, this.v.get(p.name)!];
-      const [m2, v2] = tf.tidy(() => [tf.add(tf.mul(m, this.beta1), tf.mul(g, 1 - this.beta1)), tf.add(tf.mul(v, this.beta2), tf.mul(tf.square(g), 1 - this.beta2))]);
-      tf.tidy(() => {
-        const decayed = this.weightDecay ? tf.mul(p.variable, 1 - lr * this.weightDecay) : p.variable;
-        const update = tf.div(tf.div(m2, c1), tf.add(tf.sqrt(tf.div(v2, c2)), this.eps));
-        p.variable.assign(tf.sub(decayed, tf.mul(update, lr)));
-      });
+      const [m2, v2] = fused
+        ? [fusedMoment(m, g, this.beta1, gradScale, false), fusedMoment(v, g, this.beta2, gradScale, true)]
+        : tf.tidy(() => [
+            tf.add(tf.mul(m, this.beta1), tf.mul(g, (1 - this.beta1) * gradScale)),
+            tf.add(tf.mul(v, this.beta2), tf.mul(tf.square(g), (1 - this.beta2) * gradScale * gradScale)),
+          ]);
+      if (fused) {
+        const next = fusedParamUpdate(p.variable, m2, v2, { decay: 1 - lr * this.weightDecay, stepSize: lr / c1, c2, eps: this.eps });
+        p.variable.assign(next);
+        next.dispose();
+      } else {
+        tf.tidy(() => {
+          const decayed = this.weightDecay ? tf.mul(p.variable, 1 - lr * this.weightDecay) : p.variable;
+          const update = tf.div(tf.div(m2, c1), tf.add(tf.sqrt(tf.div(v2, c2)), this.eps));
+          p.variable.assign(tf.sub(decayed, tf.mul(update, lr)));
+        });
+      }
       tf.keep(m2);
       tf.keep(v2);
       m.dispose();
@@ -87,16 +106,29 @@ export class AdamW {
   }
 }
 
-/** Scales gradients in place so their global L2 norm is at most `maxNorm`; returns the norm before clipping. */
-export async function clipGlobalNorm(grads: Map<string, tf.Tensor>, maxNorm: number): Promise<number> {
+/** The global L2 norm of all gradients. */
+export async function globalGradNorm(grads: Map<string, tf.Tensor>): Promise<number> {
   if (grads.size === 0) return 0;
+  const gs = [...grads.values()];
   // Squared norms are added pairwise rather than by one addN: WebGPU's AddN binds every input as a storage
-  // buffer, and a shader may bind only 8 (a 0.5B model has ~190 gradient tensors).
-  const total = tf.tidy(() => tf.sqrt([...grads.values()].map((g) => tf.sum(tf.square(g))).reduce((a, b) => tf.add(a, b))));
+  // buffer, and a shader may bind only 8 (a 0.5B model has ~190 gradient tensors). On WebGPU one fused
+  // kernel writes every tensor's partial sums into one buffer instead.
+  const total = tf.tidy(() => tf.sqrt(fusedOptimizerActive() ? tf.sum(fusedSumOfSquares(gs)) : gs.map((g) => tf.sum(tf.square(g))).reduce((a, b) => tf.add(a, b))));
   const norm = (await total.data())[0];
   total.dispose();
-  if (maxNorm > 0 && Number.isFinite(norm) && norm > maxNorm) {
-    const scale = maxNorm / (norm + 1e-6);
+  return norm;
+}
+
+/** The factor that brings a gradient of norm `norm` down to `maxNorm` (1 when it is within, or maxNorm is 0). */
+export function clipFactor(norm: number, maxNorm: number): number {
+  return maxNorm > 0 && Number.isFinite(norm) && norm > maxNorm ? maxNorm / (norm + 1e-6) : 1;
+}
+
+/** Scales gradients in place so their global L2 norm is at most `maxNorm`; returns the norm before clipping. */
+export async function clipGlobalNorm(grads: Map<string, tf.Tensor>, maxNorm: number): Promise<number> {
+  const norm = await globalGradNorm(grads);
+  const scale = clipFactor(norm, maxNorm);
+  if (scale !== 1) {
     for (const [k, g] of grads) {
       grads.set(k, tf.keep(tf.mul(g, scale)));
       g.dispose();

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as tf from "@tensorflow/tfjs-core";
 import { assertClose, TinyLM, useCpu } from "./tiny-lm.js";
-import { AdamW, clipGlobalNorm, GradAccumulator } from "../../lib/train/optimizer.js";
+import { AdamW, clipFactor, clipGlobalNorm, globalGradNorm, GradAccumulator } from "../../lib/train/optimizer.js";
 import { learningRate } from "../../lib/train/schedule.js";
 import { policyLoss, stepCounts } from "../../lib/train/losses.js";
 import { sequenceLogprobs } from "../../lib/train/logprobs.js";
@@ -55,6 +55,33 @@ test("global-norm clipping scales all gradients by the same factor", async () =>
   const small = new Map([["a", tf.tensor1d([0.3, 0.4])]]);
   await clipGlobalNorm(small, 1);
   assertClose(small.get("a")!.dataSync()[1], 0.4, 1e-7, 0, "untouched below the limit");
+});
+
+test("folding the clip factor into AdamW gives the update of clipping first", async () => {
+  const run = async (folded: boolean) => {
+    const v = tf.variable(tf.tensor2d([[1, -2, 0.5], [0.1, 3, -1]]), true);
+    const opt = new AdamW([{ name: "w", variable: v }], { weightDecay: 0.01 });
+    for (const g of [[[3, -4, 1], [0.5, 2, -6]], [[-1, 2, 0.3], [4, -0.2, 1]]]) {
+      const grads = new Map([["w", tf.tensor2d(g)]]);
+      if (folded) {
+        const norm = await globalGradNorm(grads);
+        opt.step(grads, 0.05, clipFactor(norm, 1));
+      } else {
+        await clipGlobalNorm(grads, 1);
+        opt.step(grads, 0.05);
+      }
+      for (const t of grads.values()) t.dispose();
+    }
+    const out = Array.from(v.dataSync());
+    opt.dispose();
+    v.dispose();
+    return out;
+  };
+  const [a, b] = [await run(true), await run(false)];
+  a.forEach((x, i) => assertClose(x, b[i], 1e-6, 1e-6, `param ${i}`));
+  assert.equal(clipFactor(0.5, 1), 1, "within the limit");
+  assert.equal(clipFactor(10, 0), 1, "no clipping");
+  assertClose(clipFactor(10, 1), 0.1, 1e-6, 0, "down to the limit");
 });
 
 test("accumulating micro-batch gradients equals the full-batch gradient (dapo and grpo)", () => {

@@ -1,0 +1,200 @@
+/**
+ * Fused optimizer kernels for the WebGPU backend.
+ *
+ * On the GPU host a training step is bound by kernel launches, not arithmetic: tfjs-backend-webgpu records
+ * and submits every op from JavaScript (about 0.24 ms each), and AdamW written with tfjs ops is about a dozen
+ * elementwise launches per weight tensor, the gradient-norm clip three more (square, sum, add). Here the
+ * same arithmetic runs as three launches per tensor for AdamW (new m, new v, new weights) and one per tensor
+ * for the squared norm. The tfjs Sum kernel also reduces a whole tensor in a single workgroup, which is slow
+ * for the 136M-entry embedding gradient; the sum-of-squares kernel spreads each tensor over up to 1,024
+ * workgroups.
+ *
+ * The kernels are registered for the `webgpu` backend only; lib/train/optimizer.ts uses them when that
+ * backend is active and tfjs ops everywhere else. `bench/train.ts --check-kernels` compares both paths on a
+ * GPU.
+ */
+import * as tf from "@tensorflow/tfjs-core";
+
+export const ADAMW_MOMENT = "T2sAdamWMoment";
+export const ADAMW_PARAM = "T2sAdamWParam";
+export const SUM_OF_SQUARES = "T2sSumOfSquares";
+
+/** The parts of tfjs-backend-webgpu's program interface these kernels use (its own type needs @webgpu/types). */
+interface Program {
+  variableNames: string[];
+  outputShape: number[];
+  shaderKey: string;
+  dispatchLayout: { x: number[] };
+  dispatch: [number, number, number];
+  workgroupSize: [number, number, number];
+  size?: boolean;
+  uniforms?: string;
+  getUserCode(): string;
+}
+
+type Uniform = { type: "float32" | "int32"; data: number[] };
+
+interface WebGpuBackendLike {
+  runWebGPUProgram(program: Program, inputs: tf.TensorInfo[], dtype: "float32", uniforms?: Uniform[], output?: tf.TensorInfo): tf.TensorInfo;
+  makeTensorInfo(shape: number[], dtype: "float32"): tf.TensorInfo;
+}
+
+const WORKGROUP = 256;
+
+/** One thread per element over flat buffers (inputs have the output's size; their shapes do not matter). */
+function elementwise(n: number, shape: number[], key: string, variableNames: string[], uniforms: string, body: string): Program {
+  return {
+    variableNames,
+    outputShape: shape,
+    shaderKey: key,
+    dispatchLayout: { x: shape.map((_, i) => i) },
+    dispatch: [Math.ceil(n / WORKGROUP), 1, 1],
+    workgroupSize: [WORKGROUP, 1, 1],
+    size: true,
+    uniforms,
+    getUserCode: () => `
+      fn main(index : i32) {
+        if (index < uniforms.size) {
+          ${body}
+        }
+      }`,
+  };
+}
+
+/** s' = beta s + (1 - beta) (scale g), or with (scale g)^2 for the second moment. */
+function momentProgram(shape: number[], square: boolean): Program {
+  const g = "uniforms.gradScale * G[index]";
+  return elementwise(tf.util.sizeFromShape(shape), shape, `t2s_adamw_moment_${square ? "v" : "m"}`, ["S", "G"], "beta : f32, gradScale : f32,", `
+          let g = ${g};
+          setOutputAtIndex(index, uniforms.beta * S[index] + (1.0 - uniforms.beta) * ${square ? "g * g" : "g"});`);
+}
+
+/** p' = p (1 - lr wd) - (lr / c1) m' / (sqrt(v' / c2) + eps): PyTorch's AdamW with the new moments. */
+function paramProgram(shape: number[]): Program {
+  return elementwise(tf.util.sizeFromShape(shape), shape, "t2s_adamw_param", ["P", "M", "V"], "decay : f32, stepSize : f32, c2 : f32, eps : f32,", `
+          let denom = sqrt(V[index] / uniforms.c2) + uniforms.eps;
+          setOutputAtIndex(index, P[index] * uniforms.decay - uniforms.stepSize * (M[index] / denom));`);
+}
+
+/**
+ * Squares and sums one tensor into `groups` partial sums written at `offset` of a shared output, so the
+ * partial sums of every gradient land in one buffer and a single reduction finishes the norm.
+ */
+function sumOfSquaresProgram(totalPartials: number, groups: number): Program {
+  return {
+    variableNames: ["X"],
+    outputShape: [totalPartials],
+    shaderKey: "t2s_sum_of_squares",
+    dispatchLayout: { x: [0] },
+    dispatch: [groups, 1, 1],
+    workgroupSize: [WORKGROUP, 1, 1],
+    uniforms: "n : i32, offset : i32,",
+    getUserCode: () => `
+      var<workgroup> partial : array<f32, ${WORKGROUP}>;
+      fn main(index : i32) {
+        let lane = i32(localId.x);
+        let group = i32(workgroupId.x);
+        let stride = i32(numWorkgroups.x) * ${WORKGROUP};
+        var acc = 0.0;
+        for (var i = group * ${WORKGROUP} + lane; i < uniforms.n; i = i + stride) {
+          let x = X[i];
+          acc = acc + x * x;
+        }
+        partial[lane] = acc;
+        workgroupBarrier();
+        for (var s = ${WORKGROUP / 2}; s > 0; s = s / 2) {
+          if (lane < s) {
+            partial[lane] = partial[lane] + partial[lane + s];
+          }
+          workgroupBarrier();
+        }
+        if (lane == 0) {
+          result[uniforms.offset + group] = partial[0];
+        }
+      }`,
+  };
+}
+
+/** Workgroups for a tensor of n entries: about 4 elements per thread, at most 1,024 groups. */
+export function sumOfSquaresGroups(n: number): number {
+  return Math.max(1, Math.min(1024, Math.ceil(n / (WORKGROUP * 4))));
+}
+
+let registered = false;
+
+/** Registers the kernels for the webgpu backend (once; harmless when that backend is never used). */
+export function registerWebgpuOptimizerKernels(): void {
+  if (registered) return;
+  registered = true;
+  tf.registerKernel({
+    kernelName: ADAMW_MOMENT,
+    backendName: "webgpu",
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { s, g } = inputs as { s: tf.TensorInfo; g: tf.TensorInfo };
+      const { beta, gradScale, square } = attrs as unknown as { beta: number; gradScale: number; square: boolean };
+      const uniforms: Uniform[] = [{ type: "float32", data: [beta] }, { type: "float32", data: [gradScale] }];
+      return (backend as unknown as WebGpuBackendLike).runWebGPUProgram(momentProgram(s.shape, square), [s, g], "float32", uniforms);
+    },
+  });
+  tf.registerKernel({
+    kernelName: ADAMW_PARAM,
+    backendName: "webgpu",
+    kernelFunc: ({ inputs, backend, attrs }) => {
+      const { p, m, v } = inputs as { p: tf.TensorInfo; m: tf.TensorInfo; v: tf.TensorInfo };
+      const { decay, stepSize, c2, eps } = attrs as unknown as { decay: number; stepSize: number; c2: number; eps: number };
+      const uniforms: Uniform[] = [decay, stepSize, c2, eps].map((x) => ({ type: "float32", data: [x] }));
+      return (backend as unknown as WebGpuBackendLike).runWebGPUProgram(paramProgram(p.shape), [p, m, v], "float32", uniforms);
+    },
+  });
+  tf.registerKernel({
+    kernelName: SUM_OF_SQUARES,
+    backendName: "webgpu",
+    kernelFunc: ({ inputs, backend }) => {
+      const gpu = backend as unknown as WebGpuBackendLike;
+      const xs = Object.values(inputs) as tf.TensorInfo[];
+      const groups = xs.map((x) => sumOfSquaresGroups(tf.util.sizeFromShape(x.shape)));
+      const total = groups.reduce((a, b) => a + b, 0);
+      const out = gpu.makeTensorInfo([total], "float32");
+      let offset = 0;
+      xs.forEach((x, i) => {
+        const n = tf.util.sizeFromShape(x.shape);
+        // read as a flat vector (a reshape shares the buffer, as tfjs's own Reshape does)
+        const flat: tf.TensorInfo = { dataId: x.dataId, shape: [n], dtype: x.dtype };
+        const uniforms: Uniform[] = [{ type: "int32", data: [n] }, { type: "int32", data: [offset] }];
+        gpu.runWebGPUProgram(sumOfSquaresProgram(total, groups[i]), [flat], "float32", uniforms, out);
+        offset += groups[i];
+      });
+      return out;
+    },
+  });
+}
+
+// T2S_FUSED_OPTIMIZER=0 falls back to tfjs ops on WebGPU too (to rule the kernels out when chasing a bug)
+let enabled = process.env.T2S_FUSED_OPTIMIZER !== "0";
+
+/** Turns the fused path on or off (bench/optimizer.ts runs both). */
+export function useFusedOptimizer(on: boolean): void {
+  enabled = on;
+}
+
+/** True when the fused kernels run: the active backend is webgpu and they are not turned off. */
+export function fusedOptimizerActive(): boolean {
+  return enabled && tf.getBackend() === "webgpu";
+}
+
+/** New first (square = false) or second moment from the old one and the gradient times `gradScale`. */
+export function fusedMoment(s: tf.Tensor, g: tf.Tensor, beta: number, gradScale: number, square: boolean): tf.Tensor {
+  return tf.engine().runKernel(ADAMW_MOMENT, { s, g }, { beta, gradScale, square } as unknown as tf.NamedAttrMap) as tf.Tensor;
+}
+
+/** New weights from the new moments (PyTorch's AdamW update). */
+export function fusedParamUpdate(p: tf.Tensor, m: tf.Tensor, v: tf.Tensor, a: { decay: number; stepSize: number; c2: number; eps: number }): tf.Tensor {
+  return tf.engine().runKernel(ADAMW_PARAM, { p, m, v }, a as unknown as tf.NamedAttrMap) as tf.Tensor;
+}
+
+/** Partial sums of squares of all the tensors (one launch each); their sum is the squared global norm. */
+export function fusedSumOfSquares(xs: tf.Tensor[]): tf.Tensor {
+  const inputs: Record<string, tf.Tensor> = {};
+  xs.forEach((x, i) => (inputs[`x${i}`] = x));
+  return tf.engine().runKernel(SUM_OF_SQUARES, inputs) as tf.Tensor;
+}
