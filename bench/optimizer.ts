@@ -1,7 +1,7 @@
 /**
  * The optimizer update alone (global gradient norm, clip factor, AdamW over every weight of a random model),
  * run through tfjs ops and, on WebGPU, through the fused kernels of lib/train/webgpu-kernels.ts; prints the
- * time and kernel launches of each path and the largest difference between their results, and exits 1 when
+ * time and launches (GPU dispatches on WebGPU, tf.profile kernels elsewhere) of each path and the largest difference between their results, and exits 1 when
  * the paths disagree (so a run on the GPU host also checks the kernels).
  *   npm run bench:optimizer                            tiny model, CPU backend (ops path only)
  *   npm run bench:optimizer -- --qwen05b               Qwen2-0.5B shapes (494M weights), best backend
@@ -15,10 +15,12 @@ import { ModelTrainable } from "../lib/train/model-adapter.js";
 import { AdamW, clipFactor, globalGradNorm } from "../lib/train/optimizer.js";
 import { fusedOptimizerActive, useFusedOptimizer } from "../lib/train/webgpu-kernels.js";
 import { flag, intFlag } from "./args.js";
+import { countDispatches } from "./dispatches.js";
 
 interface PathResult {
   path: "fused" | "ops";
   ms_per_update: number;
+  /** GPU dispatches of one update (WebGPU), else tf.profile's kernel count. */
   launches: number;
   norm: number;
   weights: Map<string, tf.Tensor>;
@@ -42,12 +44,14 @@ async function runPath(path: "fused" | "ops", params: NamedVariable[], start: Ma
   for (let i = 1; i <= steps; i++) norm = await update(grads[i % grads.length]);
   await sync();
   const ms = (performance.now() - t0) / steps;
-  const info = await tf.profile(async () => {
-    await update(grads[0]);
-  });
+  const { result: info, dispatches } = await countDispatches(() =>
+    tf.profile(async () => {
+      await update(grads[0]);
+    }),
+  );
   const weights = new Map(params.map((p) => [p.name, tf.keep(p.variable.clone())]));
   opt.dispose();
-  return { path, ms_per_update: ms, launches: info.kernels.length, norm, weights };
+  return { path, ms_per_update: ms, launches: dispatches ?? info.kernels.length, norm, weights };
 }
 
 /** Largest absolute difference between two sets of weights, and the largest relative to the weight's size. */

@@ -9,6 +9,7 @@
  *        --profile  one more step of each mode under tf.profile: kernel time by kernel name, and how much of
  *                   the step's wall time no kernel accounts for (dispatch, read-backs, JS); each profile is
  *                   written to stderr as soon as it is measured, so a run cut by a timeout keeps it
+ *        --tf-flags A=v,B=w  tfjs environment flags to set first (e.g. WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE=64)
  * Rows: sft-full (all weights), sft-lora (r 16 on q,k,v,o), grpo-lora (dapo, mu 1), grpo-lora-kl (beta 0.04:
  * one more forward for the reference).
  */
@@ -21,6 +22,7 @@ import { ModelTrainable } from "../lib/train/model-adapter.js";
 import { Rng } from "../lib/train/rng.js";
 import { SftTrainer } from "../lib/train/sft.js";
 import { flag } from "./args.js";
+import { countDispatches } from "./dispatches.js";
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -30,6 +32,10 @@ function median(xs: number[]): number {
 async function main(): Promise<void> {
   const big = process.argv.includes("--qwen05b");
   const choice = await useBackend(flag("--backend") ?? (big ? "auto" : "cpu"));
+  for (const pair of (flag("--tf-flags") ?? "").split(",").filter(Boolean)) {
+    const [name, raw] = pair.split("=");
+    tf.env().set(name, raw === "true" ? true : raw === "false" ? false : Number.isFinite(Number(raw)) ? Number(raw) : raw);
+  }
   const config = big ? qwen2HalfBConfig() : tinyConfig();
   const B = Number(flag("--batch") ?? 4);
   const T = Number(flag("--seq") ?? (big ? 512 : 64));
@@ -91,14 +97,16 @@ interface StepProfile {
   wall_ms: number;
   kernel_ms: number;
   kernel_count: number;
+  /** GPU dispatches (WebGPU only; tf.profile's kernels include Reshape/Identity, which dispatch nothing). */
+  dispatches: number | null;
   top: { name: string; ms: number; share: number; count: number }[];
 }
 
 /** Writes a step profile to stderr as soon as it is measured (a long run cut by a timeout keeps it). */
 function printProfile(mode: string, p: StepProfile): StepProfile {
   const w = (line: string) => process.stderr.write(line + "\n");
-  w(`profile ${mode}: wall ${p.wall_ms.toFixed(0)} ms, kernels ${p.kernel_ms.toFixed(0)} ms (${p.kernel_count} launches), not in kernels ${(100 * (1 - p.kernel_ms / p.wall_ms)).toFixed(0)}%`);
-  w("kernel                     ms   share  launches");
+  w(`profile ${mode}: wall ${p.wall_ms.toFixed(0)} ms, kernels ${p.kernel_ms.toFixed(0)} ms (${p.kernel_count} kernels${p.dispatches === null ? "" : `, ${p.dispatches} GPU dispatches`}), not in kernels ${(100 * (1 - p.kernel_ms / p.wall_ms)).toFixed(0)}%`);
+  w("kernel                     ms   share     calls");
   for (const k of p.top) w(`${k.name.padEnd(22)} ${k.ms.toFixed(1).padStart(8)}  ${(100 * k.share).toFixed(1).padStart(5)}%  ${String(k.count).padStart(8)}`);
   return p;
 }
@@ -106,10 +114,12 @@ function printProfile(mode: string, p: StepProfile): StepProfile {
 /** Runs one step under tf.profile and sums kernel time by kernel name (backends without timers report 0). */
 async function profileStep(step: () => Promise<unknown>): Promise<StepProfile> {
   const t0 = performance.now();
-  const info = await tf.profile(async () => {
-    await step();
-    return [];
-  });
+  const { result: info, dispatches } = await countDispatches(() =>
+    tf.profile(async () => {
+      await step();
+      return [];
+    }),
+  );
   const wall = performance.now() - t0;
   const byName = new Map<string, { ms: number; count: number }>();
   for (const k of info.kernels) {
@@ -121,7 +131,7 @@ async function profileStep(step: () => Promise<unknown>): Promise<StepProfile> {
   }
   const total = [...byName.values()].reduce((a, e) => a + e.ms, 0);
   const top = [...byName.entries()].map(([name, e]) => ({ name, ms: e.ms, share: total > 0 ? e.ms / total : 0, count: e.count })).sort((a, b) => b.ms - a.ms).slice(0, 15);
-  return { wall_ms: wall, kernel_ms: total, kernel_count: info.kernels.length, top };
+  return { wall_ms: wall, kernel_ms: total, kernel_count: info.kernels.length, dispatches, top };
 }
 
 function randomModelParams(c: ReturnType<typeof tinyConfig>): number {

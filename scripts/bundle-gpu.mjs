@@ -123,6 +123,7 @@ writeFileSync(
 # T2S_DEBS (a folder) if libvulkan is missing, points the loader at the NVIDIA driver, unpacks node.xz.
 #   bash run.sh t2s.mjs train grpo --config cfg.json
 #   bash run.sh bench-generate.mjs --qwen05b --backend webgpu
+# T2S_NODE_ARGS is passed to node first (e.g. "--cpu-prof --cpu-prof-dir=prof" for a V8 CPU profile).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if ! ldconfig -p 2>/dev/null | grep -q libvulkan.so.1 && [ -n "\${T2S_DEBS:-}" ]; then
@@ -142,7 +143,7 @@ if [ -z "$node_bin" ]; then
 fi
 export T2S_ROOT="$here"
 entry="$1"; shift
-exec "$node_bin" "$here/$entry" "$@"
+exec "$node_bin" \${T2S_NODE_ARGS:-} "$here/$entry" "$@"
 `,
 );
 

@@ -5,6 +5,7 @@
  * there, so the Dawn instance is installed on globalThis first.
  */
 import { T2sError } from "../errors.js";
+import { type BufferPoolLike, poolBudgetBytes, trimPool } from "./gpu-pool.js";
 import { tf } from "./tf.js";
 
 export const BACKENDS = ["webgpu", "tensorflow", "wasm", "cpu"] as const;
@@ -126,27 +127,13 @@ export function activeBackend(): string {
   return tf.getBackend();
 }
 
-interface PooledBuffers {
-  freeBuffers?: Map<string, { destroy(): void; size: number }[]>;
-  numFreeBuffers?: number;
-  numBytesAllocated?: number;
-}
-
 /**
- * Destroys the WebGPU backend's pooled free buffers. The pool keeps every freed buffer keyed by its exact
- * size, and SFT micro-batches change length every step, so without this the pool grows until the device
- * runs out of memory (seen after ~30 steps). Keys stay in the map: the pool skips releases when it is empty.
+ * Trims the WebGPU backend's pool of freed buffers after a training step (see gpu-pool.ts): sizes the step
+ * did not ask for are destroyed, the rest kept up to T2S_GPU_POOL_MB. No-op on other backends.
  */
-export function releasePooledGpuBuffers(): void {
+export function trimGpuBufferPool(): void {
   if (tf.getBackend() !== "webgpu") return;
-  const bm = (tf.backend() as unknown as { bufferManager?: PooledBuffers }).bufferManager;
-  if (!bm?.freeBuffers) return;
-  for (const list of bm.freeBuffers.values()) {
-    for (const b of list) {
-      bm.numBytesAllocated = (bm.numBytesAllocated ?? 0) - b.size;
-      b.destroy();
-    }
-    list.length = 0;
-  }
-  bm.numFreeBuffers = 0;
+  const pool = (tf.backend() as unknown as { bufferManager?: BufferPoolLike }).bufferManager;
+  if (!pool?.freeBuffers) return;
+  trimPool(pool, poolBudgetBytes());
 }

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import * as tf from "@tensorflow/tfjs-core";
 import { appendJsonl, readJsonl, toJsonl } from "../jsonl.js";
 import { T2sError } from "../errors.js";
-import { releasePooledGpuBuffers } from "../model/backend.js";
+import { trimGpuBufferPool } from "../model/backend.js";
 import { ensureGradients } from "./gradients.js";
 import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, saveCheckpoint, type SaveOptions, type TrainerState } from "./checkpoint.js";
 import type { NamedVariable, TrainableLM } from "./lm.js";
@@ -88,8 +88,8 @@ export class TrainerCore {
       return { loss, gradNorm, lr };
     } finally {
       acc.dispose();
-      // micro-batches change shape every step; WebGPU's pool would keep every freed size (see backend.ts)
-      releasePooledGpuBuffers();
+      // micro-batches change shape every step; WebGPU's pool would keep every freed size (see gpu-pool.ts)
+      trimGpuBufferPool();
     }
   }
 

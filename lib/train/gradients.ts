@@ -34,7 +34,9 @@ export function unbroadcast(g: tf.Tensor, shape: number[]): tf.Tensor {
 /** Spreads a reduced gradient (reduction over `axes`, keepDims or not) back over the input shape. */
 function expandReduced(dy: tf.Tensor, xShape: number[], axes: number[]): tf.Tensor {
   const kept = xShape.map((d, i) => (axes.includes(i) ? 1 : d));
-  return tf.mul(tf.reshape(dy, kept), tf.ones(xShape, dy.dtype));
+  // broadcastTo stays on the device; tf.ones would build the whole shape on the CPU first (for the sum over
+  // the vocabulary that is B x T x V floats every step)
+  return tf.broadcastTo(tf.reshape(dy, kept), xShape);
 }
 
 const zeroOf = (x: tf.Tensor) => () => tf.cast(tf.zerosLike(x), "float32");

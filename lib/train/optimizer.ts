@@ -5,7 +5,7 @@
  */
 import * as tf from "@tensorflow/tfjs-core";
 import type { NamedVariable } from "./lm.js";
-import { fusedMoment, fusedOptimizerActive, fusedParamUpdate, fusedSumOfSquares, registerWebgpuOptimizerKernels } from "./webgpu-kernels.js";
+import { fusedAdamWInPlace, fusedMoment, fusedOptimizerActive, fusedParamUpdate, fusedSumOfSquares, registerWebgpuOptimizerKernels } from "./webgpu-kernels.js";
 
 registerWebgpuOptimizerKernels();
 
@@ -57,6 +57,8 @@ export class AdamW {
       const g = grads.get(p.name);
       if (!g) continue;
       const [m, v] = [this.m.get(p.name)!, this.v.get(p.name)!];
+      const scalars = { beta1: this.beta1, beta2: this.beta2, gradScale, decay: 1 - lr * this.weightDecay, stepSize: lr / c1, c2, eps: this.eps };
+      if (fused && fusedAdamWInPlace(p.variable, m, v, g, scalars)) continue;
       const [m2, v2] = fused
         ? [fusedMoment(m, g, this.beta1, gradScale, false), fusedMoment(v, g, this.beta2, gradScale, true)]
         : tf.tidy(() => [
@@ -64,7 +66,7 @@ export class AdamW {
             tf.add(tf.mul(v, this.beta2), tf.mul(tf.square(g), (1 - this.beta2) * gradScale * gradScale)),
           ]);
       if (fused) {
-        const next = fusedParamUpdate(p.variable, m2, v2, { decay: 1 - lr * this.weightDecay, stepSize: lr / c1, c2, eps: this.eps });
+        const next = fusedParamUpdate(p.variable, m2, v2, scalars);
         p.variable.assign(next);
         next.dispose();
       } else {

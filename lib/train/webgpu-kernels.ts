@@ -4,8 +4,10 @@
  * On the GPU host a training step is bound by kernel launches, not arithmetic: tfjs-backend-webgpu records
  * and submits every op from JavaScript (about 0.24 ms each), and AdamW written with tfjs ops is about a dozen
  * elementwise launches per weight tensor, the gradient-norm clip three more (square, sum, add). Here the
- * same arithmetic runs as three launches per tensor for AdamW (new m, new v, new weights) and one per tensor
- * for the squared norm. The tfjs Sum kernel also reduces a whole tensor in a single workgroup, which is slow
+ * same arithmetic runs as three launches per tensor for AdamW and one per tensor for the squared norm.
+ * AdamW writes m, v and the weights in place when nothing else shares their buffers (the usual case):
+ * new tensors every step would hand the buffer pool three model-sized buffers to recycle per step (6 GB
+ * for a 0.5B model), more than its budget (lib/model/gpu-pool.ts), so each step would create them afresh. The tfjs Sum kernel also reduces a whole tensor in a single workgroup, which is slow
  * for the 136M-entry embedding gradient; the sum-of-squares kernel spreads each tensor over up to 1,024
  * workgroups.
  *
@@ -37,6 +39,8 @@ type Uniform = { type: "float32" | "int32"; data: number[] };
 interface WebGpuBackendLike {
   runWebGPUProgram(program: Program, inputs: tf.TensorInfo[], dtype: "float32", uniforms?: Uniform[], output?: tf.TensorInfo): tf.TensorInfo;
   makeTensorInfo(shape: number[], dtype: "float32"): tf.TensorInfo;
+  refCount(dataId: object): number;
+  tensorMap: { get(dataId: object): { values: unknown } | undefined };
 }
 
 const WORKGROUP = 256;
@@ -74,6 +78,20 @@ function paramProgram(shape: number[]): Program {
   return elementwise(tf.util.sizeFromShape(shape), shape, "t2s_adamw_param", ["P", "M", "V"], "decay : f32, stepSize : f32, c2 : f32, eps : f32,", `
           let denom = sqrt(V[index] / uniforms.c2) + uniforms.eps;
           setOutputAtIndex(index, P[index] * uniforms.decay - uniforms.stepSize * (M[index] / denom));`);
+}
+
+/** In place: result holds s and becomes beta s + (1 - beta) (scale g) (squared for v). */
+function momentInPlaceProgram(shape: number[], square: boolean): Program {
+  return elementwise(tf.util.sizeFromShape(shape), shape, `t2s_adamw_moment_inplace_${square ? "v" : "m"}`, ["G"], "beta : f32, gradScale : f32,", `
+          let g = uniforms.gradScale * G[index];
+          result[index] = uniforms.beta * result[index] + (1.0 - uniforms.beta) * ${square ? "g * g" : "g"};`);
+}
+
+/** In place: result holds the weights p and becomes the paramProgram update of them. */
+function paramInPlaceProgram(shape: number[]): Program {
+  return elementwise(tf.util.sizeFromShape(shape), shape, "t2s_adamw_param_inplace", ["M", "V"], "decay : f32, stepSize : f32, c2 : f32, eps : f32,", `
+          let denom = sqrt(V[index] / uniforms.c2) + uniforms.eps;
+          result[index] = result[index] * uniforms.decay - uniforms.stepSize * (M[index] / denom);`);
 }
 
 /**
@@ -190,6 +208,36 @@ export function fusedMoment(s: tf.Tensor, g: tf.Tensor, beta: number, gradScale:
 /** New weights from the new moments (PyTorch's AdamW update). */
 export function fusedParamUpdate(p: tf.Tensor, m: tf.Tensor, v: tf.Tensor, a: { decay: number; stepSize: number; c2: number; eps: number }): tf.Tensor {
   return tf.engine().runKernel(ADAMW_PARAM, { p, m, v }, a as unknown as tf.NamedAttrMap) as tf.Tensor;
+}
+
+export interface AdamWScalars {
+  beta1: number;
+  beta2: number;
+  gradScale: number;
+  decay: number;
+  stepSize: number;
+  c2: number;
+  eps: number;
+}
+
+/**
+ * One AdamW update of p with its moments m and v, all three overwritten in place (three launches). Returns
+ * false, changing nothing, when another tensor shares one of the buffers (writing would change it too);
+ * the caller then takes the out-of-place kernels.
+ */
+export function fusedAdamWInPlace(p: tf.Tensor, m: tf.Tensor, v: tf.Tensor, g: tf.Tensor, a: AdamWScalars): boolean {
+  const gpu = tf.backend() as unknown as WebGpuBackendLike;
+  if ([p, m, v].some((t) => gpu.refCount(t.dataId) !== 1)) return false;
+  const f32 = (x: number): Uniform => ({ type: "float32", data: [x] });
+  gpu.runWebGPUProgram(momentInPlaceProgram(m.shape, false), [g], "float32", [f32(a.beta1), f32(a.gradScale)], m);
+  gpu.runWebGPUProgram(momentInPlaceProgram(v.shape, true), [g], "float32", [f32(a.beta2), f32(a.gradScale)], v);
+  gpu.runWebGPUProgram(paramInPlaceProgram(p.shape), [m, v], "float32", [a.decay, a.stepSize, a.c2, a.eps].map(f32), p);
+  // a copy read back earlier (a checkpoint) would now be stale
+  for (const t of [p, m, v]) {
+    const data = gpu.tensorMap.get(t.dataId);
+    if (data) data.values = null;
+  }
+  return true;
 }
 
 /** Partial sums of squares of all the tensors (one launch each); their sum is the squared global norm. */
