@@ -1,8 +1,10 @@
 /**
  * The optimizer update alone (global gradient norm, clip factor, AdamW over every weight of a random model),
- * run through tfjs ops and, on WebGPU, through the fused kernels of lib/train/webgpu-kernels.ts; prints the
- * time and launches (GPU dispatches on WebGPU, tf.profile kernels elsewhere) of each path and the largest difference between their results, and exits 1 when
- * the paths disagree (so a run on the GPU host also checks the kernels).
+ * run through tfjs ops and, on WebGPU, through the fused kernels of lib/train/webgpu-kernels.ts. Prints the
+ * time and launches of each path (GPU dispatches on WebGPU, tf.profile kernels elsewhere) and the largest
+ * difference between their results, and exits 1 when the paths disagree (so a run on the GPU host also
+ * checks the kernels; the first fused update also takes the copy-then-overwrite path for weights whose
+ * buffer the start values share).
  *   npm run bench:optimizer                            tiny model, CPU backend (ops path only)
  *   npm run bench:optimizer -- --qwen05b               Qwen2-0.5B shapes (494M weights), best backend
  * Flags: --backend NAME  --steps N (timed updates after one warm-up, default 3)  --json

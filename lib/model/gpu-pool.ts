@@ -54,7 +54,8 @@ export function watchPool(pool: BufferPoolLike): void {
  * released. Keys stay in the map: the pool skips releases when the map is empty.
  */
 export function trimPool(pool: BufferPoolLike, budgetBytes: number): number {
-  const requested = requestedKeys.get(pool) ?? new Set<string>();
+  // undefined on the first trim: nothing was watched yet, so nothing counts as asked for
+  const requested = requestedKeys.get(pool);
   watchPool(pool);
   let released = 0;
   const destroy = (b: PooledBuffer) => {
@@ -65,7 +66,7 @@ export function trimPool(pool: BufferPoolLike, budgetBytes: number): number {
   };
   const kept: { key: string; buffer: PooledBuffer }[] = [];
   for (const [key, list] of pool.freeBuffers) {
-    if (requested.has(key)) for (const buffer of list) kept.push({ key, buffer });
+    if (requested?.has(key)) for (const buffer of list) kept.push({ key, buffer });
     else list.forEach(destroy);
     list.length = 0;
   }
@@ -78,6 +79,6 @@ export function trimPool(pool: BufferPoolLike, budgetBytes: number): number {
       destroy(k.buffer);
     } else pool.freeBuffers.get(k.key)!.push(k.buffer);
   }
-  requestedKeys.get(pool)!.clear();
+  requested?.clear();
   return released;
 }

@@ -5,7 +5,7 @@
  */
 import * as tf from "@tensorflow/tfjs-core";
 import type { NamedVariable } from "./lm.js";
-import { fusedAdamWInPlace, fusedMoment, fusedOptimizerActive, fusedParamUpdate, fusedSumOfSquares, registerWebgpuOptimizerKernels } from "./webgpu-kernels.js";
+import { fusedAdamWInPlace, fusedOptimizerActive, fusedSumOfSquares, ownsBuffer, registerWebgpuOptimizerKernels } from "./webgpu-kernels.js";
 
 registerWebgpuOptimizerKernels();
 
@@ -56,26 +56,22 @@ export class AdamW {
     for (const p of this.params) {
       const g = grads.get(p.name);
       if (!g) continue;
-      const [m, v] = [this.m.get(p.name)!, this.v.get(p.name)!];
-      const scalars = { beta1: this.beta1, beta2: this.beta2, gradScale, decay: 1 - lr * this.weightDecay, stepSize: lr / c1, c2, eps: this.eps };
-      if (fused && fusedAdamWInPlace(p.variable, m, v, g, scalars)) continue;
-      const [m2, v2] = fused
-        ? [fusedMoment(m, g, this.beta1, gradScale, false), fusedMoment(v, g, this.beta2, gradScale, true)]
-        : tf.tidy(() => [
-            tf.add(tf.mul(m, this.beta1), tf.mul(g, (1 - this.beta1) * gradScale)),
-            tf.add(tf.mul(v, this.beta2), tf.mul(tf.square(g), (1 - this.beta2) * gradScale * gradScale)),
-          ]);
       if (fused) {
-        const next = fusedParamUpdate(p.variable, m2, v2, scalars);
-        p.variable.assign(next);
-        next.dispose();
-      } else {
-        tf.tidy(() => {
-          const decayed = this.weightDecay ? tf.mul(p.variable, 1 - lr * this.weightDecay) : p.variable;
-          const update = tf.div(tf.div(m2, c1), tf.add(tf.sqrt(tf.div(v2, c2)), this.eps));
-          p.variable.assign(tf.sub(decayed, tf.mul(update, lr)));
-        });
+        const scalars = { beta1: this.beta1, beta2: this.beta2, gradScale, decay: 1 - lr * this.weightDecay, stepSize: lr / c1, c2, eps: this.eps };
+        if (!ownsBuffer(p.variable)) tf.tidy(() => p.variable.assign(ownCopy(p.variable)));
+        fusedAdamWInPlace(p.variable, ownedEntry(this.m, p.name), ownedEntry(this.v, p.name), g, scalars);
+        continue;
       }
+      const [m, v] = [this.m.get(p.name)!, this.v.get(p.name)!];
+      const [m2, v2] = tf.tidy(() => [
+        tf.add(tf.mul(m, this.beta1), tf.mul(g, (1 - this.beta1) * gradScale)),
+        tf.add(tf.mul(v, this.beta2), tf.mul(tf.square(g), (1 - this.beta2) * gradScale * gradScale)),
+      ]);
+      tf.tidy(() => {
+        const decayed = this.weightDecay ? tf.mul(p.variable, 1 - lr * this.weightDecay) : p.variable;
+        const update = tf.div(tf.div(m2, c1), tf.add(tf.sqrt(tf.div(v2, c2)), this.eps));
+        p.variable.assign(tf.sub(decayed, tf.mul(update, lr)));
+      });
       tf.keep(m2);
       tf.keep(v2);
       m.dispose();
@@ -106,6 +102,21 @@ export class AdamW {
   dispose(): void {
     for (const t of [...this.m.values(), ...this.v.values()]) t.dispose();
   }
+}
+
+/** A copy of t in a buffer of its own (tf.clone would share t's buffer). */
+function ownCopy(t: tf.Tensor): tf.Tensor {
+  return tf.add(t, 0);
+}
+
+/** The tensor stored under `name`, first replaced by an own copy if its buffer is shared (it is then overwritten in place). */
+function ownedEntry(store: Map<string, tf.Tensor>, name: string): tf.Tensor {
+  const t = store.get(name)!;
+  if (ownsBuffer(t)) return t;
+  const copy = tf.keep(ownCopy(t));
+  t.dispose();
+  store.set(name, copy);
+  return copy;
 }
 
 /** The global L2 norm of all gradients. */

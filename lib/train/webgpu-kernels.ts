@@ -2,23 +2,21 @@
  * Fused optimizer kernels for the WebGPU backend.
  *
  * On the GPU host a training step is bound by kernel launches, not arithmetic: tfjs-backend-webgpu records
- * and submits every op from JavaScript (about 0.24 ms each), and AdamW written with tfjs ops is about a dozen
- * elementwise launches per weight tensor, the gradient-norm clip three more (square, sum, add). Here the
- * same arithmetic runs as three launches per tensor for AdamW and one per tensor for the squared norm.
- * AdamW writes m, v and the weights in place when nothing else shares their buffers (the usual case):
- * new tensors every step would hand the buffer pool three model-sized buffers to recycle per step (6 GB
- * for a 0.5B model), more than its budget (lib/model/gpu-pool.ts), so each step would create them afresh. The tfjs Sum kernel also reduces a whole tensor in a single workgroup, which is slow
- * for the 136M-entry embedding gradient; the sum-of-squares kernel spreads each tensor over up to 1,024
- * workgroups.
+ * and submits every op from JavaScript, and AdamW written with tfjs ops is about 18 elementwise launches
+ * per weight tensor, the gradient-norm clip three more (square, sum, add). Here the same arithmetic runs as
+ * three launches per tensor for AdamW and one per tensor for the squared norm.
  *
- * The kernels are registered for the `webgpu` backend only; lib/train/optimizer.ts uses them when that
- * backend is active and tfjs ops everywhere else. `bench/train.ts --check-kernels` compares both paths on a
- * GPU.
+ * AdamW overwrites m, v and the weights in place. New tensors every step would hand the buffer pool three
+ * model-sized buffers to recycle per step (6 GB for a 0.5B model), more than its budget
+ * (lib/model/gpu-pool.ts), so each step would create them afresh. The tfjs Sum kernel reduces a whole
+ * tensor in a single workgroup, which is slow for the 136M-entry embedding gradient; the sum-of-squares
+ * kernel spreads each tensor over up to 1,024 workgroups.
+ *
+ * lib/train/optimizer.ts uses these when the webgpu backend is active and tfjs ops everywhere else.
+ * `npm run bench:optimizer` compares both paths on a GPU.
  */
 import * as tf from "@tensorflow/tfjs-core";
 
-export const ADAMW_MOMENT = "T2sAdamWMoment";
-export const ADAMW_PARAM = "T2sAdamWParam";
 export const SUM_OF_SQUARES = "T2sSumOfSquares";
 
 /** The parts of tfjs-backend-webgpu's program interface these kernels use (its own type needs @webgpu/types). */
@@ -46,13 +44,13 @@ interface WebGpuBackendLike {
 const WORKGROUP = 256;
 
 /** One thread per element over flat buffers (inputs have the output's size; their shapes do not matter). */
-function elementwise(n: number, shape: number[], key: string, variableNames: string[], uniforms: string, body: string): Program {
+function elementwise(shape: number[], key: string, variableNames: string[], uniforms: string, body: string): Program {
   return {
     variableNames,
     outputShape: shape,
     shaderKey: key,
     dispatchLayout: { x: shape.map((_, i) => i) },
-    dispatch: [Math.ceil(n / WORKGROUP), 1, 1],
+    dispatch: [Math.ceil(tf.util.sizeFromShape(shape) / WORKGROUP), 1, 1],
     workgroupSize: [WORKGROUP, 1, 1],
     size: true,
     uniforms,
@@ -65,31 +63,16 @@ function elementwise(n: number, shape: number[], key: string, variableNames: str
   };
 }
 
-/** s' = beta s + (1 - beta) (scale g), or with (scale g)^2 for the second moment. */
-function momentProgram(shape: number[], square: boolean): Program {
-  const g = "uniforms.gradScale * G[index]";
-  return elementwise(tf.util.sizeFromShape(shape), shape, `t2s_adamw_moment_${square ? "v" : "m"}`, ["S", "G"], "beta : f32, gradScale : f32,", `
-          let g = ${g};
-          setOutputAtIndex(index, uniforms.beta * S[index] + (1.0 - uniforms.beta) * ${square ? "g * g" : "g"});`);
-}
-
-/** p' = p (1 - lr wd) - (lr / c1) m' / (sqrt(v' / c2) + eps): PyTorch's AdamW with the new moments. */
-function paramProgram(shape: number[]): Program {
-  return elementwise(tf.util.sizeFromShape(shape), shape, "t2s_adamw_param", ["P", "M", "V"], "decay : f32, stepSize : f32, c2 : f32, eps : f32,", `
-          let denom = sqrt(V[index] / uniforms.c2) + uniforms.eps;
-          setOutputAtIndex(index, P[index] * uniforms.decay - uniforms.stepSize * (M[index] / denom));`);
-}
-
-/** In place: result holds s and becomes beta s + (1 - beta) (scale g) (squared for v). */
+/** In place: result holds a moment s and becomes beta s + (1 - beta) (scale g), with (scale g)^2 for v. */
 function momentInPlaceProgram(shape: number[], square: boolean): Program {
-  return elementwise(tf.util.sizeFromShape(shape), shape, `t2s_adamw_moment_inplace_${square ? "v" : "m"}`, ["G"], "beta : f32, gradScale : f32,", `
+  return elementwise(shape, `t2s_adamw_moment_inplace_${square ? "v" : "m"}`, ["G"], "beta : f32, gradScale : f32,", `
           let g = uniforms.gradScale * G[index];
           result[index] = uniforms.beta * result[index] + (1.0 - uniforms.beta) * ${square ? "g * g" : "g"};`);
 }
 
-/** In place: result holds the weights p and becomes the paramProgram update of them. */
+/** In place: p becomes p (1 - lr wd) - (lr / c1) m / (sqrt(v / c2) + eps), PyTorch's AdamW with the new moments. */
 function paramInPlaceProgram(shape: number[]): Program {
-  return elementwise(tf.util.sizeFromShape(shape), shape, "t2s_adamw_param_inplace", ["M", "V"], "decay : f32, stepSize : f32, c2 : f32, eps : f32,", `
+  return elementwise(shape, "t2s_adamw_param_inplace", ["M", "V"], "decay : f32, stepSize : f32, c2 : f32, eps : f32,", `
           let denom = sqrt(V[index] / uniforms.c2) + uniforms.eps;
           result[index] = result[index] * uniforms.decay - uniforms.stepSize * (M[index] / denom);`);
 }
@@ -140,30 +123,10 @@ export function sumOfSquaresGroups(n: number): number {
 
 let registered = false;
 
-/** Registers the kernels for the webgpu backend (once; harmless when that backend is never used). */
+/** Registers the sum-of-squares kernel for the webgpu backend (once; harmless when that backend is never used). */
 export function registerWebgpuOptimizerKernels(): void {
   if (registered) return;
   registered = true;
-  tf.registerKernel({
-    kernelName: ADAMW_MOMENT,
-    backendName: "webgpu",
-    kernelFunc: ({ inputs, backend, attrs }) => {
-      const { s, g } = inputs as { s: tf.TensorInfo; g: tf.TensorInfo };
-      const { beta, gradScale, square } = attrs as unknown as { beta: number; gradScale: number; square: boolean };
-      const uniforms: Uniform[] = [{ type: "float32", data: [beta] }, { type: "float32", data: [gradScale] }];
-      return (backend as unknown as WebGpuBackendLike).runWebGPUProgram(momentProgram(s.shape, square), [s, g], "float32", uniforms);
-    },
-  });
-  tf.registerKernel({
-    kernelName: ADAMW_PARAM,
-    backendName: "webgpu",
-    kernelFunc: ({ inputs, backend, attrs }) => {
-      const { p, m, v } = inputs as { p: tf.TensorInfo; m: tf.TensorInfo; v: tf.TensorInfo };
-      const { decay, stepSize, c2, eps } = attrs as unknown as { decay: number; stepSize: number; c2: number; eps: number };
-      const uniforms: Uniform[] = [decay, stepSize, c2, eps].map((x) => ({ type: "float32", data: [x] }));
-      return (backend as unknown as WebGpuBackendLike).runWebGPUProgram(paramProgram(p.shape), [p, m, v], "float32", uniforms);
-    },
-  });
   tf.registerKernel({
     kernelName: SUM_OF_SQUARES,
     backendName: "webgpu",
@@ -200,16 +163,6 @@ export function fusedOptimizerActive(): boolean {
   return enabled && tf.getBackend() === "webgpu";
 }
 
-/** New first (square = false) or second moment from the old one and the gradient times `gradScale`. */
-export function fusedMoment(s: tf.Tensor, g: tf.Tensor, beta: number, gradScale: number, square: boolean): tf.Tensor {
-  return tf.engine().runKernel(ADAMW_MOMENT, { s, g }, { beta, gradScale, square } as unknown as tf.NamedAttrMap) as tf.Tensor;
-}
-
-/** New weights from the new moments (PyTorch's AdamW update). */
-export function fusedParamUpdate(p: tf.Tensor, m: tf.Tensor, v: tf.Tensor, a: { decay: number; stepSize: number; c2: number; eps: number }): tf.Tensor {
-  return tf.engine().runKernel(ADAMW_PARAM, { p, m, v }, a as unknown as tf.NamedAttrMap) as tf.Tensor;
-}
-
 export interface AdamWScalars {
   beta1: number;
   beta2: number;
@@ -220,14 +173,17 @@ export interface AdamWScalars {
   eps: number;
 }
 
+/** Whether nothing but `t` uses its GPU buffer, so writing it in place changes no other tensor. */
+export function ownsBuffer(t: tf.Tensor): boolean {
+  return (tf.backend() as unknown as WebGpuBackendLike).refCount(t.dataId) === 1;
+}
+
 /**
- * One AdamW update of p with its moments m and v, all three overwritten in place (three launches). Returns
- * false, changing nothing, when another tensor shares one of the buffers (writing would change it too);
- * the caller then takes the out-of-place kernels.
+ * One AdamW update of p with its moments m and v, all three overwritten in place (three launches). Each
+ * must own its buffer (ownsBuffer): the caller replaces a shared one by a copy first.
  */
-export function fusedAdamWInPlace(p: tf.Tensor, m: tf.Tensor, v: tf.Tensor, g: tf.Tensor, a: AdamWScalars): boolean {
+export function fusedAdamWInPlace(p: tf.Tensor, m: tf.Tensor, v: tf.Tensor, g: tf.Tensor, a: AdamWScalars): void {
   const gpu = tf.backend() as unknown as WebGpuBackendLike;
-  if ([p, m, v].some((t) => gpu.refCount(t.dataId) !== 1)) return false;
   const f32 = (x: number): Uniform => ({ type: "float32", data: [x] });
   gpu.runWebGPUProgram(momentInPlaceProgram(m.shape, false), [g], "float32", [f32(a.beta1), f32(a.gradScale)], m);
   gpu.runWebGPUProgram(momentInPlaceProgram(v.shape, true), [g], "float32", [f32(a.beta2), f32(a.gradScale)], v);
@@ -237,7 +193,6 @@ export function fusedAdamWInPlace(p: tf.Tensor, m: tf.Tensor, v: tf.Tensor, g: t
     const data = gpu.tensorMap.get(t.dataId);
     if (data) data.values = null;
   }
-  return true;
 }
 
 /** Partial sums of squares of all the tensors (one launch each); their sum is the squared global norm. */
