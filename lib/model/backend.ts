@@ -26,6 +26,7 @@ async function dynamicImport(name: string): Promise<unknown> {
 
 interface GpuAdapterLike {
   features: { has(f: string): boolean };
+  info?: { description?: string; architecture?: string; vendor?: string; isFallbackAdapter?: boolean };
   requestDevice: (d?: { requiredFeatures?: unknown[] }) => Promise<unknown>;
 }
 
@@ -54,7 +55,17 @@ function patchRequestAdapter(gpu: { requestAdapter: (o?: unknown) => Promise<Gpu
   }
 }
 
-async function tryWebgpu(): Promise<string | null> {
+/**
+ * A software Vulkan driver (Mesa's lavapipe/llvmpipe, SwiftShader) runs WebGPU on the CPU, far slower than
+ * wasm: "auto" skips it, an explicit `webgpu` takes it (the kernels' tests run on one).
+ */
+export function isSoftwareAdapter(info: GpuAdapterLike["info"]): boolean {
+  if (!info) return false;
+  if (info.isFallbackAdapter) return true;
+  return /llvmpipe|lavapipe|swiftshader|software/i.test(`${info.description ?? ""} ${info.architecture ?? ""} ${info.vendor ?? ""}`);
+}
+
+async function tryWebgpu(allowSoftware: boolean): Promise<string | null> {
   const g = globalThis as unknown as { navigator?: { gpu?: unknown } };
   if (!g.navigator?.gpu) {
     const webgpu = (await import("webgpu")) as unknown as { create: (opts: string[]) => unknown; globals: Record<string, unknown> };
@@ -62,6 +73,7 @@ async function tryWebgpu(): Promise<string | null> {
     const gpu = webgpu.create([]) as { requestAdapter: (o?: unknown) => Promise<GpuAdapterLike | null> };
     const adapter = await gpu.requestAdapter();
     if (!adapter) return "no GPU adapter";
+    if (!allowSoftware && isSoftwareAdapter(adapter.info)) return `only a software adapter (${adapter.info?.description || adapter.info?.architecture || "fallback"})`;
     patchRequestAdapter(gpu);
     if (!g.navigator) Object.defineProperty(globalThis, "navigator", { value: { gpu }, configurable: true, writable: true });
     else (g.navigator as { gpu?: unknown }).gpu = gpu;
@@ -71,10 +83,10 @@ async function tryWebgpu(): Promise<string | null> {
   return null;
 }
 
-async function tryRegister(name: BackendName): Promise<string | null> {
+async function tryRegister(name: BackendName, explicit: boolean): Promise<string | null> {
   try {
     if (name === "webgpu") {
-      const why = await tryWebgpu();
+      const why = await tryWebgpu(explicit);
       if (why) return why;
     } else if (name === "tensorflow") {
       try {
@@ -110,12 +122,12 @@ export async function useBackend(want: string = process.env.T2S_BACKEND ?? "cpu"
   if (chosen && (name === "auto" || chosen.backend === name) && tf.getBackend() === chosen.backend) return chosen;
   const skipped: Record<string, string> = {};
   if (name !== "auto") {
-    const why = await tryRegister(name);
+    const why = await tryRegister(name, true);
     if (why) throw new T2sError("backend_unavailable", `backend ${name} is not available: ${why}`);
     return (chosen = { backend: name, skipped });
   }
   for (const b of BACKENDS) {
-    const why = await tryRegister(b);
+    const why = await tryRegister(b, false);
     if (!why) return (chosen = { backend: b, skipped });
     skipped[b] = why;
   }
