@@ -27,14 +27,13 @@ export function registerServe(program: Command): void {
     .option("--host <host>", "interface to listen on", "127.0.0.1")
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm, cpu (default auto)")
     .option("--max-model-len <n>", "longest prompt + completion in tokens (default: max_position_embeddings)", intOption("--max-model-len", 1))
-    .option("--batch-window <ms>", "wait this long for more requests before starting a batch", intOption("--batch-window"), 5)
-    .option("--max-batch <rows>", "sequences per generation batch at most", intOption("--max-batch", 1), 64)
-    .action(async (opts: { model: string; name?: string; adapter: string[]; port: number; host: string; backend?: string; maxModelLen?: number; batchWindow: number; maxBatch: number }) => {
+    .option("--max-batch <rows>", "sequences decoded together; later requests wait their turn in arrival order", intOption("--max-batch", 1), 64)
+    .action(async (opts: { model: string; name?: string; adapter: string[]; port: number; host: string; backend?: string; maxModelLen?: number; maxBatch: number }) => {
       const adapters = parseAdapterFlags(opts.adapter);
       const { loadModel } = await import("../model/load.js");
       const { startServer } = await import("../serve/server.js");
       const model = await loadModel(opts.model, { backend: opts.backend, name: opts.name, contextLength: opts.maxModelLen });
-      const server = await startServer({ model, adapters, port: opts.port, host: opts.host, batchWindowMs: opts.batchWindow, maxBatchRows: opts.maxBatch });
+      const server = await startServer({ model, adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch });
       process.stdout.write(`serving ${[...server.engine.models.keys()].join(", ")} at ${server.url}/v1 (backend ${model.backend})\n`);
       await new Promise<void>((resolve) => {
         const stop = () => resolve();

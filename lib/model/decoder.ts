@@ -85,7 +85,8 @@ export interface StepInput {
   valid: boolean[][];
 }
 
-function rmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
+/** RMSNorm over the last axis with weight w. */
+export function rmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
   const variance = tf.mean(tf.square(x), -1, true);
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, eps))), w);
 }

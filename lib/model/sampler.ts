@@ -79,3 +79,32 @@ export function sampleToken(logits: Float32Array, p: SamplingParams, rand: Rando
   }
   return { id: argmax, logprob: logprobOf(argmax) };
 }
+
+/** Returns a copy of one row of logits with `bias` added (-Infinity bans a token); the row itself without one. */
+export function biasedLogits(logits: Float32Array, bias: ReadonlyMap<number, number> | undefined): Float32Array {
+  if (!bias || bias.size === 0) return logits;
+  const out = new Float32Array(logits);
+  for (const [id, b] of bias) if (id >= 0 && id < out.length) out[id] += b;
+  return out;
+}
+
+/** The `n` most likely tokens under softmax(logits / T) (T = 1 when greedy), most likely first. */
+export function topLogprobs(logits: Float32Array, temperature: number, n: number): { id: number; logprob: number }[] {
+  if (n <= 0) return [];
+  const t = temperature > 0 ? temperature : 1;
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+  let z = 0;
+  for (let i = 0; i < logits.length; i++) z += Math.exp((logits[i] - max) / t);
+  const logZ = Math.log(z);
+  // a small sorted list of the best so far: n is at most 20, V is thousands
+  const best: number[] = [];
+  for (let i = 0; i < logits.length; i++) {
+    if (best.length === n && logits[i] <= logits[best[n - 1]]) continue;
+    let at = best.length;
+    while (at > 0 && logits[best[at - 1]] < logits[i]) at--;
+    best.splice(at, 0, i);
+    if (best.length > n) best.pop();
+  }
+  return best.map((id) => ({ id, logprob: (logits[id] - max) / t - logZ }));
+}

@@ -9,7 +9,7 @@ import { UsageError } from "../errors.js";
 import { loadModel } from "../model/load.js";
 import { mergedModel } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
-import { ChatEngine } from "../serve/engine.js";
+import { ChatEngine } from "../model/chat.js";
 import { newId } from "../serve/protocol.js";
 import { registerPolicyKind } from "./spec.js";
 import { PolicyError, type ChatMessage, type Completion, type Policy, type SampleOptions, type ToolSpec } from "./types.js";

@@ -2,7 +2,7 @@
  * The OpenAI chat-completions wire format: validating a request body (every problem is a 400 naming the
  * field) and shaping responses, stream chunks and errors.
  */
-import type { ChatRequest, ChatResult } from "./engine.js";
+import type { ChatRequest, ChatResult } from "../model/chat.js";
 
 /** A request problem the client can fix: answered with `status` and an OpenAI-style error body. */
 export class RequestError extends Error {

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { isT2sError } from "../errors.js";
 import { mergedModel } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
-import { ChatEngine } from "./engine.js";
+import { ChatEngine } from "../model/chat.js";
 import { chunkBody, completionBody, errorBody, newId, parseChatBody, RequestError, toolCallsDelta, usageBody } from "./protocol.js";
 
 export interface ServerOptions {
@@ -18,10 +18,8 @@ export interface ServerOptions {
   adapters?: Record<string, string> | CausalLM[];
   port?: number;
   host?: string;
-  /** Batching window after the first queued request (default 5 ms). */
-  batchWindowMs?: number;
-  /** Rows per generation batch at most (default 64). */
-  maxBatchRows?: number;
+  /** Sequences decoded together per served model (default 64); later requests wait their turn. */
+  maxBatch?: number;
   /** Request bodies larger than this are refused (default 8 MiB). */
   maxBodyBytes?: number;
 }
@@ -76,7 +74,9 @@ async function chatCompletions(engine: ChatEngine, req: IncomingMessage, res: Se
   const id = newId("chatcmpl");
   const created = Math.floor(Date.now() / 1000);
   if (!parsed.stream) {
-    const result = await engine.complete(parsed);
+    const abort = new AbortController();
+    res.on("close", () => !res.writableFinished && abort.abort());
+    const result = await engine.complete(parsed, { signal: abort.signal });
     const tok = engine.model(parsed.model).requireTokenizer();
     sendJson(res, 200, completionBody(id, created, result, parsed.logprobs ? (t) => tok.decode([t]) : undefined));
     return;
@@ -90,7 +90,9 @@ async function chatCompletions(engine: ChatEngine, req: IncomingMessage, res: Se
   // with tools the reply is held back until it can be split into content and tool calls
   const live = !parsed.tools;
   try {
-    const result = await engine.complete(parsed, live ? (i, delta) => send(chunkBody(id, created, parsed.model, i, { content: delta }, null)) : undefined);
+    const abort = new AbortController();
+    res.on("close", () => !res.writableFinished && abort.abort());
+    const result = await engine.complete(parsed, { signal: abort.signal, onText: live ? (i, delta) => send(chunkBody(id, created, parsed.model, i, { content: delta }, null)) : undefined });
     for (const c of result.choices) {
       if (!live) {
         if (c.content) send(chunkBody(id, created, parsed.model, c.index, { content: c.content }, null));
@@ -109,14 +111,14 @@ async function chatCompletions(engine: ChatEngine, req: IncomingMessage, res: Se
 /** Starts the server and returns its URL (port 0 picks a free port) and a close function. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const adapters = Array.isArray(opts.adapters) ? opts.adapters : Object.entries(opts.adapters ?? {}).map(([name, dir]) => mergedModel(opts.model, dir, { name }));
-  const engine = new ChatEngine(opts.model, adapters, { windowMs: opts.batchWindowMs, maxRows: opts.maxBatchRows });
+  const engine = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch });
   const maxBody = opts.maxBodyBytes ?? 8 * 1024 * 1024;
   const created = Math.floor(Date.now() / 1000);
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0].replace(/\/+$/, "") || "/";
     const handle = async () => {
       if (path === "/health" && req.method === "GET") {
-        return sendJson(res, 200, { status: "ok", model: engine.baseName, backend: opts.model.backend, models: [...engine.models.keys()], batches: engine.batcher.batchSizes.length });
+        return sendJson(res, 200, { status: "ok", model: engine.baseName, backend: opts.model.backend, models: [...engine.models.keys()], ...engine.load() });
       }
       if (path === "/v1/models" && req.method === "GET") {
         return sendJson(res, 200, {
@@ -155,8 +157,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       new Promise<void>((resolve) => {
         server.closeAllConnections?.();
         server.close(() => {
-          for (const m of adapters) m.dispose();
-          resolve();
+          void engine.close().then(() => {
+            for (const m of adapters) m.dispose();
+            resolve();
+          });
         });
       }),
   };

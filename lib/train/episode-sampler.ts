@@ -1,14 +1,13 @@
 /**
  * GRPO sampling through the real episode loop with the in-process model: every episode of a step runs
  * concurrently through lib/episode's runEpisode (so tool calls, budgets and grading behave exactly as in
- * evaluation), and a policy over lib/model's generate() batches their concurrent turns into one call and
- * records, per turn, the prompt ids and the generated ids as a training row.
+ * evaluation), and a policy over lib/model's chat layer shares the generation engine's decode steps among
+ * their concurrent turns and records, per turn, the prompt ids and the generated ids as a training row.
  */
 import { T2sError, isT2sError } from "../errors.js";
 import { runEpisode, type EpisodeOptions, type EpisodeResult } from "../episode/loop.js";
-import { generate, type Generation, type GenerationRequest } from "../model/generate.js";
 import type { CausalLM } from "../model/model.js";
-import type { TemplateMessage } from "../model/tokenizer.js";
+import { ChatEngine } from "../model/chat.js";
 import type { ChatMessage, Completion, Policy, SampleOptions, ToolSpec } from "../policy/types.js";
 import type { RolloutEnv } from "../runs/rollout.js";
 import type { Task } from "../tasks/types.js";
@@ -20,51 +19,33 @@ export interface ModelPolicyOptions {
   adapter: string | null;
   temperature: number;
   topP: number;
-  /** Rows per generate() call at most (default 64). */
+  /** Sequences decoded together at most (default 64). */
   maxBatch?: number;
 }
 
-function templateMessages(messages: ChatMessage[]): TemplateMessage[] {
-  return messages.map((m) => {
-    const out: TemplateMessage = { role: m.role, content: m.content ?? "" };
-    if (m.tool_calls?.length) out.tool_calls = m.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.function.name, arguments: safeJson(c.function.arguments) } }));
-    if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
-    if (m.name) out.name = m.name;
-    return out;
-  });
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
 /**
- * A Policy over the in-process model. Requests that arrive while the model is busy (or in the same tick)
- * are sampled together in one batched generate() call; each request's seed fixes its tokens regardless of
- * the batch it lands in. `recording()` returns a per-episode view that keeps the token rows of its turns.
+ * A Policy over the in-process model through the chat layer `t2s serve` uses (lib/serve/engine.ts), so the
+ * trainer samples exactly the prompts and tool calls a served model would. Concurrent episodes share the
+ * generation engine's decode steps; each request's seed fixes its tokens whatever else is running.
+ * `recording()` returns a per-episode view that keeps the token rows of its turns.
  */
 export class ModelPolicy implements Policy {
   readonly name: string;
   readonly model: string;
   readonly adapter: string | null;
-  private queue: Array<{ req: GenerationRequest; resolve: (g: Generation) => void; reject: (e: unknown) => void }> = [];
-  private running = false;
+  private readonly chat: ChatEngine;
 
   constructor(readonly lm: CausalLM, readonly opts: ModelPolicyOptions) {
     this.name = `tfjs:${lm.name}${opts.adapter ? `+${opts.adapter}` : ""}`;
     this.model = lm.name;
     this.adapter = opts.adapter;
     if (!lm.tokenizer?.hasChatTemplate) throw new T2sError("no_chat_template", `model ${lm.name} has no chat template; episodes need one`);
+    this.chat = new ChatEngine(lm, [], { adapter: opts.adapter, maxBatch: opts.maxBatch });
   }
 
   /** The prompt ids of a conversation (chat template with tools, generation prompt appended). */
   promptIds(messages: ChatMessage[], tools?: ToolSpec[]): number[] {
-    const tok = this.lm.requireTokenizer();
-    return tok.encode(tok.applyChatTemplate(templateMessages(messages), { tools, addGenerationPrompt: true }), { addSpecialTokens: false });
+    return this.chat.promptIds({ model: this.lm.name, messages, tools });
   }
 
   async complete(messages: ChatMessage[], opts: SampleOptions & { tools?: ToolSpec[] }): Promise<Completion[]> {
@@ -74,22 +55,24 @@ export class ModelPolicy implements Policy {
   /** Samples one turn; returns the completion and the training row (prompt ids masked out). */
   async turn(messages: ChatMessage[], opts: SampleOptions & { tools?: ToolSpec[] }): Promise<{ completion: Completion; row: TokenRow }> {
     const t0 = Date.now();
-    const ids = this.promptIds(messages, opts.tools);
-    const room = this.lm.config.maxPositions - ids.length;
-    if (room <= 0) throw new T2sError("context_length_exceeded", `the prompt has ${ids.length} tokens but ${this.lm.name} takes at most ${this.lm.config.maxPositions}`);
-    const gen = await this.enqueue({ ids, maxTokens: Math.min(opts.max_tokens ?? room, room), stop: opts.stop, seed: opts.seed ?? 0, sampleIndex: 0 });
+    const r = await this.chat.complete(
+      { model: this.lm.name, messages, tools: opts.tools, maxTokens: opts.max_tokens, stop: opts.stop, seed: opts.seed ?? 0, temperature: this.opts.temperature, topP: this.opts.topP },
+      { signal: opts.signal },
+    );
+    const c = r.choices[0];
     const completion: Completion = {
-      text: gen.text,
-      tool_calls: [],
-      finish_reason: gen.finishReason === "length" ? "length" : "stop",
-      tokens_in: ids.length,
-      tokens_out: gen.ids.length,
+      text: c.content ?? "",
+      tool_calls: c.toolCalls.map((t, i) => ({ id: `call_${i}`, type: "function" as const, function: { name: t.name, arguments: t.arguments } })),
+      finish_reason: c.finishReason,
+      tokens_in: r.promptTokens,
+      tokens_out: c.ids.length,
       latency_ms: Date.now() - t0,
     };
+    const ids = r.promptIds;
     const row: TokenRow = {
-      ids: [...ids, ...gen.ids],
-      mask: [...new Array<number>(ids.length).fill(0), ...new Array<number>(gen.ids.length).fill(1)],
-      logprobs: [...new Array<number>(ids.length).fill(NaN), ...gen.logprobs],
+      ids: [...ids, ...c.ids],
+      mask: [...new Array<number>(ids.length).fill(0), ...new Array<number>(c.ids.length).fill(1)],
+      logprobs: [...new Array<number>(ids.length).fill(NaN), ...c.logprobs],
     };
     return { completion, row };
   }
@@ -110,32 +93,14 @@ export class ModelPolicy implements Policy {
     };
   }
 
-  private enqueue(req: GenerationRequest): Promise<Generation> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ req, resolve, reject });
-      if (!this.running) {
-        this.running = true;
-        setImmediate(() => void this.drain());
-      }
-    });
+  /** The weights were updated: shared prefixes computed with the old ones are recomputed. */
+  weightsChanged(): void {
+    this.chat.weightsChanged();
   }
 
-  private async drain(): Promise<void> {
-    try {
-      while (this.queue.length) {
-        const batch = this.queue.splice(0, this.opts.maxBatch ?? 64);
-        try {
-          const gens = await generate(this.lm, batch.map((b) => b.req), { adapter: this.opts.adapter, temperature: this.opts.temperature, topP: this.opts.topP });
-          batch.forEach((b, i) => b.resolve(gens[i]));
-        } catch (e) {
-          for (const b of batch) b.reject(e);
-        }
-        // let episodes that just got their turn queue their next one before the next batch starts
-        await new Promise((r) => setImmediate(r));
-      }
-    } finally {
-      this.running = false;
-    }
+  /** Frees the engine (cancels anything still sampling). */
+  close(): Promise<void> {
+    return this.chat.close();
   }
 }
 
@@ -157,6 +122,8 @@ export interface EpisodeInfo {
 /** Returns a GRPO sampler that runs P x G real episodes per step, all turns batched through the model. */
 export function episodeSampler(o: EpisodeSamplerOptions): Sampler<Task> {
   return async (tasks, groupSize, ctx) => {
+    // each call starts a step, after the previous step's update changed the weights
+    o.policy.weightsChanged();
     const one = async (task: Task, e: number): Promise<Rollout> => {
       const rec = o.policy.recording();
       const seed = (ctx.seed + e * 7919) % 2147483647;

@@ -127,6 +127,7 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
   };
   const prompt = promptConfig(cfg);
   let executor: ExecutorPool | null = null;
+  let sampler: ModelPolicy | null = null;
   try {
     let trainer: GrpoTrainer<Task> | SftTrainer;
     if (cfg.mode === "sft") {
@@ -138,10 +139,12 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
       const env = defaultEnv({ executor, prompt, preset: cfg.reward_preset });
       const episode = { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, maxContextTokens: cfg.episode.max_context_tokens };
       const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, temperature: cfg.sampling.temperature, topP: cfg.sampling.top_p, maxBatch: cfg.sampling.max_batch });
+      sampler = policy;
       const ev = cfg.eval;
       const evalTasks = ev ? selectTasks(allTasks, ev.split, ev.limit) : [];
       const onEval = ev && evalTasks.length
         ? async (step: number) => {
+            policy.weightsChanged();
             const r = await runRollout(evalTasks, policy, env, {
               out: join(cfg.output_dir, "eval.jsonl"), k: ev.samples, evalRun: `step-${step}`, seed: cfg.seed, promptHash: promptTemplateHash(prompt),
               episode: { ...episode, sampling: { temperature: cfg.sampling.temperature, top_p: cfg.sampling.top_p, max_tokens: cfg.sampling.max_tokens } },
@@ -176,6 +179,7 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
       steps_done: records.length, stopped_early: resumedFrom + records.length < total, last: records[records.length - 1] ?? null,
     };
   } finally {
+    await sampler?.close();
     await executor?.close();
     lm.dispose();
     model.dispose();

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseToolCalls } from "../../lib/serve/toolcalls.js";
+import { parseToolCalls } from "../../lib/model/toolcalls.js";
 import { parseAdapterFlags } from "../../lib/cli/serve.js";
 import { isT2sError } from "../../lib/errors.js";
 

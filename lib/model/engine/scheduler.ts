@@ -1,0 +1,321 @@
+/**
+ * The generation engine: one step-wise loop per served model that every sampling path goes through
+ * (generate(), the in-process policy, the GRPO sampler, `t2s serve`). Sequences wait in arrival order and
+ * are admitted into free slots between decode steps (continuous batching); a sequence that finishes or is
+ * cancelled leaves its slot at once, and each step's new tokens are delivered as they are made. Token
+ * choice happens in the runner, with one uniform number per token drawn from the sequence's own seeded
+ * stream, so a seed gives the same tokens whatever else shares the steps.
+ */
+import { T2sError } from "../../errors.js";
+import type { CausalLM } from "../model.js";
+import { sequenceRandom } from "../sampler.js";
+import type { Random } from "../../stats/prng.js";
+import { isMultiStep, type RowSampling, type SampledToken, type StepRunner } from "./runner.js";
+import { createRunner } from "./runners.js";
+import { StopWatcher } from "./stops.js";
+import type { Generation, SequenceRequest, TokenDelta } from "./types.js";
+
+export interface EngineOptions {
+  /** Unmerged adapter applied to every sequence (the model's own weights when null). */
+  adapter?: string | null;
+  /** Sequences decoded together at most (default 64). */
+  maxBatch?: number;
+  /** Prompt tokens prefilled in one call at most, so admission never stalls running rows for long (default 8192). */
+  maxPrefillTokens?: number;
+  /** Decode steps per runner call when the runner can chain them on the device (default 4). */
+  stepsPerCall?: number;
+  /** Ids that end a sequence (default: the tokenizer's eos ids, else config.json's). */
+  eosIds?: number[];
+}
+
+/** Counters for /metrics and benchmarks. */
+export interface EngineMetrics {
+  running: number;
+  waiting: number;
+  steps: number;
+  promptTokens: number;
+  generatedTokens: number;
+  /** Rows decoded per step, summed (mean batch = batchRows / steps). */
+  batchRows: number;
+  finished: number;
+  cancelled: number;
+}
+
+interface Sequence {
+  req: SequenceRequest;
+  rand: Random;
+  slot: number;
+  stops: StopWatcher;
+  out: number[];
+  logprobs: number[];
+  top: { id: number; logprob: number }[][];
+  counts: Map<number, number>;
+  maxTokens: number;
+  resolve: (g: Generation) => void;
+  reject: (e: unknown) => void;
+  done: boolean;
+}
+
+export class GenerationEngine {
+  private readonly waiting: Sequence[] = [];
+  private readonly running: Sequence[] = [];
+  private readonly freeSlots: number[];
+  private loop: Promise<void> | null = null;
+  private closed = false;
+  readonly metrics: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0 };
+  readonly maxBatch: number;
+  private readonly eos: Set<number>;
+
+  private constructor(readonly model: CausalLM, private readonly runner: StepRunner, private readonly opts: EngineOptions) {
+    this.maxBatch = runner.slots;
+    this.freeSlots = Array.from({ length: runner.slots }, (_, i) => runner.slots - 1 - i);
+    this.eos = new Set(opts.eosIds ?? (model.tokenizer ? model.tokenizer.eosIds : model.config.eosTokenIds));
+  }
+
+  /** An engine over `model` on its backend's best runner. */
+  static async create(model: CausalLM, opts: EngineOptions = {}): Promise<GenerationEngine> {
+    const slots = Math.max(1, Math.floor(opts.maxBatch ?? 64));
+    const runner = await createRunner(model, { adapter: opts.adapter ?? null, slots });
+    return new GenerationEngine(model, runner, opts);
+  }
+
+  /** Queues a sequence; resolves with its generation when it finishes (rejects with `cancelled` if aborted). */
+  submit(req: SequenceRequest): Promise<Generation> {
+    if (this.closed) return Promise.reject(new T2sError("engine_closed", "the generation engine was closed"));
+    if (req.ids.length === 0) return Promise.reject(new T2sError("usage", "every prompt needs at least one token"));
+    const V = this.model.config.vocabSize;
+    for (const id of req.ids) if (!Number.isInteger(id) || id < 0 || id >= V) return Promise.reject(new T2sError("usage", `token id ${id} is outside the vocabulary [0, ${V})`));
+    const t = req.temperature ?? 1;
+    const topP = req.topP ?? 1;
+    const topK = req.topK ?? 0;
+    if (!(t >= 0) || !(topP > 0 && topP <= 1) || !(topK >= 0)) return Promise.reject(new T2sError("usage", "temperature must be >= 0, top_p in (0, 1], top_k >= 0"));
+    return new Promise((resolve, reject) => {
+      const room = this.model.config.maxPositions - req.ids.length;
+      const seq: Sequence = {
+        req,
+        rand: sequenceRandom(req.seed ?? 0, req.sampleIndex ?? 0),
+        slot: -1,
+        stops: new StopWatcher(this.model.tokenizer, req.stop ?? [], req.onDelta !== undefined),
+        out: [],
+        logprobs: [],
+        top: [],
+        counts: new Map(),
+        maxTokens: Math.max(0, Math.min(req.maxTokens ?? 256, room)),
+        resolve,
+        reject,
+        done: false,
+      };
+      if (req.signal?.aborted) return this.cancel(seq);
+      if (seq.maxTokens === 0) return this.finish(seq, "length");
+      req.signal?.addEventListener("abort", () => this.kick(), { once: true });
+      this.waiting.push(seq);
+      this.kick();
+    });
+  }
+
+  /** Sequences decoding now and waiting for a slot. */
+  get load(): { running: number; waiting: number } {
+    return { running: this.running.length, waiting: this.waiting.length };
+  }
+
+  /**
+   * The model's weights changed (an optimizer step): what the runner derived from them is dropped. Rows still
+   * running keep the prefix they started with.
+   */
+  weightsChanged(): void {
+    this.runner.weightsChanged?.();
+  }
+
+  /** Cancels everything queued or running and frees the runner. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const s of [...this.waiting, ...this.running]) this.cancel(s);
+    this.waiting.length = 0;
+    await this.loop;
+    this.runner.dispose();
+  }
+
+  private kick(): void {
+    if (!this.loop) this.loop = this.run().finally(() => (this.loop = null));
+  }
+
+  private async run(): Promise<void> {
+    while (this.waiting.length || this.running.length) {
+      this.sweepCancelled();
+      try {
+        await this.admit();
+        await this.step();
+      } catch (e) {
+        // a failing step fails every sequence it touched; later requests start afresh
+        for (const s of [...this.running]) this.fail(s, e);
+        for (const s of this.waiting.splice(0)) s.reject(e);
+      }
+      this.metrics.running = this.running.length;
+      this.metrics.waiting = this.waiting.length;
+      // let the event loop deliver streamed tokens and take new requests between steps
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  private sweepCancelled(): void {
+    for (const s of [...this.running, ...this.waiting]) if (s.req.signal?.aborted) this.cancel(s);
+  }
+
+  /** Moves waiting sequences into free slots (first come, first served) and prefills them. */
+  private async admit(): Promise<void> {
+    const budget = this.opts.maxPrefillTokens ?? 8192;
+    const batch: Sequence[] = [];
+    let tokens = 0;
+    while (this.waiting.length && this.freeSlots.length) {
+      const next = this.waiting[0];
+      if (batch.length > 0 && tokens + next.req.ids.length > budget) break;
+      this.waiting.shift();
+      next.slot = this.freeSlots.pop()!;
+      batch.push(next);
+      tokens += next.req.ids.length;
+    }
+    if (!batch.length) return;
+    this.running.push(...batch);
+    this.metrics.promptTokens += tokens;
+    const sampled = await this.runner.prefill(batch.map((s) => ({ slot: s.slot, ids: s.req.ids, prefixLength: s.req.prefixLength ?? 0, sampling: this.sampling(s) })));
+    batch.forEach((s, i) => this.accept(s, sampled[i]));
+  }
+
+  /** One decode step (or a few chained on the device) for every running sequence that has a token to feed. */
+  private async step(): Promise<void> {
+    const rows = this.running.filter((s) => !s.done && s.out.length > 0);
+    if (!rows.length) return;
+    const feed = rows.map((s) => ({ slot: s.slot, id: s.out[s.out.length - 1], position: s.req.ids.length + s.out.length - 1 }));
+    const chain = this.chainLength(rows);
+    if (chain > 1 && isMultiStep(this.runner)) {
+      const plan = Array.from({ length: chain }, () => rows.map((s) => this.sampling(s)));
+      const out = await this.runner.decodeSteps(feed, plan);
+      this.metrics.steps += chain;
+      this.metrics.batchRows += rows.length * chain;
+      for (let k = 0; k < chain; k++) rows.forEach((s, r) => !s.done && this.accept(s, out[r][k]));
+      return;
+    }
+    const out = await this.runner.decode(rows.map((s, r) => ({ ...feed[r], sampling: this.sampling(s) })));
+    this.metrics.steps++;
+    this.metrics.batchRows += rows.length;
+    rows.forEach((s, r) => this.accept(s, out[r]));
+  }
+
+  /**
+   * Steps that may run without reading tokens back: no row's sampling may change between them (penalties and
+   * min_tokens do), and a row that stops early only wastes the rest of the chain.
+   */
+  private chainLength(rows: Sequence[]): number {
+    const want = Math.max(1, this.opts.stepsPerCall ?? 4);
+    if (want === 1 || this.waiting.length) return 1;
+    let n = want;
+    for (const s of rows) {
+      const r = s.req;
+      if (r.presencePenalty || r.frequencyPenalty || (r.minTokens ?? 0) > s.out.length) return 1;
+      n = Math.min(n, s.maxTokens - s.out.length);
+    }
+    return Math.max(1, n);
+  }
+
+  /** This token's sampling for a sequence: its settings, its next uniform number and its logit bias. */
+  private sampling(s: Sequence): RowSampling {
+    const r = s.req;
+    const temperature = r.temperature ?? 1;
+    const bias = new Map<number, number>();
+    for (const [id, b] of r.logitBias ?? []) bias.set(id, b);
+    if (r.presencePenalty || r.frequencyPenalty) {
+      for (const [id, n] of s.counts) bias.set(id, (bias.get(id) ?? 0) - (r.presencePenalty ?? 0) - (r.frequencyPenalty ?? 0) * n);
+    }
+    if ((r.minTokens ?? 0) > s.out.length) for (const id of [...this.eos, ...(r.stopTokenIds ?? [])]) bias.set(id, -Infinity);
+    return {
+      temperature,
+      topP: r.topP ?? 1,
+      topK: r.topK ?? 0,
+      // drawn only when sampling, so greedy rows and the old sampler's streams line up
+      u: temperature > 0 ? s.rand() : 0,
+      bias: bias.size ? bias : undefined,
+      topLogprobs: r.topLogprobs ?? 0,
+    };
+  }
+
+  /** Appends a sampled token, delivers it, and finishes the sequence when a stop condition is met. */
+  private accept(s: Sequence, t: SampledToken): void {
+    if (s.done) return;
+    s.out.push(t.id);
+    s.logprobs.push(t.logprob);
+    if (t.top) s.top.push(t.top);
+    s.counts.set(t.id, (s.counts.get(t.id) ?? 0) + 1);
+    this.metrics.generatedTokens++;
+    const r = s.req;
+    const endsOnId = (!r.ignoreEos && this.eos.has(t.id)) || (r.stopTokenIds?.includes(t.id) ?? false);
+    const textStop = endsOnId ? null : s.stops.push(t.id);
+    const delta: TokenDelta = { ids: [t.id], logprobs: [t.logprob], text: "" };
+    if (t.top) delta.top = [t.top];
+    if (endsOnId) {
+      delta.text = s.stops.flush(true);
+      this.emit(s, delta);
+      return this.finish(s, "stop", this.eos.has(t.id) && !r.ignoreEos ? "eos" : `token:${t.id}`);
+    }
+    if (textStop) {
+      delta.text = textStop.delta;
+      this.emit(s, delta);
+      return this.finish(s, "stop", textStop.stop);
+    }
+    if (s.out.length >= s.maxTokens) {
+      delta.text = s.stops.flush(false);
+      this.emit(s, delta);
+      return this.finish(s, "length");
+    }
+    delta.text = s.stops.safeDelta();
+    this.emit(s, delta);
+  }
+
+  private emit(s: Sequence, d: TokenDelta): void {
+    if (!s.req.onDelta) return;
+    try {
+      s.req.onDelta(d);
+    } catch {
+      // a listener's failure (a closed socket) must not stop the other rows; its signal cancels the row
+    }
+  }
+
+  private leave(s: Sequence): void {
+    s.done = true;
+    const i = this.running.indexOf(s);
+    if (i >= 0) this.running.splice(i, 1);
+    const w = this.waiting.indexOf(s);
+    if (w >= 0) this.waiting.splice(w, 1);
+    if (s.slot >= 0) {
+      this.runner.release(s.slot);
+      this.freeSlots.push(s.slot);
+      s.slot = -1;
+    }
+  }
+
+  private finish(s: Sequence, reason: "stop" | "length", by?: string): void {
+    this.leave(s);
+    this.metrics.finished++;
+    const endsWithStopId = by === "eos" || (by?.startsWith("token:") ?? false);
+    s.resolve({
+      ids: s.out,
+      text: s.stops.text(endsWithStopId ? s.out.slice(0, -1) : s.out),
+      logprobs: s.logprobs,
+      topLogprobs: s.top.length ? s.top : undefined,
+      finishReason: reason,
+      stoppedBy: reason === "stop" ? by : undefined,
+      promptTokens: s.req.ids.length,
+    });
+  }
+
+  private cancel(s: Sequence): void {
+    if (s.done) return;
+    this.leave(s);
+    this.metrics.cancelled++;
+    s.reject(new T2sError("cancelled", "the generation was cancelled"));
+  }
+
+  private fail(s: Sequence, e: unknown): void {
+    this.leave(s);
+    s.reject(e);
+  }
+}

@@ -1,0 +1,60 @@
+/** What callers hand the generation engine and what they get back. */
+import type { GenerationFinish } from "../generate.js";
+
+/** One sequence to generate: a prompt (token ids) and its own limits and sampling settings. */
+export interface SequenceRequest {
+  ids: number[];
+  /** New tokens at most (default 256; never past the model's context). */
+  maxTokens?: number;
+  /** At least this many new tokens: end ids are banned until then (vLLM's min_tokens). */
+  minTokens?: number;
+  stop?: string[];
+  /** Token ids that end the sequence besides the eos ids (vLLM's stop_token_ids). */
+  stopTokenIds?: number[];
+  /** Keep going past eos ids (vLLM's ignore_eos); stop strings and stopTokenIds still end it. */
+  ignoreEos?: boolean;
+  seed?: number;
+  /** Which sample of its request this row is (rows of one seed draw different streams). */
+  sampleIndex?: number;
+  /** 0 = greedy (default 1). */
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  /** Added to the logits of these ids (OpenAI's logit_bias). */
+  logitBias?: Iterable<[number, number]>;
+  /** OpenAI's penalties: each generated id's logit drops by presence + frequency x its count. */
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  /** Report the n most likely tokens at each step. */
+  topLogprobs?: number;
+  /** Leading tokens of `ids` that other requests share (a system prompt), attended to from one stored copy. */
+  prefixLength?: number;
+  /** Aborting frees the sequence's slot at the next step; the promise rejects with T2sError("cancelled"). */
+  signal?: AbortSignal;
+  /** Receives each step's new tokens and the text that became safe to show. */
+  onDelta?: (d: TokenDelta) => void;
+}
+
+/** The new tokens of one step of one sequence (several when the runner chained steps). */
+export interface TokenDelta {
+  ids: number[];
+  logprobs: number[];
+  top?: { id: number; logprob: number }[][];
+  /** Text released by these tokens (may be "" while a stop string or UTF-8 character is incomplete). */
+  text: string;
+}
+
+export interface Generation {
+  /** New token ids, including the end id that ended it (if any). */
+  ids: number[];
+  /** The decoded text without the end token and cut before a stop string. */
+  text: string;
+  /** Log-probability of each new token under softmax((logits + bias) / temperature). */
+  logprobs: number[];
+  /** The most likely tokens at each step, when asked for. */
+  topLogprobs?: { id: number; logprob: number }[][];
+  finishReason: GenerationFinish;
+  /** The stop string, "eos", or "token:<id>" that ended it (stop only). */
+  stoppedBy?: string;
+  promptTokens: number;
+}
