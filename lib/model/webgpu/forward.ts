@@ -1,0 +1,166 @@
+/**
+ * One forward pass of the decoder over a batch of token rows, as a list of WebGPU dispatches on buffers the
+ * runner owns (activations, per-layer slot caches) and the model's own weight buffers (looked up on every
+ * call: an optimizer may give a LoRA variable a new buffer between calls). Per layer: RMSNorm, the q/k/v
+ * linears into one fused [M, (H + 2KV)·hd] buffer (bias in the epilogue), rotary + KV write, attention,
+ * the o linear added into the residual stream, RMSNorm, gate|up into one [M, 2I] buffer, and the down linear
+ * (SwiGLU applied while loading its input) added into the residual; an adapter's LoRA pairs add two small
+ * linears each. Then the final norm of the rows to sample and the lm head over those rows only.
+ */
+import type { ModelConfig } from "../config.js";
+import type { CausalLM } from "../model.js";
+import type { Linear } from "../decoder.js";
+import { tf } from "../tf.js";
+import { type Dispatch, GpuContext } from "./device.js";
+import { GEMV_MAX_ROWS, type GemmSpec, gemmCode, gemmGroups } from "./gemm.js";
+import { embedWgsl, ropeTable, ropeWgsl, rmsNormWgsl } from "./kernels.js";
+import { attentionWgsl } from "./attention.js";
+
+/** The activation and cache buffers of a runner, sized for `tokens` token rows and `slots` sampled rows. */
+export interface ForwardBuffers {
+  dims: GPUBuffer;
+  tok: GPUBuffer;
+  srow: GPUBuffer;
+  x: GPUBuffer;
+  h: GPUBuffer;
+  qkv: GPUBuffer;
+  q: GPUBuffer;
+  ctx: GPUBuffer;
+  gu: GPUBuffer;
+  loraT: GPUBuffer;
+  hs: GPUBuffer;
+  logits: GPUBuffer;
+  rope: GPUBuffer;
+  keys: GPUBuffer[];
+  values: GPUBuffer[];
+}
+
+export class WebgpuForward {
+  readonly c: ModelConfig;
+  readonly bufs: ForwardBuffers;
+  private readonly pipes = new Map<string, GPUComputePipeline>();
+  private readonly loraRank: number;
+
+  constructor(
+    private readonly ctx: GpuContext,
+    private readonly model: CausalLM,
+    private readonly adapter: string | null,
+    readonly tokens: number,
+    readonly slots: number,
+    readonly L: number,
+  ) {
+    const c = (this.c = model.config);
+    const F = 4;
+    const width = (c.numHeads + 2 * c.numKvHeads) * c.headDim;
+    let rank = 1;
+    for (const l of model.weights.layers) for (const lin of [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]) rank = Math.max(rank, this.pair(lin)?.a.shape[0] ?? 1);
+    this.loraRank = rank;
+    const cache = slots * c.numKvHeads * L * c.headDim * F;
+    const rope = ctx.buffer(ropeTable(L, model.invFreq).byteLength);
+    ctx.device.queue.writeBuffer(rope, 0, ropeTable(L, model.invFreq));
+    this.bufs = {
+      dims: ctx.buffer(16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST),
+      tok: ctx.buffer(Math.max(tokens, slots) * 16),
+      srow: ctx.buffer(slots * 4),
+      x: ctx.buffer(tokens * c.hiddenSize * F),
+      h: ctx.buffer(tokens * c.hiddenSize * F),
+      qkv: ctx.buffer(tokens * width * F),
+      q: ctx.buffer(tokens * c.numHeads * c.headDim * F),
+      ctx: ctx.buffer(tokens * c.numHeads * c.headDim * F),
+      gu: ctx.buffer(tokens * 2 * c.intermediateSize * F),
+      loraT: ctx.buffer(tokens * rank * F),
+      hs: ctx.buffer(slots * c.hiddenSize * F),
+      logits: ctx.buffer(slots * c.vocabSize * F),
+      rope,
+      keys: model.weights.layers.map(() => ctx.buffer(cache)),
+      values: model.weights.layers.map(() => ctx.buffer(cache)),
+    };
+  }
+
+  private pair(lin: Linear) {
+    return this.adapter ? lin.lora?.get(this.adapter) : undefined;
+  }
+
+  private pipe(code: string): GPUComputePipeline {
+    let p = this.pipes.get(code);
+    if (!p) {
+      p = this.ctx.pipeline(code);
+      this.pipes.set(code, p);
+    }
+    return p;
+  }
+
+  private gemm(list: Dispatch[], label: string, s: GemmSpec, rows: number, a: GPUBuffer, w: tf.Tensor, out: GPUBuffer, bias?: tf.Tensor): void {
+    // the pipeline depends on the spec and on the kernel shape (few rows or tiled), not on the exact count
+    const key = `${label}|${JSON.stringify(s)}|${rows <= GEMV_MAX_ROWS}`;
+    let p = this.pipes.get(key);
+    if (!p) {
+      p = this.ctx.pipeline(gemmCode(s, rows));
+      this.pipes.set(key, p);
+    }
+    const buffers = [this.bufs.dims, a, this.ctx.bufferOf(w), out];
+    if (bias) buffers.push(this.ctx.bufferOf(bias));
+    list.push({ label, pipeline: p, buffers, groups: gemmGroups(s, rows) });
+  }
+
+  /**
+   * A linear layer (plus its LoRA pair under the runner's adapter) from input `a` into columns
+   * [off, off + out) of `out`, rows of stride `ldo`.
+   */
+  private linear(list: Dispatch[], label: string, lin: Linear, rows: number, a: GPUBuffer, io: { lda: number; swiglu: boolean; out: GPUBuffer; ldo: number; off: number; mode: "store" | "add" }): void {
+    const [N, K] = lin.weight.shape;
+    this.gemm(list, label, { K, N, lda: io.lda, ldo: io.ldo, off: io.off, bias: lin.bias !== undefined, mode: io.mode, scale: 1, swiglu: io.swiglu, rows: "M" }, rows, a, lin.weight, io.out, lin.bias);
+    const pair = this.pair(lin);
+    if (!pair) return;
+    const r = pair.a.shape[0];
+    this.gemm(list, "lora", { K, N: r, lda: io.lda, ldo: this.loraRank, off: 0, bias: false, mode: "store", scale: 1, swiglu: io.swiglu, rows: "M" }, rows, a, pair.a, this.bufs.loraT);
+    this.gemm(list, "lora", { K: r, N, lda: this.loraRank, ldo: io.ldo, off: io.off, bias: false, mode: "add", scale: pair.scale, swiglu: false, rows: "M" }, rows, this.bufs.loraT, pair.b, io.out);
+  }
+
+  /** The dispatches of one forward pass over M token rows, ending in logits for the R sampled rows. */
+  dispatches(M: number, R: number): Dispatch[] {
+    const { c, bufs } = this;
+    const w = this.model.weights;
+    const D = c.hiddenSize;
+    const H = c.numHeads;
+    const KV = c.numKvHeads;
+    const hd = c.headDim;
+    const I = c.intermediateSize;
+    const width = (H + 2 * KV) * hd;
+    const list: Dispatch[] = [];
+    const rowsGroups = GpuContext.groups1d(M);
+    list.push({ label: "embed", pipeline: this.pipe(embedWgsl(D)), buffers: [bufs.dims, bufs.tok, this.ctx.bufferOf(w.embed), bufs.x], groups: rowsGroups });
+    const norm = this.pipe(rmsNormWgsl(D, c.rmsNormEps, false));
+    const rope = this.pipe(ropeWgsl({ H, KV, hd, L: this.L, eps: c.rmsNormEps, qkNorm: c.qkNorm }));
+    const attn = this.pipe(attentionWgsl({ H, KV, hd, L: this.L }));
+    w.layers.forEach((l, i) => {
+      list.push({ label: "rmsnorm", pipeline: norm, buffers: [bufs.dims, bufs.x, this.ctx.bufferOf(l.inputNorm), bufs.h], groups: rowsGroups });
+      const qkvIo = { lda: D, swiglu: false, out: bufs.qkv, ldo: width, mode: "store" as const };
+      this.linear(list, "qkv", l.q, M, bufs.h, { ...qkvIo, off: 0 });
+      this.linear(list, "qkv", l.k, M, bufs.h, { ...qkvIo, off: H * hd });
+      this.linear(list, "qkv", l.v, M, bufs.h, { ...qkvIo, off: (H + KV) * hd });
+      const ropeBufs = [bufs.dims, bufs.qkv, bufs.rope, bufs.tok, bufs.q, bufs.keys[i], bufs.values[i]];
+      if (c.qkNorm) {
+        if (!l.qNorm || !l.kNorm) throw new Error(`layer ${i} has no q/k norm weights`);
+        ropeBufs.push(this.ctx.bufferOf(l.qNorm), this.ctx.bufferOf(l.kNorm));
+      }
+      list.push({ label: "rope+kv", pipeline: rope, buffers: ropeBufs, groups: [H + 2 * KV, M, 1] });
+      list.push({ label: "attention", pipeline: attn, buffers: [bufs.dims, bufs.q, bufs.keys[i], bufs.values[i], bufs.tok, bufs.ctx], groups: [H, M, 1] });
+      this.linear(list, "o", l.o, M, bufs.ctx, { lda: H * hd, swiglu: false, out: bufs.x, ldo: D, off: 0, mode: "add" });
+      list.push({ label: "rmsnorm", pipeline: norm, buffers: [bufs.dims, bufs.x, this.ctx.bufferOf(l.postNorm), bufs.h], groups: rowsGroups });
+      const guIo = { lda: D, swiglu: false, out: bufs.gu, ldo: 2 * I, mode: "store" as const };
+      this.linear(list, "gate|up", l.gate, M, bufs.h, { ...guIo, off: 0 });
+      this.linear(list, "gate|up", l.up, M, bufs.h, { ...guIo, off: I });
+      this.linear(list, "down", l.down, M, bufs.gu, { lda: 2 * I, swiglu: true, out: bufs.x, ldo: D, off: 0, mode: "add" });
+    });
+    list.push({ label: "final norm", pipeline: this.pipe(rmsNormWgsl(D, c.rmsNormEps, true)), buffers: [bufs.dims, bufs.x, this.ctx.bufferOf(w.norm), bufs.hs, bufs.srow], groups: GpuContext.groups1d(R) });
+    const head = w.lmHead ?? w.embed;
+    this.gemm(list, "lm head", { K: D, N: c.vocabSize, lda: D, ldo: c.vocabSize, off: 0, bias: false, mode: "store", scale: 1, swiglu: false, rows: "R" }, R, bufs.hs, head, bufs.logits);
+    return list;
+  }
+
+  dispose(): void {
+    const b = this.bufs;
+    for (const buf of [b.dims, b.tok, b.srow, b.x, b.h, b.qkv, b.q, b.ctx, b.gu, b.loraT, b.hs, b.logits, b.rope, ...b.keys, ...b.values]) buf.destroy();
+  }
+}

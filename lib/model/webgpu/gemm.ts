@@ -1,0 +1,164 @@
+/**
+ * The linear layer as WGSL: out[m, off + n] (=|+=) scale · Σ_k a(m, k) · W[n, k] + bias[n], W in the
+ * nn.Linear layout [N, K] as tfjs stores it. Two shapes of kernel, picked by the number of rows:
+ *  - few rows (decode at small batch): memory-bound, so each weight is read once: 32 threads share one
+ *    output column, reading its weight row coalesced, for all (up to 8) rows at once;
+ *  - more rows: a 64x64 output tile per workgroup from 16-deep K slices staged in workgroup memory, each
+ *    thread holding a 4x4 block of accumulators (strided so neighbouring threads touch neighbouring
+ *    words in workgroup memory and in the output).
+ * The input can be the SwiGLU of a [M, 2K] gate|up buffer (silu(g)·u computed while loading), which saves
+ * the down projection a separate pass. Shapes are compiled in as constants; the row count comes from the
+ * shared `Dims` uniform, so one pipeline serves every batch size.
+ */
+import { DIMS_WGSL } from "./kernels.js";
+
+export interface GemmSpec {
+  K: number;
+  N: number;
+  /** Row stride of the input, in floats (2K for a SwiGLU input). */
+  lda: number;
+  /** Row stride and column offset of the output, in floats. */
+  ldo: number;
+  off: number;
+  bias: boolean;
+  /** "store" overwrites the output, "add" accumulates into it (residual adds, LoRA). */
+  mode: "store" | "add";
+  scale: number;
+  /** The input is silu(a[:, :K]) · a[:, K:2K]. */
+  swiglu: boolean;
+  /** Which row count of Dims the input has: token rows (M) or sampled rows (R, the lm head). */
+  rows: "M" | "R";
+}
+
+/** Rows at or below which the weight-streaming kernel is used. */
+export const GEMV_MAX_ROWS = 8;
+const TILE = 64;
+const BK = 16;
+const GEMV_COLS = 8;
+
+function f32(x: number): string {
+  const s = Math.fround(x).toPrecision(9);
+  return /[.e]/.test(s) ? s : `${s}.0`;
+}
+
+function common(s: GemmSpec): string {
+  const load = s.swiglu
+    ? `fn loadA(m : u32, k : u32) -> f32 { let g = A[m * LDA + k]; return g / (1.0 + exp(-g)) * A[m * LDA + K + k]; }`
+    : `fn loadA(m : u32, k : u32) -> f32 { return A[m * LDA + k]; }`;
+  const bias = s.bias ? " + Bias[n]" : "";
+  const write = s.mode === "add" ? "Out[i] = Out[i] + v;" : "Out[i] = v;";
+  return `${DIMS_WGSL}
+const K = ${s.K}u;
+const N = ${s.N}u;
+const LDA = ${s.lda}u;
+const LDO = ${s.ldo}u;
+const OFF = ${s.off}u;
+@group(0) @binding(1) var<storage, read> A : array<f32>;
+@group(0) @binding(2) var<storage, read> W : array<f32>;
+@group(0) @binding(3) var<storage, read_write> Out : array<f32>;
+${s.bias ? "@group(0) @binding(4) var<storage, read> Bias : array<f32>;" : ""}
+${load}
+fn store(m : u32, n : u32, acc : f32) {
+  let v = acc * ${f32(s.scale)}${bias};
+  let i = m * LDO + OFF + n;
+  ${write}
+}`;
+}
+
+/** WGSL of the few-rows kernel: workgroup = 8 columns x 32 lanes over K. */
+export function gemvWgsl(s: GemmSpec): string {
+  return `${common(s)}
+const R = ${GEMV_MAX_ROWS}u;
+var<workgroup> red : array<f32, ${GEMV_MAX_ROWS * 256}>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) t : u32) {
+  let M = min(dims.${s.rows}, R);
+  let lane = t % 32u;
+  let n = wg.x * ${GEMV_COLS}u + t / 32u;
+  var acc : array<f32, ${GEMV_MAX_ROWS}>;
+  if (n < N) {
+    for (var k = lane; k < K; k = k + 32u) {
+      let w = W[n * K + k];
+      for (var r = 0u; r < R; r = r + 1u) {
+        if (r < M) { acc[r] = acc[r] + loadA(r, k) * w; }
+      }
+    }
+  }
+  for (var r = 0u; r < R; r = r + 1u) { red[r * 256u + t] = acc[r]; }
+  workgroupBarrier();
+  for (var s = 16u; s > 0u; s = s >> 1u) {
+    if (lane < s) {
+      for (var r = 0u; r < R; r = r + 1u) { red[r * 256u + t] = red[r * 256u + t] + red[r * 256u + t + s]; }
+    }
+    workgroupBarrier();
+  }
+  if (lane == 0u && n < N) {
+    for (var r = 0u; r < M; r = r + 1u) { store(r, n, red[r * 256u + t]); }
+  }
+}`;
+}
+
+/** WGSL of the tiled kernel: a 64x64 tile per workgroup, 256 threads of 4x4 accumulators. */
+export function tiledWgsl(s: GemmSpec): string {
+  return `${common(s)}
+const BM = ${TILE}u;
+const BK = ${BK}u;
+var<workgroup> As : array<f32, ${TILE * BK}>;
+var<workgroup> Ws : array<f32, ${TILE * BK}>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) t : u32) {
+  let M = dims.${s.rows};
+  let m0 = wg.y * BM;
+  let n0 = wg.x * BM;
+  let tx = t % 16u;
+  let ty = t / 16u;
+  var acc : array<f32, 16>;
+  for (var k0 = 0u; k0 < K; k0 = k0 + BK) {
+    for (var i = 0u; i < 4u; i = i + 1u) {
+      let e = t + 256u * i;
+      let row = e / BK;
+      let kk = e % BK;
+      let k = k0 + kk;
+      let m = m0 + row;
+      var a = 0.0;
+      if (m < M && k < K) { a = loadA(m, k); }
+      As[kk * BM + row] = a;
+      let n = n0 + row;
+      var w = 0.0;
+      if (n < N && k < K) { w = W[n * K + k]; }
+      Ws[kk * BM + row] = w;
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < BK; kk = kk + 1u) {
+      var a : array<f32, 4>;
+      var b : array<f32, 4>;
+      for (var i = 0u; i < 4u; i = i + 1u) {
+        a[i] = As[kk * BM + ty + 16u * i];
+        b[i] = Ws[kk * BM + tx + 16u * i];
+      }
+      for (var i = 0u; i < 4u; i = i + 1u) {
+        for (var j = 0u; j < 4u; j = j + 1u) { acc[i * 4u + j] = acc[i * 4u + j] + a[i] * b[j]; }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i = i + 1u) {
+    let m = m0 + ty + 16u * i;
+    for (var j = 0u; j < 4u; j = j + 1u) {
+      let n = n0 + tx + 16u * j;
+      if (m < M && n < N) { store(m, n, acc[i * 4u + j]); }
+    }
+  }
+}`;
+}
+
+/** The WGSL of a linear layer over `rows` input rows (the kernel shape depends on the count). */
+export function gemmCode(s: GemmSpec, rows: number): string {
+  return rows <= GEMV_MAX_ROWS ? gemvWgsl(s) : tiledWgsl(s);
+}
+
+/** The workgroup counts of a linear layer over `rows` input rows. */
+export function gemmGroups(s: GemmSpec, rows: number): [number, number, number] {
+  if (rows <= GEMV_MAX_ROWS) return [Math.ceil(s.N / GEMV_COLS), 1, 1];
+  return [Math.ceil(s.N / TILE), Math.ceil(rows / TILE), 1];
+}
