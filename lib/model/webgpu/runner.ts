@@ -63,6 +63,11 @@ export class WebgpuRunner implements MultiStepRunner {
     this.lengths = new Int32Array(slots).fill(-1);
   }
 
+  /** Whether the device offers timestamp queries (for `profile`). */
+  get canProfile(): boolean {
+    return this.ctx.timestamps;
+  }
+
   /** Profiles the next call: one compute pass per dispatch with timestamps (slower; for benches). */
   profile(): void {
     if (!this.ctx.timestamps) throw new Error("this device has no timestamp-query feature");

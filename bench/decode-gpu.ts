@@ -1,0 +1,138 @@
+/**
+ * New tokens per second of the WebGPU step runner (lib/model/webgpu/) against the tfjs path (generate()),
+ * side by side in one process, plus a per-kernel GPU time breakdown from timestamp queries.
+ *   npx tsx bench/decode-gpu.ts                           Qwen2-0.5B-shaped random model, batch 1/16/64,
+ *                                                          128 prompt + 128 new tokens (the GPU host's case)
+ *   npx tsx bench/decode-gpu.ts --model data/models/shop-sql-4m --batches 256 --prompt 320 --new 128
+ *                                                          the default model's GRPO sampling step
+ *   bash run.sh bench-decode-gpu.mjs --check                the same from the GPU bundle (scripts/bundle-gpu.mjs)
+ * Flags: --backend webgpu  --batches 1,16,64  --prompt N  --new N  --chunk N (decode steps per read-back,
+ * default 16)  --tfjs-batches 1,64 (batches also run through generate(); "none" skips)  --check (greedy
+ * tokens of the runner against the tfjs path first)  --json
+ * Sampling is temperature 1 with seeded uniforms; no stop token, so every row makes exactly --new tokens.
+ */
+import { useBackend } from "../lib/model/backend.js";
+import { generate } from "../lib/model/generate.js";
+import { loadModel } from "../lib/model/load.js";
+import type { CausalLM } from "../lib/model/model.js";
+import { qwen2HalfBConfig, randomModel } from "../lib/model/random.js";
+import { sampleToken } from "../lib/model/sampler.js";
+import { mulberry32 } from "../lib/stats/prng.js";
+import type { RowSampling } from "../lib/model/engine/runner.js";
+import { createWebgpuRunner, type KernelProfile, type WebgpuRunner } from "../lib/model/webgpu/runner.js";
+import { flag, intFlag } from "./args.js";
+
+function prompts(B: number, len: number, V: number): number[][] {
+  return Array.from({ length: B }, (_, b) => Array.from({ length: len }, (_, i) => (b * 7919 + i * 104729 + 1) % V));
+}
+
+/** Prefill then decode `newTokens` per row through the runner, `chunk` steps per call; seconds of each phase. */
+async function runOnce(runner: WebgpuRunner, ps: number[][], newTokens: number, chunk: number, seed: number): Promise<{ prefill: number; decode: number; ids: number[][] }> {
+  const rands = ps.map((_, r) => mulberry32(seed * 1000003 + r));
+  const samp = (r: number): RowSampling => ({ temperature: 1, topP: 1, topK: 0, u: rands[r]() });
+  const t0 = performance.now();
+  const first = await runner.prefill(ps.map((ids, slot) => ({ slot, ids, prefixLength: 0, sampling: samp(slot) })));
+  const t1 = performance.now();
+  const ids = first.map((t) => [t.id]);
+  while (ids[0].length < newTokens) {
+    const k = Math.min(chunk, newTokens - ids[0].length);
+    const out = await runner.decodeSteps(
+      ps.map((p, slot) => ({ slot, id: ids[slot][ids[slot].length - 1], position: p.length + ids[slot].length - 1 })),
+      Array.from({ length: k }, () => ps.map((_, r) => samp(r))),
+    );
+    out.forEach((ts, r) => ids[r].push(...ts.map((t) => t.id)));
+  }
+  const t2 = performance.now();
+  for (let s = 0; s < ps.length; s++) runner.release(s);
+  return { prefill: (t1 - t0) / 1000, decode: (t2 - t1) / 1000, ids };
+}
+
+/** Greedy ids of the runner and of the tfjs path (full recomputation of logits) on two short prompts. */
+async function check(model: CausalLM): Promise<string> {
+  const ps = prompts(2, 70, model.config.vocabSize);
+  const runner = (await createWebgpuRunner(model, { adapter: null, slots: 2, maxLength: 96 })) as WebgpuRunner;
+  const g: RowSampling = { temperature: 0, topP: 1, topK: 0, u: 0 };
+  const first = await runner.prefill(ps.map((ids, slot) => ({ slot, ids, prefixLength: 0, sampling: g })));
+  const rest = await runner.decodeSteps(ps.map((p, slot) => ({ slot, id: first[slot].id, position: p.length })), [[g, g], [g, g], [g, g]]);
+  const lines: string[] = [];
+  let worst = 0;
+  for (let r = 0; r < ps.length; r++) {
+    const gpu = [first[r], ...rest[r]];
+    const ids = ps[r].slice();
+    for (let s = 0; s < gpu.length; s++) {
+      const rows = await model.logitsOf(ids);
+      const ref = sampleToken(rows[rows.length - 1], { temperature: 0, topP: 1, topK: 0 }, () => 0);
+      if (ref.id !== gpu[s].id) lines.push(`row ${r} step ${s}: runner ${gpu[s].id}, tfjs ${ref.id}`);
+      worst = Math.max(worst, Math.abs(ref.logprob - gpu[s].logprob));
+      ids.push(ref.id);
+    }
+  }
+  runner.dispose();
+  return `check: ${lines.length ? "MISMATCH " + lines.join("; ") : "greedy ids equal"}; max |logprob diff| ${worst.toExponential(2)}`;
+}
+
+function profileTable(title: string, p: KernelProfile): string {
+  const rows = [...p.entries()].sort((a, b) => b[1].ms - a[1].ms);
+  const total = rows.reduce((s, [, v]) => s + v.ms, 0);
+  return [`${title}: ${total.toFixed(3)} ms of GPU time`, "kernel          launches      ms   share", ...rows.map(([k, v]) => `${k.padEnd(14)} ${String(v.count).padStart(9)} ${v.ms.toFixed(3).padStart(8)} ${((100 * v.ms) / total).toFixed(1).padStart(6)}%`)].join("\n");
+}
+
+async function main(): Promise<void> {
+  const choice = await useBackend(flag("--backend") ?? "webgpu");
+  const dir = flag("--model");
+  const model = dir ? await loadModel(dir, { backend: choice.backend }) : randomModel(qwen2HalfBConfig(), { seed: 1 });
+  const V = model.config.vocabSize;
+  const batches = (flag("--batches") ?? "1,16,64").split(",").map(Number);
+  const tfjsBatches = (flag("--tfjs-batches") ?? "1,64") === "none" ? [] : (flag("--tfjs-batches") ?? "1,64").split(",").map(Number);
+  const promptLen = intFlag("--prompt", 128);
+  const newTokens = intFlag("--new", 128);
+  const chunk = intFlag("--chunk", 16);
+  await model.logitsOf([1, 2, 3]);
+  const out: string[] = [`backend ${choice.backend}; model ${dir ?? "qwen2-0.5b-shaped (random)"}; ${model.tensors().reduce((s, t) => s + t.size, 0)} parameters`];
+  if (process.argv.includes("--check")) {
+    out.push(await check(model));
+    process.stderr.write(out[out.length - 1] + "\n");
+  }
+  const table = ["path     batch  prompt  new/seq  prefill s  decode s  total s  new tokens/s"];
+  const profiles: string[] = [];
+  const json: Record<string, unknown>[] = [];
+  for (const B of batches) {
+    const runner = (await createWebgpuRunner(model, { adapter: null, slots: B, maxLength: promptLen + newTokens })) as WebgpuRunner;
+    const ps = prompts(B, promptLen, V);
+    await runOnce(runner, ps, Math.min(newTokens, chunk + 1), chunk, 99); // warm-up: pipelines compile
+    const r = await runOnce(runner, ps, newTokens, chunk, 1);
+    const total = r.prefill + r.decode;
+    const made = B * newTokens;
+    const row = { path: "webgpu", batch: B, prompt: promptLen, new_per_seq: newTokens, prefill_s: r.prefill, decode_s: r.decode, total_s: total, new_tokens_per_s: made / total, decode_tokens_per_s: (B * (newTokens - 1)) / r.decode };
+    json.push(row);
+    table.push(`runner   ${String(B).padStart(5)}  ${String(promptLen).padStart(6)}  ${String(newTokens).padStart(7)}  ${r.prefill.toFixed(3).padStart(9)}  ${r.decode.toFixed(3).padStart(8)}  ${total.toFixed(3).padStart(7)}  ${(made / total).toFixed(1).padStart(12)}`);
+    process.stderr.write(`row ${JSON.stringify(row)}\n`);
+    if (B === batches[batches.length - 1] && runner.canProfile) {
+      // one profiled prefill and one profiled 1-step decode at the largest batch
+      runner.profile();
+      await runner.prefill(ps.map((ids, slot) => ({ slot, ids, prefixLength: 0, sampling: { temperature: 1, topP: 1, topK: 0, u: 0.5 } })));
+      profiles.push(profileTable(`prefill, batch ${B} x ${promptLen}`, runner.lastProfile!));
+      runner.profile();
+      await runner.decode(ps.map((p, slot) => ({ slot, id: 1, position: p.length, sampling: { temperature: 1, topP: 1, topK: 0, u: 0.5 } })));
+      profiles.push(profileTable(`decode step, batch ${B}`, runner.lastProfile!));
+    }
+    runner.dispose();
+  }
+  for (const B of tfjsBatches) {
+    const start = performance.now();
+    const gens = await generate(model, prompts(B, promptLen, V), { temperature: 1, seed: 0, maxTokens: newTokens, eosIds: [], sharePrefix: false });
+    const s = (performance.now() - start) / 1000;
+    const made = gens.reduce((a, g) => a + g.ids.length, 0);
+    json.push({ path: "tfjs", batch: B, prompt: promptLen, new_per_seq: newTokens, total_s: s, new_tokens_per_s: made / s });
+    table.push(`tfjs     ${String(B).padStart(5)}  ${String(promptLen).padStart(6)}  ${String(newTokens).padStart(7)}  ${"".padStart(9)}  ${"".padStart(8)}  ${s.toFixed(3).padStart(7)}  ${(made / s).toFixed(1).padStart(12)}`);
+    process.stderr.write(`row ${JSON.stringify(json[json.length - 1])}\n`);
+  }
+  if (process.argv.includes("--json")) process.stdout.write(JSON.stringify({ backend: choice.backend, rows: json }) + "\n");
+  process.stdout.write([...out, ...table, "", ...profiles].join("\n") + "\n");
+  model.dispose();
+}
+
+main().catch((e) => {
+  process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
+  process.exit(1);
+});
