@@ -7,7 +7,8 @@
  *                                                          the default model's GRPO sampling step
  *   bash run.sh bench-decode-gpu.mjs --check                the same from the GPU bundle (scripts/bundle-gpu.mjs)
  * Flags: --backend webgpu  --batches 1,16,64  --prompt N  --new N  --chunk N (decode steps per read-back,
- * default 16)  --tfjs-batches 1,64 (batches also run through generate(); "none" skips)  --check (greedy
+ * default 16)  --tfjs-batches 1,64 (batches also run through generate() on the tfjs-ops runner, T2S_WEBGPU_RUNNER=0;
+ * "none" skips)  --engine-batches 64 (through generate() on this runner: the engine's overhead)  --check (greedy
  * tokens of the runner against the tfjs path first)  --json
  * Sampling is temperature 1 with seeded uniforms; no stop token, so every row makes exactly --new tokens.
  */
@@ -118,13 +119,17 @@ async function main(): Promise<void> {
     }
     runner.dispose();
   }
-  for (const B of tfjsBatches) {
+  // generate() through the engine: with its WebGPU runner (the default) and with the tfjs-ops runner
+  const viaEngine = [...(flag("--engine-batches") ?? "64").split(",").filter(Boolean).map((B) => ({ B: Number(B), path: "engine" })), ...tfjsBatches.map((B) => ({ B, path: "tfjs" }))];
+  for (const { B, path } of viaEngine) {
+    if (path === "tfjs") process.env.T2S_WEBGPU_RUNNER = "0";
+    else delete process.env.T2S_WEBGPU_RUNNER;
     const start = performance.now();
     const gens = await generate(model, prompts(B, promptLen, V), { temperature: 1, seed: 0, maxTokens: newTokens, eosIds: [], sharePrefix: false });
     const s = (performance.now() - start) / 1000;
     const made = gens.reduce((a, g) => a + g.ids.length, 0);
-    json.push({ path: "tfjs", batch: B, prompt: promptLen, new_per_seq: newTokens, total_s: s, new_tokens_per_s: made / s });
-    table.push(`tfjs     ${String(B).padStart(5)}  ${String(promptLen).padStart(6)}  ${String(newTokens).padStart(7)}  ${"".padStart(9)}  ${"".padStart(8)}  ${s.toFixed(3).padStart(7)}  ${(made / s).toFixed(1).padStart(12)}`);
+    json.push({ path, batch: B, prompt: promptLen, new_per_seq: newTokens, total_s: s, new_tokens_per_s: made / s });
+    table.push(`${path.padEnd(8)} ${String(B).padStart(5)}  ${String(promptLen).padStart(6)}  ${String(newTokens).padStart(7)}  ${"".padStart(9)}  ${"".padStart(8)}  ${s.toFixed(3).padStart(7)}  ${(made / s).toFixed(1).padStart(12)}`);
     process.stderr.write(`row ${JSON.stringify(json[json.length - 1])}\n`);
   }
   if (process.argv.includes("--json")) process.stdout.write(JSON.stringify({ backend: choice.backend, rows: json }) + "\n");

@@ -12,7 +12,7 @@ import type { CausalLM } from "../model.js";
 import type { Linear } from "../decoder.js";
 import { tf } from "../tf.js";
 import { type Dispatch, GpuContext } from "./device.js";
-import { GEMV_MAX_ROWS, type GemmSpec, gemmCode, gemmGroups } from "./gemm.js";
+import { GEMV_MAX_ROWS, type GemmSpec, gemmCode, gemmGroups, reduceWgsl, splitsFor } from "./gemm.js";
 import { embedWgsl, ropeTable, ropeWgsl, rmsNormWgsl } from "./kernels.js";
 import { attentionWgsl } from "./attention.js";
 
@@ -40,6 +40,8 @@ export class WebgpuForward {
   readonly bufs: ForwardBuffers;
   private readonly pipes = new Map<string, GPUComputePipeline>();
   private readonly loraRank: number;
+  private part: GPUBuffer | null = null;
+  private retired: GPUBuffer[] = [];
 
   constructor(
     private readonly ctx: GpuContext,
@@ -90,17 +92,42 @@ export class WebgpuForward {
     return p;
   }
 
-  private gemm(list: Dispatch[], label: string, s: GemmSpec, rows: number, a: GPUBuffer, w: tf.Tensor, out: GPUBuffer, bias?: tf.Tensor): void {
+  private gemm(list: Dispatch[], label: string, spec: Omit<GemmSpec, "splits">, rows: number, a: GPUBuffer, w: tf.Tensor, out: GPUBuffer, bias?: tf.Tensor): void {
+    const s: GemmSpec = { ...spec, splits: splitsFor(spec.K, spec.N, rows) };
     // the pipeline depends on the spec and on the kernel shape (few rows or tiled), not on the exact count
-    const key = `${label}|${JSON.stringify(s)}|${rows <= GEMV_MAX_ROWS}`;
+    const key = `${JSON.stringify(s)}|${rows <= GEMV_MAX_ROWS}`;
     let p = this.pipes.get(key);
     if (!p) {
       p = this.ctx.pipeline(gemmCode(s, rows));
       this.pipes.set(key, p);
     }
-    const buffers = [this.bufs.dims, a, this.ctx.bufferOf(w), out];
+    if (s.splits === 1) {
+      const buffers = [this.bufs.dims, a, this.ctx.bufferOf(w), out];
+      if (bias) buffers.push(this.ctx.bufferOf(bias));
+      list.push({ label, pipeline: p, buffers, groups: gemmGroups(s, rows) });
+      return;
+    }
+    const part = this.scratch(s.splits * rows * s.N);
+    list.push({ label, pipeline: p, buffers: [this.bufs.dims, a, this.ctx.bufferOf(w), part], groups: gemmGroups(s, rows) });
+    const rkey = `reduce|${key}`;
+    let rp = this.pipes.get(rkey);
+    if (!rp) {
+      rp = this.ctx.pipeline(reduceWgsl(s));
+      this.pipes.set(rkey, rp);
+    }
+    const buffers = [this.bufs.dims, part, out];
     if (bias) buffers.push(this.ctx.bufferOf(bias));
-    list.push({ label, pipeline: p, buffers, groups: gemmGroups(s, rows) });
+    list.push({ label, pipeline: rp, buffers, groups: GpuContext.groups1d(Math.ceil((rows * s.N) / 256)) });
+  }
+
+  /** The split-K partial-sum buffer, grown to `floats` . */
+  private scratch(floats: number): GPUBuffer {
+    if (!this.part || this.part.size < floats * 4) {
+      // earlier dispatches of the list being built may bind the old one: it goes when the next list starts
+      if (this.part) this.retired.push(this.part);
+      this.part = this.ctx.buffer(floats * 4 * 1.25);
+    }
+    return this.part;
   }
 
   /**
@@ -119,6 +146,8 @@ export class WebgpuForward {
 
   /** The dispatches of one forward pass over M token rows, ending in logits for the R sampled rows. */
   dispatches(M: number, R: number): Dispatch[] {
+    // destroy() waits for submitted work that uses a buffer, so the last call's retired scratch can go now
+    for (const b of this.retired.splice(0)) b.destroy();
     const { c, bufs } = this;
     const w = this.model.weights;
     const D = c.hiddenSize;
@@ -161,6 +190,7 @@ export class WebgpuForward {
 
   dispose(): void {
     const b = this.bufs;
+    this.part?.destroy();
     for (const buf of [b.dims, b.tok, b.srow, b.x, b.h, b.qkv, b.q, b.ctx, b.gu, b.loraT, b.hs, b.logits, b.rope, ...b.keys, ...b.values]) buf.destroy();
   }
 }

@@ -28,6 +28,12 @@ export interface GemmSpec {
   swiglu: boolean;
   /** Which row count of Dims the input has: token rows (M) or sampled rows (R, the lm head). */
   rows: "M" | "R";
+  /**
+   * K is cut into this many slices, one per workgroup layer, each writing raw partial sums to
+   * Part [splits, rows, N]; `reduceWgsl` then sums them and applies the epilogue. Skinny outputs (o, k, v,
+   * down: N = 128..896) otherwise give a batch-64 step a few dozen workgroups on a 132-SM GPU.
+   */
+  splits: number;
 }
 
 /** Rows at or below which the weight-streaming kernel is used. */
@@ -53,15 +59,16 @@ const N = ${s.N}u;
 const LDA = ${s.lda}u;
 const LDO = ${s.ldo}u;
 const OFF = ${s.off}u;
+const KC = ${sliceOf(s)}u;
 @group(0) @binding(1) var<storage, read> A : array<f32>;
 @group(0) @binding(2) var<storage, read> W : array<f32>;
 @group(0) @binding(3) var<storage, read_write> Out : array<f32>;
-${s.bias ? "@group(0) @binding(4) var<storage, read> Bias : array<f32>;" : ""}
+${s.bias && s.splits === 1 ? "@group(0) @binding(4) var<storage, read> Bias : array<f32>;" : ""}
 ${load}
-fn store(m : u32, n : u32, acc : f32) {
-  let v = acc * ${f32(s.scale)}${bias};
+fn store(m : u32, n : u32, acc : f32, z : u32) {
+  ${s.splits > 1 ? `Out[(z * dims.${s.rows} + m) * N + n] = acc;` : `let v = acc * ${f32(s.scale)}${bias};
   let i = m * LDO + OFF + n;
-  ${write}
+  ${write}`}
 }`;
 }
 
@@ -77,7 +84,8 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   let n = wg.x * ${GEMV_COLS}u + t / 32u;
   var acc : array<f32, ${GEMV_MAX_ROWS}>;
   if (n < N) {
-    for (var k = lane; k < K; k = k + 32u) {
+    let kend = min(K, (wg.y + 1u) * KC);
+    for (var k = wg.y * KC + lane; k < kend; k = k + 32u) {
       let w = W[n * K + k];
       for (var r = 0u; r < R; r = r + 1u) {
         if (r < M) { acc[r] = acc[r] + loadA(r, k) * w; }
@@ -93,7 +101,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
   }
   if (lane == 0u && n < N) {
-    for (var r = 0u; r < M; r = r + 1u) { store(r, n, red[r * 256u + t]); }
+    for (var r = 0u; r < M; r = r + 1u) { store(r, n, red[r * 256u + t], wg.y); }
   }
 }`;
 }
@@ -109,11 +117,12 @@ var<workgroup> Ws : array<f32, ${TILE * BK}>;
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) t : u32) {
   let M = dims.${s.rows};
   let m0 = wg.y * BM;
+  let kend = min(K, (wg.z + 1u) * KC);
   let n0 = wg.x * BM;
   let tx = t % 16u;
   let ty = t / 16u;
   var acc : array<f32, 16>;
-  for (var k0 = 0u; k0 < K; k0 = k0 + BK) {
+  for (var k0 = wg.z * KC; k0 < kend; k0 = k0 + BK) {
     for (var i = 0u; i < 4u; i = i + 1u) {
       let e = t + 256u * i;
       let row = e / BK;
@@ -121,11 +130,11 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
       let k = k0 + kk;
       let m = m0 + row;
       var a = 0.0;
-      if (m < M && k < K) { a = loadA(m, k); }
+      if (m < M && k < kend) { a = loadA(m, k); }
       As[kk * BM + row] = a;
       let n = n0 + row;
       var w = 0.0;
-      if (n < N && k < K) { w = W[n * K + k]; }
+      if (n < N && k < kend) { w = W[n * K + k]; }
       Ws[kk * BM + row] = w;
     }
     workgroupBarrier();
@@ -146,9 +155,48 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     let m = m0 + ty + 16u * i;
     for (var j = 0u; j < 4u; j = j + 1u) {
       let n = n0 + tx + 16u * j;
-      if (m < M && n < N) { store(m, n, acc[i * 4u + j]); }
+      if (m < M && n < N) { store(m, n, acc[i * 4u + j], wg.z); }
     }
   }
+}`;
+}
+
+/** K per slice: a multiple of the tile depth, so slices never split a staged K block. */
+function sliceOf(s: GemmSpec): number {
+  return Math.ceil(s.K / s.splits / BK) * BK;
+}
+
+/** Workgroups that keep the H200's 132 SMs busy; fewer tiles than this get K split across more. */
+const TARGET_GROUPS = 528;
+
+/** How many K slices a linear over `rows` rows gets (1: none): enough workgroups, slices of at least 64. */
+export function splitsFor(K: number, N: number, rows: number): number {
+  const tiles = rows <= GEMV_MAX_ROWS ? Math.ceil(N / GEMV_COLS) : Math.ceil(N / TILE) * Math.ceil(rows / TILE);
+  return Math.max(1, Math.min(16, Math.floor(TARGET_GROUPS / tiles), Math.floor(K / 32)));
+}
+
+/**
+ * out[m, off + n] (=|+=) scale · Σ_z Part[z, m, n] + bias[n], one thread per output. Bindings: 1 Part,
+ * 2 Out, 3 Bias (when the spec has one).
+ */
+export function reduceWgsl(s: GemmSpec): string {
+  const bias = s.bias ? " + Bias[n]" : "";
+  return `${DIMS_WGSL}
+@group(0) @binding(1) var<storage, read> Part : array<f32>;
+@group(0) @binding(2) var<storage, read_write> Out : array<f32>;
+${s.bias ? "@group(0) @binding(3) var<storage, read> Bias : array<f32>;" : ""}
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) g : vec3<u32>, @builtin(num_workgroups) nw : vec3<u32>) {
+  let rows = dims.${s.rows};
+  let e = g.x + g.y * nw.x * 256u;
+  if (e >= rows * ${s.N}u) { return; }
+  let m = e / ${s.N}u;
+  let n = e % ${s.N}u;
+  var acc = 0.0;
+  for (var z = 0u; z < ${s.splits}u; z = z + 1u) { acc = acc + Part[(z * rows + m) * ${s.N}u + n]; }
+  let v = acc * ${f32(s.scale)}${bias};
+  let i = m * ${s.ldo}u + ${s.off}u + n;
+  ${s.mode === "add" ? "Out[i] = Out[i] + v;" : "Out[i] = v;"}
 }`;
 }
 
@@ -159,6 +207,6 @@ export function gemmCode(s: GemmSpec, rows: number): string {
 
 /** The workgroup counts of a linear layer over `rows` input rows. */
 export function gemmGroups(s: GemmSpec, rows: number): [number, number, number] {
-  if (rows <= GEMV_MAX_ROWS) return [Math.ceil(s.N / GEMV_COLS), 1, 1];
-  return [Math.ceil(s.N / TILE), Math.ceil(rows / TILE), 1];
+  if (rows <= GEMV_MAX_ROWS) return [Math.ceil(s.N / GEMV_COLS), s.splits, 1];
+  return [Math.ceil(s.N / TILE), Math.ceil(rows / TILE), s.splits];
 }
