@@ -17,7 +17,7 @@ import type { RewardPreset } from "../verifier/types.js";
 import { defaultEnv } from "./env.js";
 import { rolloutFacts, type RolloutFacts } from "./facts.js";
 import { selectTasks, type BandSpec } from "../train/band.js";
-import { tasksHash } from "./meta.js";
+import { databaseHashes, tasksHash } from "./meta.js";
 import type { ProgressSnapshot } from "./progress.js";
 import { runRollout, type RolloutEnv, type RolloutResult } from "./rollout.js";
 
@@ -124,6 +124,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
       promptHash: promptTemplateHash(prompt),
       tasksHash: tasksHash(all),
       tasksFile: typeof opts.tasks === "string" ? resolve(opts.tasks) : undefined,
+      dbHashes: databaseHashes(tasks),
       force: opts.force,
       progressStream: opts.progressStream,
       onProgress: opts.onProgress,

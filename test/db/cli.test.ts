@@ -47,6 +47,15 @@ test("t2s db build shop and t2s db schema", async () => {
   const built = JSON.parse(b.stdout);
   assert.equal(built.path, out);
   assert.equal(built.seed, 42);
+  const again = await runCli(["db", "build", "shop", "--seed", "5", "--out", out]);
+  assert.equal(again.code, 1, "an existing database is not overwritten");
+  assert.match(again.stderr, /^error \[output_exists\]: .*shop\.sqlite already exists .*--force/);
+  // the default seed: were it overwritten, the committed file would get its own bytes back
+  const committed = await runCli(["db", "build", "shop"]);
+  assert.equal(committed.code, 1, "nor is the committed one");
+  assert.equal(JSON.parse((await runCli(["db", "hash", "--db", out, "--json"])).stdout).sha256, built.sha256);
+  const forced = await runCli(["db", "build", "shop", "--seed", "42", "--out", out, "--force", "--json"]);
+  assert.equal(forced.code, 0, forced.stderr);
   const h = await runCli(["db", "hash", "--db", defaultShopPath(), "--json"]);
   assert.equal(JSON.parse(h.stdout).sha256, built.sha256);
   const s = await runCli(["db", "schema", "--db", out, "--samples", "1", "--tables", "employees"]);
