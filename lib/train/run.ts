@@ -11,7 +11,7 @@ import { T2sError } from "../errors.js";
 import { appendJsonl } from "../jsonl.js";
 import { promptTemplateHash, type PromptConfig } from "../episode/prompt.js";
 import { sqlToolSpec } from "../episode/tools.js";
-import { loadModel } from "../model/load.js";
+import { assertTokenizerFile, loadModel } from "../model/load.js";
 import { attachAdapter, createAdapter } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
 import { defaultEnv } from "../runs/env.js";
@@ -74,6 +74,7 @@ function promptConfig(cfg: TrainConfig): PromptConfig {
 }
 
 async function prepareModel(cfg: TrainConfig, hooks: RunHooks): Promise<{ model: CausalLM; lm: ModelTrainable }> {
+  assertTokenizerFile(cfg.model);
   const model = await loadModel(cfg.model, { backend: hooks.backend ?? cfg.backend ?? undefined });
   hooks.onNote?.(`model ${model.name} on ${model.backend}`);
   if (cfg.adapter) {
