@@ -111,7 +111,8 @@ export function buildWeights(c: ModelConfig, named: Map<string, FloatTensor | { 
  */
 export function assertTokenizerFile(dir: string): void {
   const abs = resolve(dir);
-  if (existsSync(abs) && !existsSync(resolve(abs, "tokenizer.json"))) {
+  // a folder that is not a model at all is loadModel's to report (no config.json)
+  if (existsSync(resolve(abs, "config.json")) && !existsSync(resolve(abs, "tokenizer.json"))) {
     throw new T2sError("no_tokenizer", `model folder ${dir} has no tokenizer.json; copy the tokenizer files (tokenizer.json, tokenizer_config.json) of the model into it`);
   }
 }
