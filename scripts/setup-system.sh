@@ -23,7 +23,9 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "setup-system: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# another apt run (a second checkout's setup) holds the dpkg lock for a while: wait for it instead of failing
+lock=(-o DPkg::Lock::Timeout=600)
+$sudo apt-get "${lock[@]}" update -qq && $sudo apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 status=$?
 [ $status -eq 0 ] || echo "setup-system: apt-get failed (exit $status); install by hand: ${missing[*]}" >&2
 exit $status
