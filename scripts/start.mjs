@@ -39,12 +39,6 @@ function t2s(args, what) {
   }
 }
 
-function t2sJson(args) {
-  const r = spawnSync(process.execPath, ["bin/t2s.js", ...args, "--json"], { cwd: root, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`t2s ${args.join(" ")} failed: ${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
-
 function elapsed() {
   const s = Math.round((Date.now() - started) / 1000);
   return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
@@ -123,36 +117,22 @@ const liveLabel = `live continuation (${steps} ${full ? "" : "CPU "}steps)`;
 notebook("05-paired-delta", { a: baseRows, b: tunedRows, label_b: liveLabel, ...(withShipped ? { c: shippedRows, label_c: "shipped round 1" } : {}) });
 t2s(["figures", "export", "--report", reportDir, "--format", "svg,png,pdf"], "exporting figures");
 
-const pct = (x) => (x === null || x === undefined ? "-" : (100 * x).toFixed(1));
-const signed = (x) => (x === null || x === undefined ? "-" : `${x > 0 ? "+" : ""}${(100 * x).toFixed(1)}`);
-const ci = (c, f = pct) => (c ? `[${f(c[0])}, ${f(c[1])}]` : "-");
 const candidates = [
-  { label: liveLabel, rows: tunedRows, note: `a short continuation of this run: ${steps} step(s) cannot be expected to move the holdout` },
-  ...(withShipped ? [{ label: "shipped round 1", rows: shippedRows, note: `${shippedAdapter}: one full GRPO round (79 GPU steps), evaluated here on the same slice` }] : []),
+  { label: liveLabel, rows: tunedRows, note: `this run's short GRPO continuation (${steps} step(s) from the base); so few steps are not expected to move the holdout` },
+  ...(withShipped ? [{ label: "shipped round 1", rows: shippedRows, note: `${shippedAdapter}, one full GRPO round (79 steps on a GPU), evaluated here on the same slice and seeds` }] : []),
 ];
-const base = t2sJson(["report", "--rows", baseRows]);
-const row = (label, r) => `${label.padEnd(32)} ${String(r.n_tasks).padEnd(6)} ${pct(r.pass1).padEnd(7)} ${ci(r.pass1_ci).padEnd(15)} ${pct(r.passk).padEnd(7)} ${pct(r.powk)}`;
-const lines = [
-  "",
-  `demo finished in ${elapsed()} (${full ? "full" : "short CPU"} configuration)`,
-  "",
-  `${"model".padEnd(32)} tasks  pass@1  95% CI          pass@k  pass^k`,
-  row("base", base),
-];
-const deltas = [];
-for (const c of candidates) {
-  lines.push(row(c.label, t2sJson(["report", "--rows", c.rows])));
-  deltas.push({ ...c, d: t2sJson(["delta", "--a", baseRows, "--b", c.rows]) });
-}
-lines.push("", `paired delta against the base (points of pass@1, ${base.n_tasks} holdout tasks, 95% bootstrap CI):`);
-for (const { label, note, d } of deltas) {
-  lines.push(`  ${label.padEnd(30)} ${signed(d.delta).padStart(6)}  95% CI ${ci(d.ci, signed).padEnd(16)} p = ${d.p?.toFixed(3) ?? "-"}, verdict: ${d.verdict}`);
-  lines.push(`  ${"".padEnd(30)} (${note})`);
-}
-lines.push(
-  "",
-  `reports:  ${reportDir}/  (executed notebooks 01-05 as .ipynb and .html; figures/ as json, svg, png, pdf; tables/ as csv)`,
-  `rows:     ${outDir}/  (base-holdout, base-train, grpo-holdout${withShipped ? ", shipped-r1-holdout" : ""} rows; band/; grpo/ with adapter, train_log.jsonl)`,
-);
+// the summary is computed in this process from the rows files (lib/report/demo-summary.ts, loaded through tsx as bin/t2s.js does)
+const { register } = await import("tsx/esm/api");
+register();
+const { demoSummaryLines } = await import("../lib/report/demo-summary.ts");
+const lines = demoSummaryLines({
+  baseRows,
+  candidates,
+  heading: `demo finished in ${elapsed()} (${full ? "full" : "short CPU"} configuration)`,
+  footer: [
+    `reports:  ${reportDir}/  (executed notebooks 01-05 as .ipynb and .html; figures/ as json, svg, png, pdf; tables/ as csv)`,
+    `rows:     ${outDir}/  (base-holdout, base-train, grpo-holdout${withShipped ? ", shipped-r1-holdout" : ""} rows; band/; grpo/ with adapter, train_log.jsonl)`,
+  ],
+});
 process.stdout.write(lines.join("\n") + "\n");
 writeFileSync(join(reportDir, "summary.txt"), lines.join("\n") + "\n");
