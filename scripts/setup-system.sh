@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs the system packages the kit uses beside npm: Jupyter pieces (to register the tslab kernel and to
-# run notebooks with standard tooling) and Chromium (static figure export). Safe to run again: it installs
+# Installs the system packages the kit uses beside npm: Jupyter pieces (to register the tslab kernel, to
+# run notebooks with standard tooling, and `jupyter trust` from jupyter-nbformat, which signs executed
+# notebooks so Jupyter shows their figures) and Chromium (static figure export). Safe to run again: it installs
 # only what is missing. On systems without apt-get it says what to install by hand and exits 0, because
 # the kit's own notebook runner and everything else work without these packages.
 set -u
-pkgs=(python3-nbclient jupyter-client jupyter-nbconvert python3-ipykernel chromium)
+pkgs=(python3-nbclient jupyter-client jupyter-nbconvert jupyter-nbformat python3-ipykernel chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,7 +23,9 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "setup-system: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# another apt run (a second checkout's setup) holds the dpkg lock for a while: wait for it instead of failing
+lock=(-o DPkg::Lock::Timeout=600)
+$sudo apt-get "${lock[@]}" update -qq && $sudo apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 status=$?
 [ $status -eq 0 ] || echo "setup-system: apt-get failed (exit $status); install by hand: ${missing[*]}" >&2
 exit $status

@@ -1,7 +1,8 @@
 /** `t2s db ...`: build the shop database, print a database's schema as DDL, hash a database file. */
 import type { Command } from "commander";
 import { resolve } from "node:path";
-import { UsageError } from "../errors.js";
+import { existsSync } from "node:fs";
+import { T2sError, UsageError } from "../errors.js";
 import { fileSha256 } from "../db/copies.js";
 import { schemaDdl } from "../db/schema.js";
 import { buildShopDatabase, DEFAULT_SHOP_SEED, defaultShopPath } from "../db/shop/build.js";
@@ -15,12 +16,17 @@ export function registerDb(program: Command): void {
     .argument("<name>", "which database to build: shop")
     .option("--seed <n>", `random seed (default ${DEFAULT_SHOP_SEED}, the committed data/shop/shop.sqlite)`, intOption("--seed", 0))
     .option("--out <path>", "where to write it (default data/shop/shop.sqlite in the kit)")
+    .option("--force", "overwrite the file at the target path (rows files and task manifests record its sha256)")
     .option("--json", "print {path, sha256, seed} as JSON")
-    .action((name: string, opts: { seed?: number; out?: string; json?: boolean }) => {
+    .action((name: string, opts: { seed?: number; out?: string; force?: boolean; json?: boolean }) => {
       if (name !== "shop") throw new UsageError(`unknown database '${name}': only 'shop' can be built`);
       const seed = opts.seed ?? DEFAULT_SHOP_SEED;
       if (seed > 0xffffffff) throw new UsageError(`--seed must be at most 4294967295, got ${seed}`);
-      const built = buildShopDatabase(opts.out ? resolve(opts.out) : defaultShopPath(), { seed });
+      const target = opts.out ? resolve(opts.out) : defaultShopPath();
+      if (existsSync(target) && !opts.force) {
+        throw new T2sError("output_exists", `${target} already exists (sha256 ${fileSha256(target).slice(0, 12)}...); rows and tasks made on it would no longer match. Pass --out for a new file, or --force to overwrite it`);
+      }
+      const built = buildShopDatabase(target, { seed });
       if (opts.json) printJson({ ...built, seed });
       else process.stdout.write(`wrote ${built.path}\nseed   ${seed}\nsha256 ${built.sha256}\n`);
     });

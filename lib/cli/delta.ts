@@ -6,7 +6,7 @@ import { fmt, fmtCI, fmtP, fmtSigned, formatTable } from "../stats/format.js";
 import { DEFAULT_PERMUTATIONS } from "../stats/permutation.js";
 import { taskCounts, type StatRow } from "../stats/rows.js";
 import { collect, intOption, printJson } from "./options.js";
-import { loadRowsForStats } from "./report.js";
+import { checkByFields, duplicatesLine, loadRowsForStats } from "./report.js";
 
 interface DeltaFlags {
   a: string;
@@ -96,13 +96,18 @@ export function registerDelta(program: Command): void {
     .option("--skip-bad", "skip malformed lines and rows without task_id/correct (default: stop at the first, naming file:line)")
     .option("--json", "print JSON: n_paired, delta, ci, p, verdict, runs_a, runs_b, run_deltas, detectable_effect, tasks_needed, markers, by")
     .action((flags: DeltaFlags) => {
-      const a = loadRowsForStats(flags.a, flags.skipBad).rows;
-      const b = loadRowsForStats(flags.b, flags.skipBad).rows;
+      const fileA = loadRowsForStats(flags.a, flags.skipBad);
+      const fileB = loadRowsForStats(flags.b, flags.skipBad);
+      const a = fileA.rows;
+      const b = fileB.rows;
+      checkByFields([...a, ...b], flags.by);
       const opts = { by: flags.by, B: flags.B, seed: flags.seed, permutations: flags.permutations, markers: flags.marker.length ? flags.marker : undefined };
       if (flags.json) {
-        printJson(pairedDelta(a, b, opts));
+        const report = pairedDelta(a, b, opts);
+        printJson({ ...report, duplicates_dropped: { a: fileA.duplicates.count, b: fileB.duplicates.count } });
         return;
       }
+      process.stdout.write(duplicatesLine(flags.a, fileA) + duplicatesLine(flags.b, fileB));
       const overall = compareRows(a, b, opts);
       if (overall.stats.n_paired === 0) process.stderr.write("warning: the two files have no task in common\n");
       process.stdout.write(formatDelta(flags, a, b, overall, compareGroups(a, b, opts)));

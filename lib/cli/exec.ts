@@ -27,14 +27,12 @@ async function runJsonl(pool: ExecutorPool, flags: ExecFlags): Promise<void> {
     } catch (e) {
       return JSON.stringify(badInput(`line ${n}: not valid JSON (${(e as Error).message})`));
     }
-    if (!parsed || typeof parsed !== "object" || typeof (parsed as { sql?: unknown }).sql !== "string") {
-      return JSON.stringify(badInput(`line ${n}: expected an object with a string field "sql"`));
-    }
-    const req = parsed as { sql: string; id?: unknown };
-    const outcome = await pool.execute(flags.db, req.sql, { timeoutMs: flags.timeoutMs, maxRows: flags.maxRows });
-    return JSON.stringify(req.id !== undefined ? { id: req.id, ...outcome } : outcome);
+    const req = (parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed : {}) as { sql?: unknown; id?: unknown };
+    const withId = (r: object) => JSON.stringify(req.id !== undefined ? { id: req.id, ...r } : r);
+    if (typeof req.sql !== "string") return withId(badInput(`line ${n}: expected an object with a string field "sql"`));
+    return withId(await pool.execute(flags.db, req.sql, { timeoutMs: flags.timeoutMs, maxRows: flags.maxRows }));
   };
-  await answerJsonlStream(answer, Math.max(4, pool.size * 4));
+  await answerJsonlStream(answer, Math.max(4, pool.size * 4), (n) => JSON.stringify(badInput(`line ${n}: blank line (every input line gets one output line)`)));
 }
 
 function badInput(message: string): LineResult {

@@ -68,7 +68,7 @@ async function runJsonl(pool: ExecutorPool, flags: GradeFlags, defaults: Request
       return JSON.stringify({ error: `line ${n}: ${e instanceof Error ? e.message : String(e)}` });
     }
   };
-  await answerJsonlStream(answer, Math.max(8, pool.size * 8));
+  await answerJsonlStream(answer, Math.max(8, pool.size * 8), (n) => JSON.stringify({ error: `line ${n}: blank line (every input line gets one output line)` }));
 }
 
 /** Adds `t2s grade` to the program. */

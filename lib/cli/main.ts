@@ -14,9 +14,8 @@ export function buildProgram(): Command {
     .description("t2s-lab: reinforcement learning on text-to-SQL with a program verifier")
     .version(kitVersion(), "-V, --version")
     .showSuggestionAfterError(true)
-    .showHelpAfterError("(run with --help for usage)")
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
+    .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s), outputError: (s, write) => write(usageLine(s)) });
   for (const register of commandGroups) register(program);
   return program;
 }
@@ -24,28 +23,52 @@ export function buildProgram(): Command {
 /** Runs `t2s` with the given arguments and returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
+  // a failure outside the awaited command (a stream's error event, a stray rejection) still gets one line
+  const fatal = (e: unknown) => process.exit(reportError(e) || 1);
+  process.on("uncaughtException", fatal);
+  process.on("unhandledRejection", fatal);
   try {
     await program.parseAsync(argv, { from: "user" });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (e) {
-    return exitCodeFor(e);
+    return reportError(e);
   }
 }
 
-function exitCodeFor(e: unknown): number {
+/** Commander's "error: unknown option '--x'\n(Did you mean --y?)" as the kit's one error line. */
+function usageLine(message: string): string {
+  const text = message.replace(/^error:\s*/, "").split("\n").map((l) => l.trim()).filter(Boolean).join(" ");
+  return `error [usage]: ${text} (run with --help for usage)\n`;
+}
+
+/** The stack of an error, for T2S_DEBUG=1 only: users get one line, developers may ask for more. */
+function debugStack(e: unknown): string {
+  return process.env.T2S_DEBUG === "1" && e instanceof Error && e.stack ? `${e.stack}\n` : "";
+}
+
+/** Prints the one line a failure gets (`error [code]: message`) and returns the exit code: 2 usage, 1 else. */
+export function reportError(e: unknown): number {
   if (e instanceof CommanderError) {
     // help and version are "errors" to commander but successes to the user
     if (e.exitCode === 0 || e.code === "commander.helpDisplayed" || e.code === "commander.version") return 0;
     return 2; // commander already printed the message
   }
   if (e instanceof UsageError) {
-    process.stderr.write(`error: ${e.message}\n(run with --help for usage)\n`);
+    process.stderr.write(`error [usage]: ${e.message} (run with --help for usage)\n${debugStack(e)}`);
     return 2;
   }
   if (e instanceof T2sError) {
-    process.stderr.write(`error [${e.code}]: ${e.message}\n`);
+    process.stderr.write(`error [${e.code}]: ${e.message}\n${debugStack(e)}`);
     return 1;
   }
-  process.stderr.write(`error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  // not a kit error: a bug or an unexpected system failure; still one line, the stack on request
+  const sys = e as NodeJS.ErrnoException;
+  const code = typeof sys?.code === "string" && /^E[A-Z]+$/.test(sys.code) ? sys.code.toLowerCase() : "internal";
+  const message = e instanceof Error ? e.message : String(e);
+  process.stderr.write(`error [${code}]: ${oneLine(message)}${debugStack(e) ? `\n${debugStack(e)}` : " (T2S_DEBUG=1 shows the stack trace)\n"}`);
   return 1;
+}
+
+function oneLine(message: string): string {
+  return message.split("\n").map((l) => l.trim()).filter(Boolean).join(" ");
 }

@@ -32,14 +32,16 @@ export function registerModel(program: Command): void {
     .requiredOption("--model <dir>", "Hugging Face model folder (config.json, safetensors, tokenizer.json)")
     .option("--adapter <dir>", "PEFT LoRA adapter folder applied on top (unmerged)")
     .option("--text <text>", "input text (tokenized without adding special tokens)")
-    .option("--ids <ids>", "input token ids, comma-separated, e.g. 1,2,3")
+    .option("--ids <ids>", "input token ids, comma-separated, e.g. 1,2,3", parseIds)
     .option("--top <k>", "how many top tokens to list", intOption("--top", 1), 10)
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm, cpu (default auto)")
     .option("--json", "print JSON with the full logits vector")
-    .action(async (opts: ModelFlags & { text?: string; ids?: string; top: number }) => {
+    .action(async (opts: ModelFlags & { text?: string; ids?: number[]; top: number }) => {
       if ((opts.text === undefined) === (opts.ids === undefined)) throw new UsageError("give exactly one of --text or --ids");
       const { model, adapter } = await openModel(opts);
-      const ids = opts.ids !== undefined ? parseIds(opts.ids) : model.requireTokenizer().encode(opts.text!, { addSpecialTokens: false });
+      const ids = opts.ids ?? model.requireTokenizer().encode(opts.text!, { addSpecialTokens: false });
+      const outside = ids.find((id) => id >= model.config.vocabSize);
+      if (outside !== undefined) throw new UsageError(`--ids: token id ${outside} is outside the vocabulary of ${model.name} (ids 0 to ${model.config.vocabSize - 1})`);
       if (ids.length === 0) throw new UsageError("--text gives no tokens");
       const rows = await model.logitsOf(ids, { adapter });
       const last = Array.from(rows[rows.length - 1]);
@@ -60,8 +62,8 @@ export function registerModel(program: Command): void {
     .option("--system <text>", "a system message before the prompt")
     .option("--raw", "feed the prompt as plain text, without the chat template")
     .option("--max-tokens <n>", "new tokens at most", intOption("--max-tokens", 1), 128)
-    .option("--temperature <t>", "sampling temperature (0 = greedy)", numberOption("--temperature"), 0.7)
-    .option("--top-p <p>", "nucleus sampling mass", numberOption("--top-p"), 1)
+    .option("--temperature <t>", "sampling temperature (0 = greedy)", numberOption("--temperature", { min: 0 }), 0.7)
+    .option("--top-p <p>", "nucleus sampling mass", numberOption("--top-p", { gt: 0, max: 1 }), 1)
     .option("--top-k <k>", "keep the k most likely tokens (0 = all)", intOption("--top-k"), 0)
     .option("--seed <n>", "random seed", intOption("--seed"), 0)
     .option("-n, --n <n>", "number of samples", intOption("--n", 1), 1)

@@ -4,20 +4,31 @@
  */
 import { UsageError } from "../errors.js";
 
-/** Parses a non-negative integer flag value or throws a UsageError naming the flag. */
-export function intOption(flag: string, min = 0): (value: string) => number {
+/** Parses an integer flag value in [min, max] or throws a UsageError naming the flag. */
+export function intOption(flag: string, min = 0, max = Number.MAX_SAFE_INTEGER): (value: string) => number {
   return (value: string) => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new UsageError(`${flag} must be an integer >= ${min}, got '${value}'`);
+    if (value.trim() === "" || !Number.isInteger(n) || n < min || n > max) {
+      throw new UsageError(`${flag} must be an integer ${max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`}, got '${value}'`);
+    }
     return n;
   };
 }
 
-/** Parses a finite number flag value or throws a UsageError naming the flag. */
-export function numberOption(flag: string): (value: string) => number {
+/** Bounds of a number flag: at least `min`, above `gt`, at most `max`. */
+export interface NumberBounds {
+  min?: number;
+  gt?: number;
+  max?: number;
+}
+
+/** Parses a finite number flag value within `bounds` or throws a UsageError naming the flag. */
+export function numberOption(flag: string, bounds: NumberBounds = {}): (value: string) => number {
+  const want = [bounds.min !== undefined ? `>= ${bounds.min}` : "", bounds.gt !== undefined ? `> ${bounds.gt}` : "", bounds.max !== undefined ? `<= ${bounds.max}` : ""].filter(Boolean).join(" and ");
   return (value: string) => {
     const n = Number(value);
-    if (value.trim() === "" || !Number.isFinite(n)) throw new UsageError(`${flag} must be a number, got '${value}'`);
+    const ok = value.trim() !== "" && Number.isFinite(n) && (bounds.min === undefined || n >= bounds.min) && (bounds.gt === undefined || n > bounds.gt) && (bounds.max === undefined || n <= bounds.max);
+    if (!ok) throw new UsageError(`${flag} must be a number${want ? ` ${want}` : ""}, got '${value}'`);
     return n;
   };
 }

@@ -1,9 +1,9 @@
 /** `t2s report`: pass@1 with a bootstrap interval, pass@k, pass^k and headroom of a rows file, by group. */
 import type { Command } from "commander";
-import { T2sError } from "../errors.js";
+import { T2sError, UsageError } from "../errors.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import { fmt, fmtCI, formatTable } from "../stats/format.js";
-import { evalRuns, readStatRows, taskCounts, type RowsFile, type StatRow } from "../stats/rows.js";
+import { duplicatesNote, evalRuns, readStatRows, taskCounts, type RowsFile, type StatRow } from "../stats/rows.js";
 import { summarize, type Summary, type SummaryStats } from "../stats/summary.js";
 import { collect, intOption, printJson } from "./options.js";
 
@@ -30,6 +30,20 @@ export function loadRowsForStats(path: string, skipBad: boolean | undefined): Ro
   return file;
 }
 
+/** The line a report prints when it dropped duplicate rows (empty when there were none). */
+export function duplicatesLine(path: string, file: RowsFile): string {
+  return file.duplicates.count ? `${duplicatesNote(path, file.duplicates)}\n` : "";
+}
+
+/** Refuses a --by field no row has, naming the fields the rows do have. */
+export function checkByFields(rows: readonly StatRow[], by: readonly string[]): void {
+  const present = new Set<string>();
+  for (const row of rows) for (const [k, v] of Object.entries(row)) if (v !== undefined && v !== null && typeof v !== "object") present.add(k);
+  for (const field of by) {
+    if (!present.has(field)) throw new UsageError(`--by ${field}: no row has this field; fields with values: ${[...present].sort().join(", ")}`);
+  }
+}
+
 function kTasks(rows: readonly StatRow[], k: number | null): number {
   return k === null ? 0 : taskCounts(rows).filter((t) => t.n >= k).length;
 }
@@ -39,10 +53,12 @@ export function formatSummary(path: string, rows: readonly StatRow[], s: Summary
   const runs = evalRuns(rows).length;
   const k = s.k;
   let out = `${path}: ${s.n_rows} rows, ${s.n_tasks} tasks, ${runs} eval run${runs === 1 ? "" : "s"}; ` +
-    `k = ${k ?? "- (fewer than 2 samples per task)"}; 95% bootstrap over tasks (B = ${B}, seed ${seed})\n\n`;
+    `k = ${k === null ? "- (fewer than 2 samples per task)" : k === 1 ? "1 (pass@1 = pass^1 = pass@k)" : k}; 95% bootstrap over tasks (B = ${B}, seed ${seed})\n\n`;
   const nk = kTasks(rows, k);
   const table = [["pass@1", fmt(s.pass1), fmtCI(s.pass1_ci), String(s.n_tasks)]];
-  if (k !== null) {
+  // at k = 1, pass@k and pass^k are pass@1 itself: one row says it
+  const kWay = k !== null && k > 1;
+  if (kWay) {
     table.push([`pass@${k}`, fmt(s.passk), fmtCI(s.passk_ci), String(nk)]);
     table.push([`pass^${k}`, fmt(s.powk), fmtCI(s.powk_ci), String(nk)]);
     table.push(["headroom", fmt(s.headroom), "", ""]);
@@ -50,10 +66,10 @@ export function formatSummary(path: string, rows: readonly StatRow[], s: Summary
   out += formatTable(["metric", "value", "95% CI", "tasks"], table, ["metric", "95% CI"]);
   for (const [field, groups] of Object.entries(s.by)) {
     const header = [field, "tasks", "rows", "pass@1", "95% CI"];
-    if (k !== null) header.push(`pass@${k}`, `pass^${k}`, "headroom");
+    if (kWay) header.push(`pass@${k}`, `pass^${k}`, "headroom");
     const lines = Object.entries(groups).map(([value, g]: [string, SummaryStats]) => {
       const cells = [value, String(g.n_tasks), String(g.n_rows), fmt(g.pass1), fmtCI(g.pass1_ci)];
-      if (k !== null) cells.push(fmt(g.passk), fmt(g.powk), fmt(g.headroom));
+      if (kWay) cells.push(fmt(g.passk), fmt(g.powk), fmt(g.headroom));
       return cells;
     });
     out += `\nby ${field}\n` + formatTable(header, lines, [field, "95% CI"]);
@@ -74,8 +90,10 @@ export function registerReport(program: Command): void {
     .option("--json", "print JSON: n_tasks, n_rows, k, pass1, pass1_ci, passk, passk_ci, powk, powk_ci, headroom, by")
     .action((opts: ReportFlags) => {
       const file = loadRowsForStats(opts.rows, opts.skipBad);
+      checkByFields(file.rows, opts.by);
       const summary = summarize(file.rows, { k: opts.k, by: opts.by, B: opts.B, seed: opts.seed });
+      summary.duplicates_dropped += file.duplicates.count;
       if (opts.json) printJson(summary);
-      else process.stdout.write(formatSummary(opts.rows, file.rows, summary, opts.B, opts.seed));
+      else process.stdout.write(duplicatesLine(opts.rows, file) + formatSummary(opts.rows, file.rows, summary, opts.B, opts.seed));
     });
 }

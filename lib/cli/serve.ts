@@ -23,14 +23,15 @@ export function registerServe(program: Command): void {
     .requiredOption("--model <dir>", "Hugging Face model folder (needs a chat template)")
     .option("--name <name>", "name the base model is served under (default: the folder name)")
     .option("--adapter <name=dir>", "serve a PEFT LoRA adapter under its own name (repeatable)", collect, [])
-    .option("--port <n>", "port to listen on (0 = any free port)", intOption("--port"), 8000)
+    .option("--port <n>", "port to listen on (0 = any free port)", intOption("--port", 0, 65535), 8000)
     .option("--host <host>", "interface to listen on", "127.0.0.1")
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm, cpu (default auto)")
     .option("--max-model-len <n>", "longest prompt + completion in tokens (default: max_position_embeddings)", intOption("--max-model-len", 1))
     .option("--max-batch <rows>", "sequences decoded together; later requests wait their turn in arrival order", intOption("--max-batch", 1), 64)
     .action(async (opts: { model: string; name?: string; adapter: string[]; port: number; host: string; backend?: string; maxModelLen?: number; maxBatch: number }) => {
       const adapters = parseAdapterFlags(opts.adapter);
-      const { loadModel } = await import("../model/load.js");
+      const { assertTokenizerFile, loadModel } = await import("../model/load.js");
+      assertTokenizerFile(opts.model);
       const { startServer } = await import("../serve/server.js");
       const model = await loadModel(opts.model, { backend: opts.backend, name: opts.name, contextLength: opts.maxModelLen });
       const server = await startServer({ model, adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch });

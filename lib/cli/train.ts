@@ -7,6 +7,7 @@ import { numberOption, printJson } from "./options.js";
 interface TrainFlags {
   config: string;
   resume?: boolean;
+  force?: boolean;
   backend?: string;
   maxSeconds?: number;
   json?: boolean;
@@ -29,8 +30,9 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
     .description(what)
     .requiredOption("--config <file>", "training config (JSON; fields in docs/training.md)")
     .option("--resume", "continue from the newest checkpoint in the config's output_dir")
+    .option("--force", "with --resume: continue although the config differs from the one the checkpoints were trained with (the old one is kept as config.step-N.json, the change logged)")
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm or cpu (overrides the config)")
-    .option("--max-seconds <s>", "wall-clock budget: finish and checkpoint the step running when it passes, then stop (resume later with --resume)", numberOption("--max-seconds"))
+    .option("--max-seconds <s>", "wall-clock budget: finish and checkpoint the step running when it passes, then stop (resume later with --resume)", numberOption("--max-seconds", { min: 0 }))
     .option("--quiet", "no per-step progress lines")
     .option("--json", "print the run summary as JSON at the end")
     .action(async (flags: TrainFlags) => {
@@ -40,6 +42,7 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
       };
       const summary = await runTraining(cfg, {
         resume: flags.resume,
+        force: flags.force,
         backend: flags.backend,
         maxSeconds: flags.maxSeconds,
         onNote: note,

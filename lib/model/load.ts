@@ -105,6 +105,18 @@ export function buildWeights(c: ModelConfig, named: Map<string, FloatTensor | { 
   };
 }
 
+/**
+ * Throws T2sError("no_tokenizer") when a model folder that is to chat (serve, benchmark, train) has no
+ * tokenizer.json: said as such, before the model loads, rather than as a missing chat template later.
+ */
+export function assertTokenizerFile(dir: string): void {
+  const abs = resolve(dir);
+  // a folder that is not a model at all is loadModel's to report (no config.json)
+  if (existsSync(resolve(abs, "config.json")) && !existsSync(resolve(abs, "tokenizer.json"))) {
+    throw new T2sError("no_tokenizer", `model folder ${dir} has no tokenizer.json; copy the tokenizer files (tokenizer.json, tokenizer_config.json) of the model into it`);
+  }
+}
+
 /** Loads a Hugging Face model folder and returns the model on the chosen backend (model.backend says which). */
 export async function loadModel(dir: string, opts: LoadOptions = {}): Promise<CausalLM> {
   const abs = resolve(dir);

@@ -10,6 +10,7 @@ import { joinSource, prepareForRun, readNotebook, serializeNotebook, type CodeCe
 import { errorFromStderr, OutputCollector } from "./outputs.js";
 import { injectParameters, type Params } from "./params.js";
 import { renderNotebookHtml } from "./html.js";
+import { signForJupyter } from "./trust.js";
 
 export interface RunNotebookOptions {
   /** Parameters to inject (see params.ts); also exported to the kernel as T2S_PARAMS. */
@@ -46,6 +47,8 @@ export interface NotebookRunResult {
   durationMs: number;
   failure?: CellFailure;
   warnings: string[];
+  /** Whether the executed .ipynb was signed for the user's Jupyter (figures show on open). */
+  signed: boolean;
 }
 
 function writeAtomic(path: string, text: string): void {
@@ -148,5 +151,11 @@ export async function runNotebook(path: string, opts: RunNotebookOptions): Promi
   };
   writeAtomic(ipynb, serializeNotebook(nb));
   writeAtomic(html, renderNotebookHtml(nb, { title: name }));
-  return { name, input, ok: !failure, ipynb, html, codeCells: codeCells.length, executed, durationMs, failure, warnings };
+  const trust = signForJupyter(ipynb);
+  if (trust.signed) log(`${name}: signed for Jupyter (opens trusted, figures shown)`);
+  else {
+    warnings.push(`not signed for Jupyter: ${trust.reason}`);
+    log(`${name}: warning: not signed for Jupyter: ${trust.reason}`);
+  }
+  return { name, input, ok: !failure, ipynb, html, codeCells: codeCells.length, executed, durationMs, failure, warnings, signed: trust.signed };
 }

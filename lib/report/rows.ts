@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { readJsonl } from "../jsonl.js";
 import { T2sError } from "../errors.js";
-import type { StatRow } from "../stats/rows.js";
+import { dedupeRows, duplicatesNote, type StatRow } from "../stats/rows.js";
 
 /** A chat message of a transcript (the shape lib/policy uses). */
 export interface TurnMessage {
@@ -48,7 +48,11 @@ export interface ReportRow {
   [field: string]: unknown;
 }
 
-/** Reads a rows file; throws T2sError naming the file when it is missing, malformed or empty. */
+/**
+ * Reads a rows file; throws T2sError naming the file when it is missing, malformed or empty. A row that
+ * repeats an earlier row's (eval run, task, sample) is dropped (the first is kept, as the rows store keeps
+ * it) and the drop is said on the console (a notebook shows it under the cell).
+ */
 export function readRows(path: string): ReportRow[] {
   if (!existsSync(path)) throw new T2sError("not_found", `rows file ${path} does not exist`);
   const { records } = readJsonl<ReportRow>(path);
@@ -56,7 +60,9 @@ export function readRows(path: string): ReportRow[] {
     if (r === null || typeof r !== "object" || typeof r.task_id !== "string") throw new T2sError("bad_rows", `${path}: record ${i + 1} has no task_id`);
   });
   if (records.length === 0) throw new T2sError("no_rows", `${path} has no rows`);
-  return records;
+  const { rows, duplicates } = dedupeRows(records);
+  if (duplicates.count) console.warn(duplicatesNote(path, duplicates));
+  return rows;
 }
 
 /** Returns the rows as lib/stats rows (same objects). */

@@ -9,15 +9,20 @@ import type { PlotlyFigure } from "./display.js";
 
 export type TrainRecord = Record<string, unknown> & { step?: number };
 
-/** Reads a train log; a cut-off last line (a trainer still writing) is ignored, other bad lines throw. */
-export function readTrainLog(path: string): TrainRecord[] {
+/**
+ * Reads a train log's step records; a cut-off last line (a trainer still writing) is ignored, other bad
+ * lines throw. Event records (`{"event": "config_changed", "at_step": N, ...}`, written when a run was
+ * resumed with --force under a changed config) are left out unless `events` is set.
+ */
+export function readTrainLog(path: string, opts: { events?: boolean } = {}): TrainRecord[] {
   if (!existsSync(path)) throw new T2sError("not_found", `train log ${path} does not exist`);
   const lines = readFileSync(path, "utf8").split("\n");
   const out: TrainRecord[] = [];
   lines.forEach((line, i) => {
     if (line.trim() === "") return;
     try {
-      out.push(JSON.parse(line) as TrainRecord);
+      const record = JSON.parse(line) as TrainRecord;
+      if (opts.events || record === null || typeof record !== "object" || record.event === undefined) out.push(record);
     } catch {
       if (i === lines.length - 1) return; // a line being written right now
       throw new T2sError("bad_log", `${path}:${i + 1}: not JSON`);

@@ -17,7 +17,7 @@ import type { RewardPreset } from "../verifier/types.js";
 import { defaultEnv } from "./env.js";
 import { rolloutFacts, type RolloutFacts } from "./facts.js";
 import { selectTasks, type BandSpec } from "../train/band.js";
-import { tasksHash } from "./meta.js";
+import { databaseHashes, tasksHash } from "./meta.js";
 import type { ProgressSnapshot } from "./progress.js";
 import { runRollout, type RolloutEnv, type RolloutResult } from "./rollout.js";
 
@@ -107,6 +107,11 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
   const prompt: PromptConfig = { style, protocol: opts.protocol, maxToolCalls: opts.maxToolCalls, toolRows };
   const concurrency = opts.concurrency ?? 8;
   const maxTokens = opts.maxTokens ?? 2048;
+  if (typeof opts.policy === "string" && opts.policy.startsWith("tfjs:")) {
+    // loaded only for in-process policies: the model code is heavy and an OpenAI run never needs it
+    const [{ parseTfjsSpec }, { assertTokenizerFile }] = await Promise.all([import("../policy/tfjs.js"), import("../model/load.js")]);
+    assertTokenizerFile(parseTfjsSpec(opts.policy.slice("tfjs:".length)).modelDir);
+  }
   const policy = typeof opts.policy === "string"
     ? await loadPolicy(opts.policy, { concurrency, retries: opts.retries, backoffMs: opts.backoffMs, timeoutMs: opts.requestTimeoutS !== undefined ? opts.requestTimeoutS * 1000 : undefined })
     : opts.policy;
@@ -124,6 +129,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
       promptHash: promptTemplateHash(prompt),
       tasksHash: tasksHash(all),
       tasksFile: typeof opts.tasks === "string" ? resolve(opts.tasks) : undefined,
+      dbHashes: databaseHashes(tasks),
       force: opts.force,
       progressStream: opts.progressStream,
       onProgress: opts.onProgress,

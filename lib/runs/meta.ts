@@ -5,6 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { fileSha256 } from "../db/copies.js";
 import { T2sError } from "../errors.js";
 import type { Task } from "../tasks/types.js";
 
@@ -24,6 +26,8 @@ export interface RunMeta {
   prompt_hash: string;
   tasks_hash: string;
   tasks_file: string | null;
+  /** sha256 of each database the rows ran against, by db_id (what `t2s db hash` prints); absent in older sidecars. */
+  db_sha256?: Record<string, string>;
   /** Samples per task asked for by the latest run (may grow on resume). */
   k: number;
   /** Differences a run was told to accept with --force, in order. */
@@ -66,7 +70,28 @@ export function metaDifferences(before: RunMeta, now: RunMeta): string[] {
     const b = JSON.stringify(get(now) ?? null);
     if (a !== b) out.push(`${name}: ${a} -> ${b}`);
   }
+  // a database both runs used must be the same file; a sidecar from before hashes were kept knows none
+  for (const [db, sha] of Object.entries(now.db_sha256 ?? {})) {
+    const old = before.db_sha256?.[db];
+    if (old !== undefined && old !== sha) out.push(`db_sha256 of ${db}: ${old.slice(0, 12)}... -> ${sha.slice(0, 12)}... (the database changed)`);
+  }
   return out;
+}
+
+/** The sha256 of each database file `tasks` run on, by db_id (each file read once; a file that is not there is left out, its episodes fail on their own). */
+export function databaseHashes(tasks: Pick<Task, "db_id" | "db_path">[]): Record<string, string> {
+  const byPath = new Map<string, string>();
+  const out: Record<string, string> = {};
+  for (const t of tasks) {
+    const path = resolve(t.db_path);
+    let sha = byPath.get(path);
+    if (sha === undefined) {
+      if (!existsSync(path)) continue;
+      byPath.set(path, (sha = fileSha256(path)));
+    }
+    out[t.db_id] = sha;
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
 /** Reads a sidecar, or returns null when there is none; throws T2sError("bad_meta") when it is unreadable. */

@@ -49,6 +49,8 @@ export interface RolloutOptions {
   /** Hash of the whole task set (default: of `tasks`). Pass the file's hash when `tasks` is a subset. */
   tasksHash?: string;
   tasksFile?: string;
+  /** sha256 of each database the tasks run on, by db_id (meta.databaseHashes); recorded, and a top-up against another file is refused. */
+  dbHashes?: Record<string, string>;
   /** Add to a rows file whose metadata differs (recorded in the sidecar). */
   force?: boolean;
   progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
@@ -91,12 +93,24 @@ function currentMeta(tasks: Task[], policy: Policy, opts: RolloutOptions): RunMe
     prompt_hash: opts.promptHash,
     tasks_hash: opts.tasksHash ?? tasksHash(tasks),
     tasks_file: opts.tasksFile ?? null,
+    ...(opts.dbHashes ? { db_sha256: opts.dbHashes } : {}),
     k: opts.k,
   };
 }
 
 /** Checks the sidecar against this run and returns the metadata to write (keeping the run id). */
 function reconcileMeta(existing: RunMeta | null, now: RunMeta, hasRows: boolean, opts: RolloutOptions): RunMeta {
+  if (!existing && hasRows) {
+    // rows without their sidecar: nothing says what setup they came from, so adding to them could mix two
+    if (!opts.force) {
+      throw new T2sError(
+        "no_meta",
+        `${opts.out} holds rows but no ${metaPath(opts.out)} recording their setup, so this run cannot be checked against them. ` +
+          `Write to a new --out, restore the .meta.json, or pass --force to add to it anyway (recorded in the new sidecar).`,
+      );
+    }
+    return { ...now, forced: [`${metaPath(opts.out)} was missing; earlier rows' setup unknown`] };
+  }
   if (!existing || !hasRows) return now;
   const diffs = metaDifferences(existing, now);
   if (diffs.length && !opts.force) {
@@ -105,7 +119,8 @@ function reconcileMeta(existing: RunMeta | null, now: RunMeta, hasRows: boolean,
       `${opts.out} holds rows of a different setup (${diffs.join("; ")}). Write to a new --out, or pass --force to add to it anyway.`,
     );
   }
-  return { ...now, run_id: existing.run_id, created_at: existing.created_at, forced: [...(existing.forced ?? []), ...diffs] };
+  const db_sha256 = existing.db_sha256 || now.db_sha256 ? { ...existing.db_sha256, ...now.db_sha256 } : undefined;
+  return { ...now, ...(db_sha256 ? { db_sha256 } : {}), run_id: existing.run_id, created_at: existing.created_at, forced: [...(existing.forced ?? []), ...diffs] };
 }
 
 /**

@@ -9,7 +9,7 @@ import { mean } from "./estimators.js";
 import { DEFAULT_PERMUTATIONS, signFlipTest } from "./permutation.js";
 import { pairedPower } from "./power.js";
 import { deriveSeed } from "./prng.js";
-import { binaryValue, compareIds, evalRunOf, evalRuns, isBinary, splitByGroup, taskCounts, validateRows, type StatRow } from "./rows.js";
+import { binaryValue, compareIds, dedupeRows, evalRunOf, evalRuns, isBinary, splitByGroup, taskCounts, validateRows, type StatRow } from "./rows.js";
 import { noiseBand, verdictFor, type NoiseBand, type Verdict } from "./verdict.js";
 import { UsageError } from "../errors.js";
 
@@ -51,6 +51,8 @@ export interface DeltaStats {
   detectable_effect: number | null;
   tasks_needed: number | null;
   markers: Record<string, MarkerDelta>;
+  /** Rows of a and of b left out because they repeat an earlier row's (eval run, task, sample); the first of each counts. */
+  duplicates_dropped: { a: number; b: number };
 }
 
 /** The JSON of `t2s delta --json`. */
@@ -161,7 +163,7 @@ function diffsStats(pairs: readonly PairedTask[], s: Settings): { delta: number 
 /** Returns the comparison of one marker field over the tasks both files have it for. */
 export function markerDelta(a: readonly StatRow[], b: readonly StatRow[], field: string, opts: DeltaOptions = {}): MarkerDelta {
   const s = checkOptions(opts);
-  const pairs = pairTasks(a, b, field);
+  const pairs = pairTasks(dedupeRows(a).rows, dedupeRows(b).rows, field);
   const d = diffsStats(pairs, s);
   return { n_paired: pairs.length, a: mean(pairs.map((t) => t.a)), b: mean(pairs.map((t) => t.b)), delta: d.delta, ci: d.ci, p: d.p };
 }
@@ -171,11 +173,17 @@ function runPass1(rows: readonly StatRow[], runIds: readonly string[]): number[]
   return runIds.map((run) => mean(taskCounts(rows.filter((r) => evalRunOf(r) === run)).map((t) => t.c / t.n)) as number);
 }
 
-/** Returns the full comparison of `a` and `b` (no groups), with what lies behind the numbers. */
-export function compareRows(a: readonly StatRow[], b: readonly StatRow[], opts: DeltaOptions = {}): DeltaDetail {
+/**
+ * Returns the full comparison of `a` and `b` (no groups), with what lies behind the numbers. Rows
+ * repeating an (eval run, task, sample) key are de-duplicated first (the first kept; counted in
+ * `stats.duplicates_dropped`).
+ */
+export function compareRows(inputA: readonly StatRow[], inputB: readonly StatRow[], opts: DeltaOptions = {}): DeltaDetail {
   const s = checkOptions(opts);
-  validateRows(a, "a");
-  validateRows(b, "b");
+  validateRows(inputA, "a");
+  validateRows(inputB, "b");
+  const { rows: a, duplicates: dupA } = dedupeRows(inputA);
+  const { rows: b, duplicates: dupB } = dedupeRows(inputB);
   const pairs = pairTasks(a, b);
   const paired = new Set(pairs.map((t) => t.task_id));
   const pa = a.filter((r) => paired.has(String(r.task_id)));
@@ -207,6 +215,7 @@ export function compareRows(a: readonly StatRow[], b: readonly StatRow[], opts: 
     detectable_effect: power.detectable_effect,
     tasks_needed: power.tasks_needed,
     markers,
+    duplicates_dropped: { a: dupA.count, b: dupB.count },
   };
   return {
     stats,
@@ -225,9 +234,12 @@ export function compareRows(a: readonly StatRow[], b: readonly StatRow[], opts: 
 /** Returns the comparison of every group of every `by` field (rows of a and b split by the field's value). */
 export function compareGroups(a: readonly StatRow[], b: readonly StatRow[], opts: DeltaOptions = {}): Record<string, Record<string, DeltaDetail>> {
   const out: Record<string, Record<string, DeltaDetail>> = {};
+  // de-duplicated before the split, so two copies of a sample filed under different groups count once
+  const ua = dedupeRows(a).rows;
+  const ub = dedupeRows(b).rows;
   for (const field of opts.by ?? []) {
-    const ga = splitByGroup(a, field);
-    const gb = splitByGroup(b, field);
+    const ga = splitByGroup(ua, field);
+    const gb = splitByGroup(ub, field);
     const keys = [...new Set([...ga.keys(), ...gb.keys()])].sort(compareIds);
     out[field] = Object.fromEntries(keys.map((key) => [key, compareRows(ga.get(key) ?? [], gb.get(key) ?? [], opts)]));
   }

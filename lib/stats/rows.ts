@@ -78,6 +78,62 @@ export function compareRunIds(a: string, b: string): number {
   return compareIds(a, b);
 }
 
+/** The identity of a sample: (eval run, task, sample); null for a row without an integer sample index. */
+export function sampleKeyOf(row: StatRow): string | null {
+  return Number.isInteger(row.sample) ? JSON.stringify([evalRunOf(row), taskIdOf(row), row.sample]) : null;
+}
+
+/** What de-duplicating rows dropped. */
+export interface Duplicates {
+  /** Rows dropped because an earlier row had the same (eval run, task, sample). */
+  count: number;
+  /** Up to 3 of the repeated keys, as "task <id> sample <n> eval run <r>". */
+  examples: string[];
+}
+
+function describeKey(row: StatRow): string {
+  return `task ${taskIdOf(row)} sample ${row.sample} eval run ${evalRunOf(row)}`;
+}
+
+/**
+ * Returns `rows` with every row whose (eval run, task, sample) repeats an earlier row's left out (the
+ * first is kept, as the rows store keeps it), and what was dropped. Two copies of a sample are one
+ * sample: counting both would weigh that task's outcome twice.
+ */
+export function dedupeRows<T extends StatRow>(rows: readonly T[]): { rows: T[]; duplicates: Duplicates } {
+  const seen = new Set<string>();
+  const kept: T[] = [];
+  const duplicates: Duplicates = { count: 0, examples: [] };
+  for (const row of rows) {
+    const key = sampleKeyOf(row);
+    if (key !== null && seen.has(key)) {
+      duplicates.count++;
+      if (duplicates.examples.length < 3) duplicates.examples.push(describeKey(row));
+      continue;
+    }
+    if (key !== null) seen.add(key);
+    kept.push(row);
+  }
+  return { rows: kept, duplicates };
+}
+
+/** The one line that says a rows file's duplicates were dropped. */
+export function duplicatesNote(path: string, d: Duplicates): string {
+  return `de-duplicated ${path}: dropped ${d.count} row(s) repeating an earlier (eval run, task, sample), the first of each kept (${d.examples.join("; ")}${d.count > d.examples.length ? "; ..." : ""})`;
+}
+
+/** Throws T2sError("duplicate_rows") when two rows share an (eval run, task, sample) key. */
+export function assertNoDuplicates(rows: readonly StatRow[], source = "rows"): void {
+  const { duplicates } = dedupeRows(rows);
+  if (duplicates.count) {
+    throw new T2sError(
+      "duplicate_rows",
+      `${source} hold ${duplicates.count} row(s) repeating an (eval run, task, sample) key (${duplicates.examples.join("; ")}); ` +
+        `de-duplicate them first (dedupeRows, or read the file with readStatRows / readRows, which keep the first of each)`,
+    );
+  }
+}
+
 /** Correct and total samples of one task (over whichever rows were given). */
 export interface TaskCounts {
   task_id: string;
@@ -90,9 +146,11 @@ export interface TaskCounts {
 /**
  * Returns one count per task id, sorted by id, pooling every row of the task (all its samples in all
  * eval runs). `value` picks what counts as a success (default: `correct`); rows for which it returns
- * null are left out.
+ * null are left out. Rows repeating an (eval run, task, sample) key are refused (T2sError "duplicate_rows"):
+ * every statistic rests on these counts, so none can count a sample twice.
  */
 export function taskCounts(rows: readonly StatRow[], value: (row: StatRow) => 0 | 1 | null = (r) => binaryValue(r.correct)): TaskCounts[] {
+  assertNoDuplicates(rows);
   const byTask = new Map<string, TaskCounts>();
   for (const row of rows) {
     const v = value(row);
@@ -139,6 +197,8 @@ export interface RowsFile {
   skipped: { line: number; message: string }[];
   /** The last line was cut off mid-write and ignored. */
   tornTail: boolean;
+  /** Rows dropped because they repeat an earlier row's (eval run, task, sample): the first is kept. */
+  duplicates: Duplicates;
 }
 
 /** Line numbers (1-based) of the records readJsonl returns for `text`, in order. */
@@ -158,7 +218,8 @@ function recordLines(text: string): number[] {
 }
 
 /**
- * Reads and validates a rows file. A malformed line or a row without a usable task_id / correct throws
+ * Reads and validates a rows file, de-duplicated (a row repeating an earlier (eval run, task, sample) is
+ * dropped and counted in `duplicates`). A malformed line or a row without a usable task_id / correct throws
  * T2sError ("bad_jsonl" / "bad_row") naming file:line, unless `skipBad` is set: then such lines are
  * skipped and listed in `skipped`.
  */
@@ -187,5 +248,6 @@ export function readStatRows(path: string, opts: { skipBad?: boolean } = {}): Ro
     skipped.push({ line, message: problem });
   });
   skipped.sort((x, y) => x.line - y.line);
-  return { rows, skipped, tornTail: content.tornTail };
+  const unique = dedupeRows(rows);
+  return { rows: unique.rows, skipped, tornTail: content.tornTail, duplicates: unique.duplicates };
 }

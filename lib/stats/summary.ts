@@ -6,7 +6,7 @@
  */
 import { bootstrapCI, DEFAULT_B, DEFAULT_SEED, type Interval } from "./bootstrap.js";
 import { mean, passAtK, passPowK } from "./estimators.js";
-import { evalRunOf, splitByGroup, taskCounts, taskIdOf, validateRows, type StatRow, type TaskCounts } from "./rows.js";
+import { dedupeRows, evalRunOf, splitByGroup, taskCounts, taskIdOf, validateRows, type StatRow, type TaskCounts } from "./rows.js";
 import { UsageError } from "../errors.js";
 
 export interface SummaryOptions {
@@ -37,6 +37,8 @@ export interface SummaryStats {
 /** The JSON of `t2s report --json`. */
 export interface Summary extends SummaryStats {
   by: Record<string, Record<string, SummaryStats>>;
+  /** Rows left out because they repeat an earlier row's (eval run, task, sample); the first of each counts. */
+  duplicates_dropped: number;
 }
 
 /**
@@ -100,11 +102,13 @@ function checkOptions(opts: SummaryOptions): void {
 
 /**
  * Returns pass@1, pass@k, pass^k, headroom and their bootstrap intervals for `rows`, overall and for
- * every value of every `by` field (groups use the overall k and the same seed).
+ * every value of every `by` field (groups use the overall k and the same seed). Rows repeating an
+ * (eval run, task, sample) key are de-duplicated first (the first kept) and counted in `duplicates_dropped`.
  */
-export function summarize(rows: readonly StatRow[], opts: SummaryOptions = {}): Summary {
+export function summarize(input: readonly StatRow[], opts: SummaryOptions = {}): Summary {
   checkOptions(opts);
-  validateRows(rows, "rows");
+  validateRows(input, "rows");
+  const { rows, duplicates } = dedupeRows(input);
   const B = opts.B ?? DEFAULT_B;
   const seed = opts.seed ?? DEFAULT_SEED;
   const k = opts.k ?? defaultK(rows);
@@ -114,7 +118,7 @@ export function summarize(rows: readonly StatRow[], opts: SummaryOptions = {}): 
     // fromEntries defines own properties, so even a group value "__proto__" lands as a key
     by[field] = Object.fromEntries([...splitByGroup(rows, field)].map(([key, groupRows]) => [key, summarizeTasks(groupRows, k, B, seed)]));
   }
-  return { ...overall, by };
+  return { ...overall, by, duplicates_dropped: duplicates.count };
 }
 
 /** One point of a pass@k curve. */

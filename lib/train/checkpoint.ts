@@ -75,6 +75,18 @@ export function latestCheckpoint(outDir: string): string | null {
   return steps.length ? steps[steps.length - 1] : null;
 }
 
+/** The step a complete checkpoint folder was written after (its trainer state's `step`). */
+export function checkpointStep(dir: string): number {
+  const statePath = join(dir, STATE_FILE);
+  try {
+    const step = (JSON.parse(readFileSync(statePath, "utf8")) as { step?: unknown }).step;
+    if (typeof step === "number" && Number.isInteger(step) && step >= 0) return step;
+  } catch {
+    // reported below
+  }
+  throw new T2sError("bad_checkpoint", `${statePath} holds no step; it is not a complete checkpoint`);
+}
+
 /** The complete checkpoint folders under `outDir/checkpoints`, oldest first (a folder without a state file is a crash mid-write). */
 function completeCheckpoints(outDir: string): string[] {
   const root = join(outDir, "checkpoints");

@@ -236,3 +236,34 @@ export function readConfig(file: string, mode: TrainMode): TrainConfig {
   }
   return validateConfig(raw, mode, file);
 }
+
+/**
+ * Fields that may change between a run and its resume without changing what the steps already taken
+ * mean: where it runs and how often it checkpoints. `steps` (and SFT's `epochs`) may grow too, unless a
+ * cosine schedule ties the learning rate of every step to the total.
+ */
+const RESUME_NEUTRAL = new Set(["backend", "checkpoint_every", "keep_checkpoints"]);
+
+function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) flatten(v, prefix ? `${prefix}.${k}` : k, out);
+    if (Object.keys(value as object).length === 0) out.set(prefix, "{}");
+    return;
+  }
+  out.set(prefix, JSON.stringify(value ?? null));
+}
+
+/**
+ * The fields on which a resumed run's config differs from the one its checkpoints were trained with, as
+ * "field: old -> new" strings (nested fields dotted: "sampling.temperature"); empty when the resume
+ * continues the same run.
+ */
+export function configChanges(before: Record<string, unknown>, now: TrainConfig): string[] {
+  const a = new Map<string, string>();
+  const b = new Map<string, string>();
+  flatten(before, "", a);
+  flatten(now, "", b);
+  const neutral = (field: string) => RESUME_NEUTRAL.has(field.split(".")[0]) || ((field === "steps" || field === "epochs") && now.schedule !== "cosine" && before.schedule !== "cosine");
+  const fields = [...new Set([...a.keys(), ...b.keys()])].filter((f) => !neutral(f)).sort();
+  return fields.filter((f) => (a.get(f) ?? "null") !== (b.get(f) ?? "null")).map((f) => `${f}: ${a.get(f) ?? "(absent)"} -> ${b.get(f) ?? "(absent)"}`);
+}

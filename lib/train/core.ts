@@ -151,7 +151,9 @@ export class TrainerCore {
     this.step = state.step;
     const p = this.logPath();
     if (p && existsSync(p)) {
-      const kept = readJsonl<Record<string, unknown>>(p).records.filter((r) => typeof r.step === "number" && r.step < state.step);
+      // step records of redone steps go; events (a config change) stay when they happened before the checkpoint
+      const kept = readJsonl<Record<string, unknown>>(p).records.filter((r) =>
+        typeof r.event === "string" ? typeof r.at_step === "number" && r.at_step <= state.step : typeof r.step === "number" && r.step < state.step);
       writeFileSync(`${p}.tmp`, toJsonl(kept));
       renameSync(`${p}.tmp`, p);
     }

@@ -3,14 +3,15 @@
  * choose the tasks (split, band, limit), build the real environment (prompts, read-only SQL tool,
  * verifier grading) and run SFT or GRPO with checkpoints in output_dir. Used by `t2s train` and notebooks.
  */
-import { cpSync, mkdirSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ExecutorPool } from "../db/pool.js";
 import type { Executor } from "../db/types.js";
 import { T2sError } from "../errors.js";
+import { appendJsonl } from "../jsonl.js";
 import { promptTemplateHash, type PromptConfig } from "../episode/prompt.js";
 import { sqlToolSpec } from "../episode/tools.js";
-import { loadModel } from "../model/load.js";
+import { assertTokenizerFile, loadModel } from "../model/load.js";
 import { attachAdapter, createAdapter } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
 import { defaultEnv } from "../runs/env.js";
@@ -18,8 +19,8 @@ import { runRollout } from "../runs/rollout.js";
 import { readTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";
 import { selectTasks } from "./band.js";
-import { latestCheckpoint } from "./checkpoint.js";
-import type { TrainConfig } from "./config.js";
+import { checkpointStep, latestCheckpoint } from "./checkpoint.js";
+import { configChanges, type TrainConfig } from "./config.js";
 import { episodeGrader, episodeSampler, ModelPolicy } from "./episode-sampler.js";
 import { GrpoTrainer } from "./grpo.js";
 import { ModelTrainable } from "./model-adapter.js";
@@ -31,6 +32,8 @@ export const ADAPTER_NAME = "train";
 export interface RunHooks {
   /** Continue from the newest checkpoint in output_dir. */
   resume?: boolean;
+  /** Resume even though the config differs from the one the checkpoints were trained with (the change is logged). */
+  force?: boolean;
   /** Backend override (else the config's, else T2S_BACKEND / auto). */
   backend?: string;
   onStep?: (record: Record<string, unknown>) => void;
@@ -71,6 +74,7 @@ function promptConfig(cfg: TrainConfig): PromptConfig {
 }
 
 async function prepareModel(cfg: TrainConfig, hooks: RunHooks): Promise<{ model: CausalLM; lm: ModelTrainable }> {
+  assertTokenizerFile(cfg.model);
   const model = await loadModel(cfg.model, { backend: hooks.backend ?? cfg.backend ?? undefined });
   hooks.onNote?.(`model ${model.name} on ${model.backend}`);
   if (cfg.adapter) {
@@ -80,12 +84,58 @@ async function prepareModel(cfg: TrainConfig, hooks: RunHooks): Promise<{ model:
   return { model, lm: new ModelTrainable(model, cfg.adapter ? ADAPTER_NAME : null) };
 }
 
-function guardOutput(cfg: TrainConfig, resume: boolean): void {
-  if (!resume && latestCheckpoint(cfg.output_dir)) {
+/** What a resume with a changed config (under --force) must record once the trainer has resumed. */
+interface ConfigChange {
+  atStep: number;
+  changed: string[];
+  previous: string;
+}
+
+/**
+ * Refuses to start over a run's checkpoints without --resume, and to resume them with a config that
+ * changes how the steps already taken were trained (lr, seed, sampling, ...) unless `force`: then the
+ * old config is kept as config.step-N.json beside the new config.json and the change is returned so the
+ * log records it. Writes config.json.
+ */
+function guardOutput(cfg: TrainConfig, resume: boolean, force: boolean): ConfigChange | null {
+  const last = latestCheckpoint(cfg.output_dir);
+  if (!resume && last) {
     throw new T2sError("output_exists", `${cfg.output_dir} already holds checkpoints; pass --resume to continue that run, or choose a new output_dir`);
   }
-  mkdirSync(cfg.output_dir, { recursive: true });
-  writeFileSync(join(cfg.output_dir, "config.json"), JSON.stringify(cfg, null, 2) + "\n");
+  if (existsSync(cfg.output_dir) && !statSync(cfg.output_dir).isDirectory()) {
+    throw new T2sError("bad_config", `output_dir ${cfg.output_dir} is an existing file, not a folder; choose another output_dir`);
+  }
+  try {
+    mkdirSync(cfg.output_dir, { recursive: true });
+  } catch (e) {
+    throw new T2sError("bad_config", `cannot create output_dir ${cfg.output_dir}: ${(e as Error).message}`);
+  }
+  const configPath = join(cfg.output_dir, "config.json");
+  let change: ConfigChange | null = null;
+  if (resume && last && existsSync(configPath)) {
+    let before: Record<string, unknown>;
+    try {
+      before = JSON.parse(readFileSync(configPath, "utf8")) as Record<string, unknown>;
+    } catch (e) {
+      throw new T2sError("bad_config", `${configPath}: not valid JSON (${(e as Error).message}); it records the config the checkpoints were trained with`);
+    }
+    const changed = configChanges(before, cfg);
+    if (changed.length) {
+      const atStep = checkpointStep(last);
+      const previous = `config.step-${atStep}.json`;
+      if (!force) {
+        throw new T2sError(
+          "config_changed",
+          `${cfg.output_dir} was trained to step ${atStep} with another config (${changed.join("; ")}). Resume with the config in ${configPath}, ` +
+            `or pass --force to continue with the new one (the old one is kept as ${previous} and the change is logged).`,
+        );
+      }
+      cpSync(configPath, join(cfg.output_dir, previous));
+      change = { atStep, changed, previous };
+    }
+  }
+  writeFileSync(configPath, JSON.stringify(cfg, null, 2) + "\n");
+  return change;
 }
 
 /** SFT examples from tasks' gold queries, rendered as the reply the episode prompt asks for; prompt tokens masked. */
@@ -117,7 +167,7 @@ const noExecutor: Executor = {
 export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promise<RunSummary> {
   const allTasks = readTasks(cfg.tasks);
   const tasks = chooseTasks(cfg, allTasks);
-  guardOutput(cfg, hooks.resume ?? false);
+  const change = guardOutput(cfg, hooks.resume ?? false, hooks.force ?? false);
   const { model, lm } = await prepareModel(cfg, hooks);
   hooks.onNote?.(`${tasks.length} tasks; ${lm.trainableParams().length} trainable tensors (${cfg.adapter ? `LoRA r=${cfg.adapter.r} on ${cfg.adapter.targets.join(",")}` : "all weights"})`);
   const common = {
@@ -162,6 +212,11 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
     }
     const resumedFrom = hooks.resume ? trainer.resume() : 0;
     if (hooks.resume) hooks.onNote?.(resumedFrom ? `resuming after step ${resumedFrom}` : "no checkpoint to resume from; starting at step 0");
+    if (change) {
+      // after resume(), which rewrites the log up to the checkpoint, so the record lands in order
+      appendJsonl(join(cfg.output_dir, "train_log.jsonl"), [{ event: "config_changed", at_step: change.atStep, changed: change.changed, previous_config: change.previous, time: new Date().toISOString() }]);
+      hooks.onWarning?.(`resuming at step ${change.atStep} with a changed config (${change.changed.join("; ")}); the old one is kept as ${change.previous}`);
+    }
     const records = await trainer.train();
     const total = trainer instanceof SftTrainer ? trainer.totalSteps : cfg.steps;
     const last = latestCheckpoint(cfg.output_dir);

@@ -26,18 +26,21 @@ test("t2s exec --json reports an unsafe statement and exits 1; a runaway times o
 });
 
 test("t2s exec --jsonl answers every line in order and survives malformed lines", async () => {
-  const input = ['{"sql": "SELECT 1 AS a"}', "not json", '{"id": "q3", "sql": "PRAGMA user_version"}', '{"nosql": 1}', "", '{"sql": "SELECT count(*) FROM orders"}'].join("\n") + "\n";
+  const input = ['{"sql": "SELECT 1 AS a"}', "not json", '{"id": "q3", "sql": "PRAGMA user_version"}', '{"id": 7, "nosql": 1}', "", '{"sql": "SELECT count(*) FROM orders"}'].join("\n") + "\n";
   const r = await runCli(["exec", "--db", shop, "--jsonl", "--workers", "1"], { input });
   assert.equal(r.code, 0, r.stderr);
   const out = r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l));
-  assert.equal(out.length, 5);
+  assert.equal(out.length, 6, "one output line per input line, blank ones included");
   assert.deepEqual(out[0], { ok: true, columns: ["a"], rows: [[1]], elapsedMs: out[0].elapsedMs, truncated: false });
   assert.equal(out[1].error.kind, "bad_input");
   assert.match(out[1].error.message, /line 2/);
   assert.equal(out[2].id, "q3");
   assert.equal(out[2].error.kind, "unsafe");
   assert.equal(out[3].error.kind, "bad_input");
-  assert.deepEqual(out[4].rows, [[300]]);
+  assert.equal(out[3].id, 7, "a bad_input answer keeps the line's id");
+  assert.equal(out[4].error.kind, "bad_input");
+  assert.match(out[4].error.message, /line 5: blank line/);
+  assert.deepEqual(out[5].rows, [[300]]);
 });
 
 test("t2s db build shop and t2s db schema", async () => {
@@ -47,6 +50,15 @@ test("t2s db build shop and t2s db schema", async () => {
   const built = JSON.parse(b.stdout);
   assert.equal(built.path, out);
   assert.equal(built.seed, 42);
+  const again = await runCli(["db", "build", "shop", "--seed", "5", "--out", out]);
+  assert.equal(again.code, 1, "an existing database is not overwritten");
+  assert.match(again.stderr, /^error \[output_exists\]: .*shop\.sqlite already exists .*--force/);
+  // the default seed: were it overwritten, the committed file would get its own bytes back
+  const committed = await runCli(["db", "build", "shop"]);
+  assert.equal(committed.code, 1, "nor is the committed one");
+  assert.equal(JSON.parse((await runCli(["db", "hash", "--db", out, "--json"])).stdout).sha256, built.sha256);
+  const forced = await runCli(["db", "build", "shop", "--seed", "42", "--out", out, "--force", "--json"]);
+  assert.equal(forced.code, 0, forced.stderr);
   const h = await runCli(["db", "hash", "--db", defaultShopPath(), "--json"]);
   assert.equal(JSON.parse(h.stdout).sha256, built.sha256);
   const s = await runCli(["db", "schema", "--db", out, "--samples", "1", "--tables", "employees"]);

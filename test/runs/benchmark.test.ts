@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import Database from "better-sqlite3";
 import { join } from "node:path";
 import { runCli, scratchDir } from "../helpers.js";
 import { startFakeOpenAI, scriptedResponder, type FakeRule } from "../support/fake-openai.js";
@@ -80,6 +81,36 @@ test("re-running the same command resumes without new requests; the text report 
     const changed = await runCli([...baseArgs(server.baseUrl, tasks, out), "--temperature", "1"]);
     assert.equal(changed.code, 1);
     assert.match(changed.stderr, /not_comparable.*temperature: 0\.7 -> 1.*--force/);
+  } finally {
+    await server.close();
+  }
+});
+
+test("a rows file without its meta is refused for appending unless --force; a top-up against another database is not_comparable", async () => {
+  const server = await startFakeOpenAI(scriptedResponder(SINGLE_RULES));
+  const { dir, tasks, out } = setup();
+  try {
+    const first = await runCli([...baseArgs(server.baseUrl, tasks, out), "--limit", "2"]);
+    assert.equal(first.code, 0, first.stderr);
+    const meta = JSON.parse(readFileSync(`${out}.meta.json`, "utf8"));
+    const { fileSha256 } = await import("../../lib/db/copies.js");
+    assert.deepEqual(meta.db_sha256, { items: fileSha256(join(dir, "items.sqlite")) });
+    rmSync(`${out}.meta.json`);
+    const refused = await runCli([...baseArgs(server.baseUrl, tasks, out), "--temperature", "1", "--k", "3", "--limit", "2"]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^error \[no_meta\]: .*rows\.jsonl holds rows but no .*rows\.jsonl\.meta\.json.*--force/);
+    assert.equal(rowsOf(out).length, 4, "nothing was appended");
+    const forced = await runCli([...baseArgs(server.baseUrl, tasks, out), "--limit", "2", "--force"]);
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.match(JSON.parse(readFileSync(`${out}.meta.json`, "utf8")).forced.join(" "), /meta\.json was missing/);
+    // the database changes under the rows: topping them up would mix answers graded against two databases
+    const db = new Database(join(dir, "items.sqlite"));
+    db.exec("UPDATE items SET price = 3 WHERE id = 1");
+    db.close();
+    const topUp = await runCli([...baseArgs(server.baseUrl, tasks, out), "--limit", "2", "--k", "3"]);
+    assert.equal(topUp.code, 1);
+    assert.match(topUp.stderr, /^error \[not_comparable\]: .*db_sha256 of items: [0-9a-f]{12}\.\.\. -> [0-9a-f]{12}\.\.\. \(the database changed\)/);
+    assert.equal(rowsOf(out).length, 4);
   } finally {
     await server.close();
   }

@@ -19,13 +19,13 @@ writeFileSync(fileA, toJsonl(rowsA));
 writeFileSync(fileB, toJsonl(rowsB));
 
 const REPORT_KEYS = ["n_tasks", "n_rows", "k", "pass1", "pass1_ci", "passk", "passk_ci", "powk", "powk_ci", "headroom"];
-const DELTA_KEYS = ["n_paired", "delta", "ci", "p", "verdict", "runs_a", "runs_b", "run_deltas", "detectable_effect", "tasks_needed", "markers", "by"];
+const DELTA_KEYS = ["n_paired", "delta", "ci", "p", "verdict", "runs_a", "runs_b", "run_deltas", "detectable_effect", "tasks_needed", "markers", "duplicates_dropped", "by"];
 
 test("report --json prints exactly the documented keys, equal to summarize()", async () => {
   const r = await runCli(["report", "--rows", fileA, "--by", "difficulty", "--B", "300", "--json"]);
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout);
-  assert.deepEqual(Object.keys(out), [...REPORT_KEYS, "by"]);
+  assert.deepEqual(Object.keys(out), [...REPORT_KEYS, "by", "duplicates_dropped"]);
   assert.deepEqual(Object.keys(out.by.difficulty), ["easy", "hard"]);
   assert.deepEqual(Object.keys(out.by.difficulty.easy), REPORT_KEYS);
   assert.equal(out.n_tasks, 12);
@@ -93,4 +93,59 @@ test("bad flag values exit 2; an empty file is an error", async () => {
   const e = await runCli(["report", "--rows", empty]);
   assert.equal(e.code, 1);
   assert.match(e.stderr, /no_rows/);
+});
+
+test("report and delta de-duplicate repeated (eval run, task, sample) rows and say so", async () => {
+  const dup = join(dir, "dup.jsonl");
+  writeFileSync(dup, toJsonl([...rowsA, ...rowsA.slice(0, 5), ...rowsA.slice(0, 5)]));
+  const clean = JSON.parse((await runCli(["report", "--rows", fileA, "--B", "300", "--json"])).stdout);
+  const r = await runCli(["report", "--rows", dup, "--B", "300", "--json"]);
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.duplicates_dropped, 10);
+  assert.deepEqual({ ...out, duplicates_dropped: 0 }, clean, "the copies change no number");
+  const human = await runCli(["report", "--rows", dup, "--B", "300"]);
+  assert.match(human.stdout, /^de-duplicated .*dup\.jsonl: dropped 10 row\(s\) repeating an earlier \(eval run, task, sample\), the first of each kept \(task t0000 sample 0 eval run 0/m);
+  const d = await runCli(["delta", "--a", fileA, "--b", dup, "--B", "300", "--json"]);
+  assert.equal(d.code, 0, d.stderr);
+  const delta = JSON.parse(d.stdout);
+  assert.equal(delta.delta, 0, "a file against itself plus copies moves nothing");
+  assert.deepEqual(delta.duplicates_dropped, { a: 0, b: 10 });
+  const dh = await runCli(["delta", "--a", fileA, "--b", dup, "--B", "300"]);
+  assert.match(dh.stdout, /^de-duplicated .*dup\.jsonl: dropped 10 row/m);
+});
+
+test("the library statistics de-duplicate (and say so) or refuse duplicates", async () => {
+  const doubled = [...rowsA, rowsA[0], rowsA[1]];
+  assert.equal(summarize(doubled, { B: 200 }).duplicates_dropped, 2);
+  assert.equal(summarize(doubled, { B: 200 }).pass1, summarize(rowsA, { B: 200 }).pass1);
+  const report = pairedDelta(rowsA, doubled, { B: 200 });
+  assert.equal(report.delta, 0);
+  assert.deepEqual(report.duplicates_dropped, { a: 0, b: 2 });
+  const { taskPassRates } = await import("../../lib/stats/summary.js");
+  assert.throws(() => taskPassRates(doubled), /duplicate_rows|repeating an \(eval run, task, sample\) key/);
+  const { readRows } = await import("../../lib/report/rows.js");
+  const dup = join(dir, "dup-lib.jsonl");
+  writeFileSync(dup, toJsonl(doubled));
+  const warned: string[] = [];
+  const warn = console.warn;
+  console.warn = (m: string) => warned.push(m);
+  try {
+    assert.equal(readRows(dup).length, rowsA.length);
+  } finally {
+    console.warn = warn;
+  }
+  assert.match(warned.join("\n"), /dropped 2 row/);
+});
+
+test("report --by a field no row has is an error naming the fields; k = 1 prints pass@1 once", async () => {
+  const r = await runCli(["report", "--rows", fileA, "--by", "nosuchfield"]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /^error \[usage\]: --by nosuchfield: no row has this field; fields with values: .*difficulty.*task_id/);
+  const d = await runCli(["delta", "--a", fileA, "--b", fileB, "--by", "nosuchfield"]);
+  assert.equal(d.code, 2);
+  const k1 = await runCli(["report", "--rows", fileA, "--k", "1", "--by", "difficulty", "--B", "200"]);
+  assert.equal(k1.code, 0, k1.stderr);
+  assert.equal(k1.stdout.match(/^pass@1 /gm)?.length, 1, k1.stdout);
+  assert.doesNotMatch(k1.stdout, /^(pass\^1|headroom) /m);
 });

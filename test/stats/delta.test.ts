@@ -98,7 +98,7 @@ test("paired delta on a hand-made pair of files", () => {
   assert.equal(r.tasks_needed, Math.ceil(((powerMultiplier() * sd) / (1.25 / 6)) ** 2));
   assert.ok(r.ci && r.ci[0] < 0 && r.ci[1] > 0); // one task lost ground: the interval straddles 0
   assert.equal(r.verdict, "no_change_detected");
-  assert.deepEqual(Object.keys(r), ["n_paired", "delta", "ci", "p", "verdict", "runs_a", "runs_b", "run_deltas", "detectable_effect", "tasks_needed", "markers", "by"]);
+  assert.deepEqual(Object.keys(r), ["n_paired", "delta", "ci", "p", "verdict", "runs_a", "runs_b", "run_deltas", "detectable_effect", "tasks_needed", "markers", "duplicates_dropped", "by"]);
 });
 
 test("fewer than 5 paired tasks is insufficient_data, whatever the numbers", () => {

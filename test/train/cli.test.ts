@@ -100,3 +100,36 @@ test("config errors name the field and exit 1; unknown flags exit 2", async () =
   assert.equal(band.code, 1);
   assert.match(band.stderr, /not_found.*none\.jsonl/);
 });
+
+test("--resume refuses a changed config naming each field; --force keeps the old config and logs the step", async () => {
+  const w = world();
+  const base = { batch_size: 2, epochs: 1, lr: 0.005, adapter: { r: 2, targets: ["q_proj"] }, output_dir: "rc" };
+  const first = await runCli(["train", "sft", "--config", w.config(base), "--json"], { env });
+  assert.equal(first.code, 0, first.stderr);
+  const changed = w.config({ ...base, epochs: 2, lr: 0.05, seed: 2 });
+  const refused = await runCli(["train", "sft", "--config", changed, "--resume"], { env });
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /^error \[config_changed\]: .*step 1 .*lr: 0\.005 -> 0\.05.*seed: 1 -> 2/);
+  assert.doesNotMatch(refused.stderr, /epochs/, "more epochs add steps; they do not change the steps taken");
+  assert.equal(JSON.parse(readFileSync(join(w.dir, "rc", "config.json"), "utf8")).lr, 0.005, "the record of the run is untouched");
+  const same = await runCli(["train", "sft", "--config", w.config({ ...base, epochs: 2 }), "--resume", "--json"], { env });
+  assert.equal(same.code, 0, same.stderr);
+  const forced = await runCli(["train", "sft", "--config", w.config({ ...base, epochs: 3, lr: 0.05 }), "--resume", "--force", "--json"], { env });
+  assert.equal(forced.code, 0, forced.stderr);
+  assert.match(forced.stderr, /changed config \(lr: 0\.005 -> 0\.05\)/);
+  assert.equal(JSON.parse(readFileSync(join(w.dir, "rc", "config.step-2.json"), "utf8")).lr, 0.005);
+  assert.equal(JSON.parse(readFileSync(join(w.dir, "rc", "config.json"), "utf8")).lr, 0.05);
+  const log = readFileSync(join(w.dir, "rc", "train_log.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const event = log.find((r) => r.event === "config_changed");
+  assert.deepEqual({ at: event.at_step, changed: event.changed, previous: event.previous_config }, { at: 2, changed: ["lr: 0.005 -> 0.05"], previous: "config.step-2.json" });
+  assert.deepEqual(log.filter((r) => r.event === undefined).map((r) => r.step), [0, 1, 2]);
+});
+
+test("an output_dir that is an existing file is one error line, no stack trace", async () => {
+  const w = world();
+  writeFileSync(join(w.dir, "afile"), "x");
+  const r = await runCli(["train", "sft", "--config", w.config({ epochs: 1, output_dir: "afile" })], { env });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^error \[bad_config\]: output_dir .*afile is an existing file/);
+  assert.doesNotMatch(r.stderr, /\n\s+at /);
+});

@@ -37,12 +37,14 @@ test("t2s grade --jsonl answers every line in order; a malformed line gets an er
     { db, gold: "SELECT name FROM t ORDER BY v DESC, id", pred: "nothing here", preset: "tool-rl" },
     { db, gold: "SELECT missing FROM t", pred: "SELECT 1" },
     { db, gold: "SELECT COUNT(*) FROM t", pred: "SELECT COUNT(*) FROM t", reply: false, neighbors: 1 },
+    "",
+    { db, gold: "SELECT COUNT(*) FROM t", pred: "SELECT COUNT(*) FROM t", reply: false },
   ];
   const input = lines.map((l) => (typeof l === "string" ? l : JSON.stringify(l))).join("\n") + "\n";
   const r = await runCli(["grade", "--jsonl", "--workers", "1"], { input, env: { T2S_CACHE_DIR: scratchDir("t2s-cache-") } });
   assert.equal(r.code, 0, r.stderr);
   const out = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
-  assert.equal(out.length, 6);
+  assert.equal(out.length, 8, "one output line per input line, so they align");
   assert.deepEqual(out[0], { correct: true, executes: true, outcome: "correct", reason: "result matches (3 rows x 2 cols)", reward: 1 });
   assert.deepEqual(Object.keys(out[1]), ["error"]);
   assert.match(out[1].error, /^line 2: not valid JSON/);
@@ -50,6 +52,8 @@ test("t2s grade --jsonl answers every line in order; a malformed line gets an er
   assert.deepEqual([out[3].outcome, out[3].executes, out[3].reward], ["no_sql", false, -1]);
   assert.match(out[4].error, /gold_failed/);
   assert.equal(out[5].outcome, "correct");
+  assert.match(out[6].error, /^line 7: blank line/);
+  assert.equal(out[7].outcome, "correct");
 });
 
 test("t2s grade single mode prints JSON; bad flags exit 2", async () => {
