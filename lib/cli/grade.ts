@@ -27,7 +27,8 @@ interface GradeFlags {
   json?: boolean;
 }
 
-function defaultsFrom(flags: GradeFlags): RequestDefaults {
+/** The per-request defaults `t2s grade` (and `t2s env serve`) derive from the grading flags. */
+export function defaultsFrom(flags: Pick<GradeFlags, "preset" | "order" | "round" | "neighbors" | "numericText">): RequestDefaults {
   if (!isRewardPreset(flags.preset)) throw new UsageError(`--preset must be shaped, binary or tool-rl, got '${flags.preset}'`);
   if (!["top-level", "anywhere", "ignore", "always"].includes(flags.order)) throw new UsageError(`--order must be top-level, anywhere, ignore or always, got '${flags.order}'`);
   let round: number | null;

@@ -75,19 +75,25 @@ function chars(messages: ChatMessage[]): number {
   return messages.reduce((s, m) => s + (m.content?.length ?? 0) + (m.tool_calls ? JSON.stringify(m.tool_calls).length : 0), 0);
 }
 
+/**
+ * Answers one tool call as an episode does: the text of the tool turn (a checked call's result rendered
+ * and truncated, or the error sent back for an unusable call) and whether the call counts as invalid.
+ * Exported so services that stand in for the episode's tool (lib/envserve) answer with the same bytes.
+ */
+export async function answerCall(raw: RawCall, runTool: EpisodeDeps["runTool"], toolOutput?: ToolOutputOptions): Promise<{ content: string; invalid: boolean }> {
+  const checked = checkCall(raw);
+  if (checked.ok === false) return { content: `error: ${checked.error}`, invalid: true };
+  const outcome = await runTool(checked.query);
+  return { content: formatToolResult(outcome, toolOutput), invalid: outcome.ok === false && outcome.error.kind === "unsafe" };
+}
+
 async function answerCalls(calls: RawCall[], deps: EpisodeDeps, opts: EpisodeOptions): Promise<{ contents: string[]; invalid: number }> {
   const contents: string[] = [];
   let invalid = 0;
   for (const raw of calls) {
-    const checked = checkCall(raw);
-    if (checked.ok === false) {
-      invalid++;
-      contents.push(`error: ${checked.error}`);
-      continue;
-    }
-    const outcome = await deps.runTool(checked.query);
-    if (outcome.ok === false && outcome.error.kind === "unsafe") invalid++;
-    contents.push(formatToolResult(outcome, opts.toolOutput));
+    const a = await answerCall(raw, deps.runTool, opts.toolOutput);
+    if (a.invalid) invalid++;
+    contents.push(a.content);
   }
   return { contents, invalid };
 }

@@ -1,0 +1,2 @@
+import type { Command } from "commander";
+export function registerAdapter(program: Command): void { void program; }
