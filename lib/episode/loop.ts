@@ -67,6 +67,8 @@ export interface EpisodeResult {
   n_tool_calls: number;
   invalid_tool_calls: number;
   truncated_by: TruncatedBy | null;
+  /** The endpoint that answered the graded turn, when the policy reports one (an OpenAI fleet). */
+  endpoint?: string;
 }
 
 const NO_CALLS_LEFT = "\n(no tool calls left: give your final answer now)";
@@ -120,6 +122,7 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
   let truncatedBy: TruncatedBy | null = null;
   let contextEstimate = Math.ceil(chars(messages) / 4);
   let graded = 0;
+  const endpoints: Array<string | undefined> = [];
 
   for (;;) {
     if (opts.maxContextTokens && turns > 0 && contextEstimate + (s.max_tokens ?? 0) > opts.maxContextTokens) {
@@ -143,6 +146,7 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
       throw e;
     }
     turns++;
+    endpoints.push(c.endpoint);
     tokensIn += c.tokens_in;
     tokensOut += c.tokens_out;
     latency += c.latency_ms;
@@ -195,5 +199,6 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
     n_tool_calls: callsUsed,
     invalid_tool_calls: invalid,
     truncated_by: truncatedBy,
+    ...(gradedTurn > 0 && endpoints[gradedTurn - 1] !== undefined ? { endpoint: endpoints[gradedTurn - 1] } : {}),
   };
 }
