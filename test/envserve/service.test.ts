@@ -124,3 +124,15 @@ test("/health and /metrics report the service's state in Prometheus text", async
   // every sample line is `name{labels} value` or `name value`
   for (const line of m.text.trim().split("\n")) if (!line.startsWith("#")) assert.match(line, /^[a-z][a-z0-9_]*(\{[^}]*\})? [0-9.e+-]+$/, line);
 });
+
+test("the shipped verl tool config and the Python tool carry the kit's own tool schema", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { kitPath } = await import("../../lib/paths.js");
+  const spec = sqlToolSpec().function;
+  const yaml = readFileSync(kitPath("integrations", "python", "verl_tool_config.yaml"), "utf8");
+  assert.match(yaml, new RegExp(`name: ${spec.name}\\n`));
+  assert.ok(yaml.includes(`description: ${JSON.stringify(spec.description)}`));
+  assert.ok(yaml.includes(`description: ${JSON.stringify((spec.parameters as { properties: { query: { description: string } } }).properties.query.description)}`));
+  const py = readFileSync(kitPath("integrations", "python", "t2s_env.py"), "utf8");
+  assert.ok(py.includes(JSON.stringify(spec.description)));
+});
