@@ -17,7 +17,7 @@ import { startEnvServer } from "../lib/envserve/server.js";
 import { kitPath } from "../lib/paths.js";
 import { readTasks } from "../lib/tasks/io.js";
 import { grade } from "../lib/verifier/grade.js";
-import { intFlag } from "./args.js";
+import { intFlag, printTable } from "./args.js";
 
 async function main(): Promise<void> {
   const grades = intFlag("--grades", 2000);
@@ -64,9 +64,7 @@ async function main(): Promise<void> {
   await server.close();
   await pool.close();
   const head = ["path", "clients", "items/request", "grades", "seconds", "grades/s", "correct"];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join("  ");
-  process.stdout.write(line(head) + "\n" + widths.map((w) => "-".repeat(w)).join("  ") + "\n" + rows.map(line).join("\n") + "\n");
+  printTable(head, rows);
 }
 
 main().catch((e) => {

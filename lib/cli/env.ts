@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { UsageError } from "../errors.js";
 import { kitPath } from "../paths.js";
 import type { Task } from "../tasks/types.js";
-import { defaultsFrom } from "./grade.js";
+import { addGradingOptions, defaultsFrom } from "./grade.js";
 import { collect, intOption, oneOf } from "./options.js";
 
 interface EnvServeFlags {
@@ -35,20 +35,14 @@ interface EnvServeFlags {
 /** Adds `t2s env serve` to the program. */
 export function registerEnv(program: Command): void {
   const env = program.command("env").description("the kit's environment (verifier, SQL tool, prompts) as a service for other trainers");
-  env
+  const serve = env
     .command("serve")
     .description("serve batch grading, the read-only SQL tool and task prompts over HTTP (see docs/integrations.md)")
     .option("--port <n>", "port to listen on (0 = any free port)", intOption("--port"), 8100)
     .option("--host <host>", "interface to listen on", "127.0.0.1")
-    .option("--tasks <file>", "task file whose ids requests may name (repeatable; default data/shop/tasks.jsonl)", collect, [])
-    .option("--preset <name>", "default reward preset: shaped, binary or tool-rl", "shaped")
-    .option("--order <rule>", "default row-order rule: top-level, anywhere, ignore, always", "top-level")
-    .option("--round <d>", "default decimals numbers are rounded to before comparing, or 'none'", "2")
-    .option("--numeric-text", "by default, text that reads as a number compares as that number")
-    .option("--neighbors <k>", "by default also require a match on K perturbed copies of the database", intOption("--neighbors", 0), 0)
-    .option("--neighbor-seed <n>", "seed of the perturbed copies", intOption("--neighbor-seed", 0), 0)
-    .option("--timeout-ms <n>", "stop a graded query after this many milliseconds", intOption("--timeout-ms", 1), 5000)
-    .option("--max-rows <n>", "row cap of graded queries", intOption("--max-rows", 1), 200)
+    .option("--tasks <file>", "task file whose ids requests may name (repeatable; default data/shop/tasks.jsonl)", collect, []);
+  // the grading flags of `t2s grade` (an item's own fields override them)
+  addGradingOptions(serve)
     .option("--workers <n>", "SQL worker processes (default: number of CPUs, at most 4)", intOption("--workers", 1))
     .option("--concurrency <n>", "grades in flight at once (default 8 per worker)", intOption("--concurrency", 1))
     .option("--style <style>", "prompt the service renders: single or tool", "single")

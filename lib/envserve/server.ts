@@ -31,20 +31,16 @@ function send(res: ServerResponse, status: number, body: string, type = "applica
   res.end(body);
 }
 
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        reject(new BadRequest(`request body over ${limit} bytes; send smaller batches`, 413));
-        req.resume();
-      } else chunks.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
+async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  // an oversized body is read to its end (and dropped) so the 413 still reaches the client
+  for await (const c of req as AsyncIterable<Buffer>) {
+    size += c.length;
+    if (size <= limit) chunks.push(c);
+  }
+  if (size > limit) throw new BadRequest(`request body over ${limit} bytes; send smaller batches`, 413);
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 async function jsonBody(req: IncomingMessage, limit: number): Promise<unknown> {

@@ -5,11 +5,11 @@
  * And: rewrite the names for another layout. Reads only safetensors headers of the base, so a 35B base is
  * checked without loading it.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { T2sError } from "../errors.js";
 import { keyInLayout, LORA_LAYOUTS, parseLoraKey, vllmModuleName, type LoraKey, type LoraLayout } from "./lora-layout.js";
-import { readSafetensors, readSafetensorsHeader, writeSafetensors, type StDtype } from "./safetensors.js";
+import { readSafetensors, readSafetensorsHeader, readWeightMap, writeSafetensors, type StDtype } from "./safetensors.js";
 
 /** The modules of a base checkpoint: module path -> weight shape, and whether it is a multimodal wrapper. */
 export interface BaseModules {
@@ -19,17 +19,10 @@ export interface BaseModules {
 
 /** Reads the base's module names and weight shapes from its safetensors headers (single file or shards). */
 export function readBaseModules(dir: string): BaseModules {
-  const index = join(dir, "model.safetensors.index.json");
+  const map = readWeightMap(dir);
   const files: string[] = [];
-  if (existsSync(index)) {
-    let map: Record<string, string>;
-    try {
-      map = JSON.parse(readFileSync(index, "utf8")).weight_map;
-    } catch (e) {
-      throw new T2sError("bad_safetensors", `${index}: not valid JSON (${(e as Error).message})`);
-    }
-    files.push(...new Set(Object.values(map ?? {})).values());
-  } else if (existsSync(join(dir, "model.safetensors"))) files.push("model.safetensors");
+  if (map) files.push(...new Set(Object.values(map)).values());
+  else if (existsSync(join(dir, "model.safetensors"))) files.push("model.safetensors");
   else throw new T2sError("missing_file", `${dir} has neither model.safetensors nor model.safetensors.index.json (is it a base model folder?)`);
   const modules = new Map<string, number[]>();
   for (const f of files) {

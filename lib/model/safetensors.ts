@@ -139,20 +139,28 @@ export function readSafetensors(file: string, only?: Set<string>): Map<string, F
   return out;
 }
 
+/** The tensor -> shard map of a sharded checkpoint's `model.safetensors.index.json`, or null when unsharded. */
+export function readWeightMap(dir: string): Record<string, string> | null {
+  const index = join(dir, "model.safetensors.index.json");
+  if (!existsSync(index)) return null;
+  let map: Record<string, string>;
+  try {
+    map = JSON.parse(readFileSync(index, "utf8")).weight_map;
+  } catch (e) {
+    throw new T2sError("bad_safetensors", `${index}: not valid JSON (${(e as Error).message})`);
+  }
+  if (!map || typeof map !== "object") throw new T2sError("bad_safetensors", `${index}: has no weight_map`);
+  return map;
+}
+
 /**
  * Returns all weights of a checkpoint folder: `model.safetensors`, or the shards listed by
  * `model.safetensors.index.json` (every tensor the index names must be in the shard it names).
  */
 export function readCheckpoint(dir: string): Map<string, FloatTensor> {
   const index = join(dir, "model.safetensors.index.json");
-  if (existsSync(index)) {
-    let map: Record<string, string>;
-    try {
-      map = JSON.parse(readFileSync(index, "utf8")).weight_map;
-    } catch (e) {
-      throw new T2sError("bad_safetensors", `${index}: not valid JSON (${(e as Error).message})`);
-    }
-    if (!map || typeof map !== "object") throw new T2sError("bad_safetensors", `${index}: has no weight_map`);
+  const map = readWeightMap(dir);
+  if (map) {
     const byShard = new Map<string, Set<string>>();
     for (const [name, shard] of Object.entries(map)) {
       if (!byShard.has(shard)) byShard.set(shard, new Set());
