@@ -136,3 +136,14 @@ test("the shipped verl tool config and the Python tool carry the kit's own tool 
   const py = readFileSync(kitPath("integrations", "python", "t2s_env.py"), "utf8");
   assert.ok(py.includes(JSON.stringify(spec.description)));
 });
+
+test("a body over the size limit gets a 413 the client can read", async () => {
+  const small = await startEnvServer({ service, port: 0, maxBodyBytes: 1024 });
+  try {
+    const r = await call(small.url, "/v1/grade", { items: [{ db: "x", gold: "SELECT 1", pred: "x".repeat(5000) }] });
+    assert.equal(r.status, 413);
+    assert.match(r.json.error.message, /over 1024 bytes/);
+  } finally {
+    await small.close();
+  }
+});
