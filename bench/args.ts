@@ -1,5 +1,12 @@
 /** Flags of the bench scripts (plain `--name value` pairs; the benches are scripts, not commands). */
 
+/** Prints rows as a table with padded columns under a header and a rule, as every bench does. */
+export function printTable(head: string[], rows: string[][]): void {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join("  ");
+  process.stdout.write(line(head) + "\n" + widths.map((w) => "-".repeat(w)).join("  ") + "\n" + rows.map(line).join("\n") + "\n");
+}
+
 /** The value after `--name`, or undefined when the flag is absent. */
 export function flag(name: string): string | undefined {
   const i = process.argv.indexOf(name);

@@ -14,7 +14,7 @@ import { kitPath } from "../lib/paths.js";
 import { readTasks } from "../lib/tasks/io.js";
 import { grade, type GradableTask } from "../lib/verifier/grade.js";
 import { GoldCache } from "../lib/verifier/goldcache.js";
-import { intFlag } from "./args.js";
+import { intFlag, printTable } from "./args.js";
 
 const FALLBACK_GOLDS = [
   "SELECT COUNT(*) FROM orders WHERE status = 'delivered'",
@@ -69,9 +69,7 @@ async function main(): Promise<void> {
     await pool.close();
   }
   const head = ["workers", "gold", "neighbors", "grades", "seconds", "grades/s", "correct"];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join("  ");
-  process.stdout.write(line(head) + "\n" + widths.map((w) => "-".repeat(w)).join("  ") + "\n" + rows.map(line).join("\n") + "\n");
+  printTable(head, rows);
 }
 
 main().catch((e) => {

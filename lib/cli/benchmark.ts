@@ -7,7 +7,7 @@ import { progressLine } from "../runs/progress.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import type { StatRow } from "../stats/rows.js";
 import { formatSummary } from "./report.js";
-import { collect, intOption, numberOption, printJson } from "./options.js";
+import { collect, intOption, numberOption, oneOf, printJson } from "./options.js";
 
 interface BenchmarkFlags {
   policy: string;
@@ -40,11 +40,6 @@ interface BenchmarkFlags {
   by: string[];
   quiet?: boolean;
   json?: boolean;
-}
-
-function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`${flag} must be one of ${allowed.join(", ")}, got '${value}'`);
-  return value as T;
 }
 
 export function registerBenchmark(program: Command): void {

@@ -17,6 +17,8 @@ import { registerTasks } from "./tasks.js";
 import { registerTrain } from "./train.js";
 import { registerFigures } from "./figures.js";
 import { registerRecipe } from "./recipe.js";
+import { registerEnv } from "./env.js";
+import { registerAdapter } from "./adapter.js";
 
 export type RegisterCommands = (program: Command) => void;
 
@@ -35,4 +37,6 @@ export const commandGroups: RegisterCommands[] = [
   registerTrain,
   registerFigures,
   registerRecipe,
+  registerEnv,
+  registerAdapter,
 ];

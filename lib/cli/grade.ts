@@ -27,7 +27,8 @@ interface GradeFlags {
   json?: boolean;
 }
 
-function defaultsFrom(flags: GradeFlags): RequestDefaults {
+/** The per-request defaults `t2s grade` (and `t2s env serve`) derive from the grading flags. */
+export function defaultsFrom(flags: Pick<GradeFlags, "preset" | "order" | "round" | "neighbors" | "numericText">): RequestDefaults {
   if (!isRewardPreset(flags.preset)) throw new UsageError(`--preset must be shaped, binary or tool-rl, got '${flags.preset}'`);
   if (!["top-level", "anywhere", "ignore", "always"].includes(flags.order)) throw new UsageError(`--order must be top-level, anywhere, ignore or always, got '${flags.order}'`);
   let round: number | null;
@@ -71,16 +72,12 @@ async function runJsonl(pool: ExecutorPool, flags: GradeFlags, defaults: Request
   await answerJsonlStream(answer, Math.max(8, pool.size * 8), (n) => JSON.stringify({ error: `line ${n}: blank line (every input line gets one output line)` }));
 }
 
-/** Adds `t2s grade` to the program. */
-export function registerGrade(program: Command): void {
-  program
-    .command("grade")
-    .description("grade a query or model reply against a gold query (execute both, compare result sets)")
-    .option("--jsonl", 'read {"db","gold","pred",...} objects from stdin, one per line; write {"correct","executes","outcome","reason","reward"} per line, in order')
-    .option("--db <path>", "SQLite database file (single grade)")
-    .option("--gold <sql>", "gold SQL query (single grade)")
-    .option("--pred <text>", "the model reply, or the SQL with --raw (single grade)")
-    .option("--raw", "--pred is raw SQL, not a model reply to extract the query from")
+/**
+ * Adds the grading flags `t2s grade` and `t2s env serve` share (preset, comparison rules, neighbors,
+ * limits), so both grade alike by default.
+ */
+export function addGradingOptions(cmd: Command): Command {
+  return cmd
     .option("--preset <name>", "reward preset: shaped, binary or tool-rl", "shaped")
     .option("--order <rule>", "when row order matters: top-level (gold has a top-level ORDER BY), anywhere (Spider), ignore, always", "top-level")
     .option("--round <d>", "decimals numbers are rounded to before comparing, or 'none'", "2")
@@ -88,7 +85,20 @@ export function registerGrade(program: Command): void {
     .option("--neighbors <k>", "also require a match on K perturbed copies of the database", intOption("--neighbors", 0), 0)
     .option("--neighbor-seed <n>", "seed of the perturbed copies", intOption("--neighbor-seed", 0), 0)
     .option("--timeout-ms <n>", "stop a query after this many milliseconds", intOption("--timeout-ms", 1), 5000)
-    .option("--max-rows <n>", "row cap; a larger candidate result is too_large, a larger gold a task error", intOption("--max-rows", 1), 200)
+    .option("--max-rows <n>", "row cap; a larger candidate result is too_large, a larger gold a task error", intOption("--max-rows", 1), 200);
+}
+
+/** Adds `t2s grade` to the program. */
+export function registerGrade(program: Command): void {
+  const cmd = program
+    .command("grade")
+    .description("grade a query or model reply against a gold query (execute both, compare result sets)")
+    .option("--jsonl", 'read {"db","gold","pred",...} objects from stdin, one per line; write {"correct","executes","outcome","reason","reward"} per line, in order')
+    .option("--db <path>", "SQLite database file (single grade)")
+    .option("--gold <sql>", "gold SQL query (single grade)")
+    .option("--pred <text>", "the model reply, or the SQL with --raw (single grade)")
+    .option("--raw", "--pred is raw SQL, not a model reply to extract the query from");
+  addGradingOptions(cmd)
     .option("--workers <n>", "SQL worker processes (default: number of CPUs, at most 4, for --jsonl; 1 otherwise)", intOption("--workers", 1))
     .option("--json", "print the single grade as one JSON object")
     .action(async (flags: GradeFlags) => {

@@ -33,6 +33,12 @@ export function numberOption(flag: string, bounds: NumberBounds = {}): (value: s
   };
 }
 
+/** Returns `value` when it is one of `allowed`, else throws a UsageError naming the flag and the choices. */
+export function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`${flag} must be one of ${allowed.join(", ")}, got '${value}'`);
+  return value as T;
+}
+
 /** Collects a repeatable flag (`--param a=1 --param b=2`) into an array. */
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];

@@ -67,6 +67,8 @@ export interface EpisodeResult {
   n_tool_calls: number;
   invalid_tool_calls: number;
   truncated_by: TruncatedBy | null;
+  /** The endpoint that answered the graded turn, when the policy reports one (an OpenAI fleet). */
+  endpoint?: string;
 }
 
 const NO_CALLS_LEFT = "\n(no tool calls left: give your final answer now)";
@@ -75,19 +77,25 @@ function chars(messages: ChatMessage[]): number {
   return messages.reduce((s, m) => s + (m.content?.length ?? 0) + (m.tool_calls ? JSON.stringify(m.tool_calls).length : 0), 0);
 }
 
+/**
+ * Answers one tool call as an episode does: the text of the tool turn (a checked call's result rendered
+ * and truncated, or the error sent back for an unusable call) and whether the call counts as invalid.
+ * Exported so services that stand in for the episode's tool (lib/envserve) answer with the same bytes.
+ */
+export async function answerCall(raw: RawCall, runTool: EpisodeDeps["runTool"], toolOutput?: ToolOutputOptions): Promise<{ content: string; invalid: boolean }> {
+  const checked = checkCall(raw);
+  if (checked.ok === false) return { content: `error: ${checked.error}`, invalid: true };
+  const outcome = await runTool(checked.query);
+  return { content: formatToolResult(outcome, toolOutput), invalid: outcome.ok === false && outcome.error.kind === "unsafe" };
+}
+
 async function answerCalls(calls: RawCall[], deps: EpisodeDeps, opts: EpisodeOptions): Promise<{ contents: string[]; invalid: number }> {
   const contents: string[] = [];
   let invalid = 0;
   for (const raw of calls) {
-    const checked = checkCall(raw);
-    if (checked.ok === false) {
-      invalid++;
-      contents.push(`error: ${checked.error}`);
-      continue;
-    }
-    const outcome = await deps.runTool(checked.query);
-    if (outcome.ok === false && outcome.error.kind === "unsafe") invalid++;
-    contents.push(formatToolResult(outcome, opts.toolOutput));
+    const a = await answerCall(raw, deps.runTool, opts.toolOutput);
+    if (a.invalid) invalid++;
+    contents.push(a.content);
   }
   return { contents, invalid };
 }
@@ -114,6 +122,7 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
   let truncatedBy: TruncatedBy | null = null;
   let contextEstimate = Math.ceil(chars(messages) / 4);
   let graded = 0;
+  const endpoints: Array<string | undefined> = [];
 
   for (;;) {
     if (opts.maxContextTokens && turns > 0 && contextEstimate + (s.max_tokens ?? 0) > opts.maxContextTokens) {
@@ -137,6 +146,7 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
       throw e;
     }
     turns++;
+    endpoints.push(c.endpoint);
     tokensIn += c.tokens_in;
     tokensOut += c.tokens_out;
     latency += c.latency_ms;
@@ -189,5 +199,6 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
     n_tool_calls: callsUsed,
     invalid_tool_calls: invalid,
     truncated_by: truncatedBy,
+    ...(gradedTurn > 0 && endpoints[gradedTurn - 1] !== undefined ? { endpoint: endpoints[gradedTurn - 1] } : {}),
   };
 }

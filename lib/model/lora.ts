@@ -10,6 +10,7 @@ import { basename, join, resolve } from "node:path";
 import { T2sError } from "../errors.js";
 import type { DecoderWeights, LayerWeights, Linear, LoraPair } from "./decoder.js";
 import { CausalLM, type AttachedAdapter } from "./model.js";
+import { parseLoraKey, peftLoraKey } from "./lora-layout.js";
 import { readSafetensors, writeSafetensors, type FloatTensor } from "./safetensors.js";
 import { tf } from "./tf.js";
 import { mulberry32 } from "../stats/prng.js";
@@ -23,7 +24,8 @@ const MODULES: Record<string, { group: "self_attn" | "mlp"; field: keyof LayerWe
   up_proj: { group: "mlp", field: "up" },
   down_proj: { group: "mlp", field: "down" },
 };
-const KEY = /^base_model\.model\.model\.layers\.(\d+)\.(self_attn|mlp)\.([a-z_]+)\.lora_(A|B)(?:\.[A-Za-z0-9_-]+)?\.weight$/;
+/** A decoder layer's module inside the PEFT layout (lora-layout.ts owns the names and layouts). */
+const LAYER_MODULE = /^layers\.(\d+)\.(self_attn|mlp)\.([a-z_]+)$/;
 
 export interface AdapterConfig {
   r: number;
@@ -47,7 +49,7 @@ interface ParsedPair {
 
 /** Returns the PEFT key of one LoRA matrix. */
 export function loraKey(layer: number, module: string, which: "A" | "B"): string {
-  return `base_model.model.model.layers.${layer}.${MODULES[module].group}.${module}.lora_${which}.weight`;
+  return peftLoraKey(layer, MODULES[module].group, module, which);
 }
 
 function patternValue(pattern: Record<string, number> | undefined, modulePath: string): number | undefined {
@@ -75,19 +77,23 @@ export function readAdapter(dir: string, model: CausalLM): { config: AdapterConf
   const tensors = readSafetensors(wFile);
   const halves = new Map<string, { layer: number; module: string; A?: FloatTensor; B?: FloatTensor }>();
   const unmatched: string[] = [];
+  const otherLayouts = new Set<string>();
   for (const [key, t] of tensors) {
-    const m = KEY.exec(key);
+    const k = parseLoraKey(key);
+    const m = k && k.layout === "peft" && (k.part === "lora_A" || k.part === "lora_B") && /^(\.[A-Za-z0-9_-]+)?\.weight$/.test(k.tail) && k.inner ? LAYER_MODULE.exec(k.inner) : null;
     const layer = m ? Number(m[1]) : -1;
     if (!m || !MODULES[m[3]] || MODULES[m[3]].group !== m[2] || layer >= model.config.numLayers) {
       unmatched.push(key);
+      if (k?.layout && k.layout !== "peft") otherLayouts.add(k.layout);
       continue;
     }
     const id = `${layer}.${m[3]}`;
     if (!halves.has(id)) halves.set(id, { layer, module: m[3] });
-    halves.get(id)![m[4] as "A" | "B"] = t;
+    halves.get(id)![k!.part === "lora_A" ? "A" : "B"] = t;
   }
   if (unmatched.length) {
-    throw new T2sError("adapter_mismatch", `${wFile}: ${unmatched.length} key(s) match no module of ${model.name} (${model.config.architecture}, ${model.config.numLayers} layers), e.g. ${unmatched.slice(0, 3).join(", ")}`);
+    const hint = otherLayouts.size ? ` (written in the ${[...otherLayouts].join(", ")} layout: run t2s adapter convert --to peft)` : "";
+    throw new T2sError("adapter_mismatch", `${wFile}: ${unmatched.length} key(s) match no module of ${model.name} (${model.config.architecture}, ${model.config.numLayers} layers)${hint}, e.g. ${unmatched.slice(0, 3).join(", ")}`);
   }
   if (halves.size === 0) throw new T2sError("adapter_mismatch", `${wFile}: holds no LoRA weights for any module of ${model.name}`);
   const pairs: ParsedPair[] = [];

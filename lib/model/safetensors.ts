@@ -4,7 +4,7 @@
  * and BF16 are widened on read; writes can narrow again. Sharded checkpoints
  * (`model.safetensors.index.json`) are read through their weight map.
  */
-import { existsSync, readFileSync, writeFileSync, renameSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, writeFileSync, renameSync } from "node:fs";
 import { basename, join } from "node:path";
 import { T2sError } from "../errors.js";
 
@@ -106,9 +106,27 @@ function parseHeader(buf: Buffer, file: string): { entries: Record<string, Heade
   return { entries, dataStart: 8 + n };
 }
 
-/** Returns the names and shapes stored in a safetensors file without decoding the data. */
+/**
+ * Returns the names and shapes stored in a safetensors file, reading only its header (a checkpoint of
+ * tens of GB is not read to list its tensors).
+ */
 export function readSafetensorsHeader(file: string): Record<string, { dtype: string; shape: number[] }> {
-  const buf = readFileSync(file);
+  if (!existsSync(file)) throw new T2sError("missing_file", `${file} does not exist`);
+  const fd = openSync(file, "r");
+  let buf: Buffer;
+  try {
+    const size = fstatSync(fd).size;
+    buf = Buffer.alloc(Math.min(size, 8));
+    readSync(fd, buf, 0, buf.length, 0);
+    // a header length the file can hold: read just the header; else let parseHeader name the truncation
+    const n = buf.length === 8 ? Number(buf.readBigUInt64LE(0)) : Infinity;
+    if (8 + n <= size) {
+      buf = Buffer.alloc(8 + n);
+      readSync(fd, buf, 0, buf.length, 0);
+    }
+  } finally {
+    closeSync(fd);
+  }
   const { entries } = parseHeader(buf, basename(file));
   const out: Record<string, { dtype: string; shape: number[] }> = {};
   for (const [k, e] of Object.entries(entries)) out[k] = { dtype: e.dtype, shape: e.shape };
@@ -144,20 +162,28 @@ export function readSafetensors(file: string, only?: Set<string>): Map<string, F
   return out;
 }
 
+/** The tensor -> shard map of a sharded checkpoint's `model.safetensors.index.json`, or null when unsharded. */
+export function readWeightMap(dir: string): Record<string, string> | null {
+  const index = join(dir, "model.safetensors.index.json");
+  if (!existsSync(index)) return null;
+  let map: Record<string, string>;
+  try {
+    map = JSON.parse(readFileSync(index, "utf8")).weight_map;
+  } catch (e) {
+    throw new T2sError("bad_safetensors", `${index}: not valid JSON (${(e as Error).message})`);
+  }
+  if (!map || typeof map !== "object") throw new T2sError("bad_safetensors", `${index}: has no weight_map`);
+  return map;
+}
+
 /**
  * Returns all weights of a checkpoint folder: `model.safetensors`, or the shards listed by
  * `model.safetensors.index.json` (every tensor the index names must be in the shard it names).
  */
 export function readCheckpoint(dir: string): Map<string, FloatTensor> {
   const index = join(dir, "model.safetensors.index.json");
-  if (existsSync(index)) {
-    let map: Record<string, string>;
-    try {
-      map = JSON.parse(readFileSync(index, "utf8")).weight_map;
-    } catch (e) {
-      throw new T2sError("bad_safetensors", `${index}: not valid JSON (${(e as Error).message})`);
-    }
-    if (!map || typeof map !== "object") throw new T2sError("bad_safetensors", `${index}: has no weight_map`);
+  const map = readWeightMap(dir);
+  if (map) {
     const byShard = new Map<string, Set<string>>();
     for (const [name, shard] of Object.entries(map)) {
       if (!byShard.has(shard)) byShard.set(shard, new Set());

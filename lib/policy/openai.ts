@@ -5,6 +5,7 @@
  */
 import { T2sError, UsageError } from "../errors.js";
 import { httpCall, makeAgents } from "./http.js";
+import { EndpointPool } from "./endpoints.js";
 import { Limiter } from "./limiter.js";
 import { sleep, withRetries } from "./retry.js";
 import { PolicyError, type ChatMessage, type Completion, type FinishReason, type Policy, type SampleOptions, type ToolCall, type ToolSpec } from "./types.js";
@@ -22,19 +23,30 @@ export interface OpenAIPolicyOptions {
   apiKey?: string;
 }
 
-/** Splits "<model>@<base_url>" and normalises the URL to end in /v1 when it has no path. */
-export function parseOpenAISpec(rest: string): { model: string; baseUrl: string } {
-  const m = /^(.+)@(https?:\/\/.+)$/.exec(rest);
-  if (!m) throw new UsageError(`policy 'openai:${rest}' must look like openai:<model>@http://host:port/v1`);
+function normaliseBaseUrl(rest: string, raw: string): string {
   let url: URL;
   try {
-    url = new URL(m[2]);
+    url = new URL(raw);
   } catch {
-    throw new UsageError(`policy 'openai:${rest}': '${m[2]}' is not a URL`);
+    throw new UsageError(`policy 'openai:${rest}': '${raw}' is not a URL`);
   }
   let base = url.toString().replace(/\/+$/, "");
   if (url.pathname === "/" || url.pathname === "") base += "/v1";
-  return { model: m[1], baseUrl: base };
+  return base;
+}
+
+/**
+ * Splits "<model>@<base_url>[,<base_url>...]" (several URLs: a fleet serving one model) and normalises each
+ * URL to end in /v1 when it has no path. `baseUrl` is the first.
+ */
+export function parseOpenAISpec(rest: string): { model: string; baseUrl: string; baseUrls: string[] } {
+  const m = /^(.+?)@(https?:\/\/.+)$/.exec(rest);
+  if (!m) throw new UsageError(`policy 'openai:${rest}' must look like openai:<model>@http://host:port/v1 (or several URLs joined by commas)`);
+  const raws = m[2].split(",").map((u) => u.trim());
+  if (raws.some((u) => u === "")) throw new UsageError(`policy 'openai:${rest}': an empty URL in the comma-separated list`);
+  const baseUrls = raws.map((u) => normaliseBaseUrl(rest, u));
+  if (new Set(baseUrls).size !== baseUrls.length) throw new UsageError(`policy 'openai:${rest}': a URL is listed twice`);
+  return { model: m[1], baseUrl: baseUrls[0], baseUrls };
 }
 
 /** The default per-request timeout: max(300 s, max_tokens / 4 tokens per second). */
@@ -109,16 +121,26 @@ export function parseChatReply(json: unknown, latencyMs: number): Completion[] {
   });
 }
 
-/** A Policy backed by an OpenAI-compatible chat-completions server. */
+/**
+ * A Policy backed by an OpenAI-compatible chat-completions server, or a fleet of them serving one model:
+ * requests go to the endpoint with the fewest outstanding, a failed one is tried on the others, and each
+ * completion says which endpoint answered.
+ */
 export class OpenAIPolicy implements Policy {
   readonly name: string;
   readonly adapter = null;
+  /** The first (or only) endpoint. */
+  readonly baseUrl: string;
+  readonly endpoints: EndpointPool;
   private readonly limiter: Limiter;
   private readonly agents;
   private readonly apiKey: string | undefined;
 
-  constructor(readonly model: string, readonly baseUrl: string, private readonly opts: OpenAIPolicyOptions = {}) {
-    this.name = `openai:${model}@${baseUrl}`;
+  constructor(readonly model: string, baseUrl: string | readonly string[], private readonly opts: OpenAIPolicyOptions = {}) {
+    const urls = typeof baseUrl === "string" ? [baseUrl] : [...baseUrl];
+    this.endpoints = new EndpointPool(urls);
+    this.baseUrl = urls[0];
+    this.name = `openai:${model}@${urls.join(",")}`;
     this.limiter = new Limiter(opts.concurrency ?? 8);
     this.agents = makeAgents(opts.concurrency ?? 8);
     this.apiKey = opts.apiKey ?? process.env.T2S_API_KEY ?? process.env.OPENAI_API_KEY;
@@ -145,21 +167,37 @@ export class OpenAIPolicy implements Policy {
     // "auto" unless it was started with --enable-auto-tool-choice
     if (opts.tools && opts.tools.length) body.tools = opts.tools;
     const text = JSON.stringify(body);
-    const url = `${this.baseUrl}/chat/completions`;
     const timeoutMs = this.opts.timeoutMs ?? defaultTimeoutMs(opts.max_tokens);
+    const once = (base: string) =>
+      this.endpoints.use(base, async () => {
+        const url = `${base}/chat/completions`;
+        const t0 = Date.now();
+        const reply = await httpCall(url, { method: "POST", body: text, headers: this.headers(), timeoutMs, signal: opts.signal, agent: this.agentFor(url) });
+        if (reply.status < 200 || reply.status >= 300) throw classifyStatus(reply.status, reply.text, new URL(url).origin, retryAfterMs(reply.headers["retry-after"]));
+        let json: unknown;
+        try {
+          json = JSON.parse(reply.text);
+        } catch {
+          throw new PolicyError("bad_response", `reply is not JSON: ${reply.text.slice(0, 120)}`, { retryable: true });
+        }
+        return parseChatReply(json, Date.now() - t0).map((c) => ({ ...c, endpoint: base }));
+      });
     return withRetries(
       () =>
         this.limiter.run(async () => {
-          const t0 = Date.now();
-          const reply = await httpCall(url, { method: "POST", body: text, headers: this.headers(), timeoutMs, signal: opts.signal, agent: this.agentFor(url) });
-          if (reply.status < 200 || reply.status >= 300) throw classifyStatus(reply.status, reply.text, new URL(url).origin, retryAfterMs(reply.headers["retry-after"]));
-          let json: unknown;
-          try {
-            json = JSON.parse(reply.text);
-          } catch {
-            throw new PolicyError("bad_response", `reply is not JSON: ${reply.text.slice(0, 120)}`, { retryable: true });
+          // a transient failure moves to an endpoint this attempt has not tried yet, without waiting;
+          // when every endpoint failed, the error goes to withRetries, which backs off and starts over
+          const tried = new Set<string>();
+          for (;;) {
+            const base = this.endpoints.pick(tried);
+            tried.add(base);
+            try {
+              return await once(base);
+            } catch (e) {
+              if (!(e instanceof PolicyError) || !e.retryable || tried.size >= this.endpoints.urls.length || opts.signal?.aborted) throw e;
+              opts.onRetry?.(e.reason, 0);
+            }
           }
-          return parseChatReply(json, Date.now() - t0);
         }),
       { retries: this.opts.retries, baseMs: this.opts.backoffMs, jitterKey: `${opts.seed ?? ""}:${text.length}`, onRetry: opts.onRetry, signal: opts.signal },
     );
@@ -170,22 +208,26 @@ export class OpenAIPolicy implements Policy {
    * `pollMs` for at most `timeoutMs`; servers still loading weights answer 503 or refuse connections meanwhile.
    */
   async warmup(timeoutMs: number, pollMs = 2000): Promise<void> {
+    await Promise.all(this.endpoints.urls.map((u) => this.warmupOne(u, timeoutMs, pollMs)));
+  }
+
+  private async warmupOne(baseUrl: string, timeoutMs: number, pollMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     let last = "";
     for (;;) {
       try {
-        const r = await httpCall(`${this.baseUrl}/models`, { headers: this.headers(), timeoutMs: 10_000, agent: this.agentFor(this.baseUrl) });
+        const r = await httpCall(`${baseUrl}/models`, { headers: this.headers(), timeoutMs: 10_000, agent: this.agentFor(baseUrl) });
         if (r.status >= 200 && r.status < 300 || r.status === 404) {
           await this.complete([{ role: "user", content: "Say OK." }], { max_tokens: 1, temperature: 0 });
           return;
         }
         last = `status ${r.status}`;
-        if (r.status === 401 || r.status === 403) throw classifyStatus(r.status, r.text, this.baseUrl);
+        if (r.status === 401 || r.status === 403) throw classifyStatus(r.status, r.text, baseUrl);
       } catch (e) {
         if (e instanceof PolicyError && e.fatal) throw new T2sError("policy_" + e.reason, e.message);
         last = (e as Error).message;
       }
-      if (Date.now() >= deadline) throw new T2sError("server_unreachable", `${this.baseUrl} did not answer within ${Math.round(timeoutMs / 1000)} s (last: ${last}); is the server up?`);
+      if (Date.now() >= deadline) throw new T2sError("server_unreachable", `${baseUrl} did not answer within ${Math.round(timeoutMs / 1000)} s (last: ${last}); is the server up?`);
       await sleep(Math.min(pollMs, Math.max(0, deadline - Date.now())));
     }
   }

@@ -27,8 +27,8 @@ export function policyKinds(): string[] {
 }
 
 registerPolicyKind("openai", (rest, opts) => {
-  const { model, baseUrl } = parseOpenAISpec(rest);
-  return new OpenAIPolicy(model, baseUrl, opts);
+  const { model, baseUrls } = parseOpenAISpec(rest);
+  return new OpenAIPolicy(model, baseUrls, opts);
 });
 registerPolicyKind("scripted", (rest) => scriptedPolicy(readScript(resolve(rest)), `scripted:${rest}`));
 
@@ -38,7 +38,7 @@ function splitSpec(spec: string): { kind: string; rest: string } {
 }
 
 function unknownKind(spec: string): UsageError {
-  return new UsageError(`unknown policy '${spec}': use one of ${policyKinds().map((k) => `${k}:...`).join(", ")} (e.g. openai:<model>@http://localhost:8000/v1)`);
+  return new UsageError(`unknown policy '${spec}': use one of ${policyKinds().map((k) => `${k}:...`).join(", ")} (e.g. openai:<model>@http://localhost:8000/v1, or openai:<model>@<url1>,<url2> for a fleet)`);
 }
 
 /**

@@ -52,6 +52,8 @@ export interface Completion {
   tokens_in: number;
   tokens_out: number;
   latency_ms: number;
+  /** The server that answered, for policies that spread requests over several (an OpenAI fleet). */
+  endpoint?: string;
 }
 
 export interface Policy {

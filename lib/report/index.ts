@@ -16,7 +16,7 @@ export {
 export { failures, where, countBy, sample, taskRows, showHtml, browseHtml, resultHtml, type ShowOptions } from "./failures.js";
 export { NotebookReport, namedFigureHtml, type ReportOptions } from "./report.js";
 export { saveFigure, saveTableCsv, listFigures, FIGURES_DIR, TABLES_DIR } from "./store.js";
-export { checkTrainerAgreement, checkAdapterNotNoop, checkGradedTurn, checksTable, checksHtml, type Check } from "./serving.js";
+export { checkTrainerAgreement, checkAdapterPlacement, readRewardLog, checkAdapterNotNoop, checkGradedTurn, checksTable, checksHtml, type Check } from "./serving.js";
 export {
   benchmarkStep, failureSampleHtml, bandSelection, writeBand, trainConfigFacts, trainStep, holdoutCheckpoints, taskMap, policyModelDir, benchmarkBanner, servingStep,
   DEFAULT_MODEL_DIR, DEFAULT_POLICY, DEFAULT_TASKS, DEFAULT_BENCHMARK_ROWS, type BenchmarkStep, type BandSelection,

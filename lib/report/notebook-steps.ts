@@ -239,6 +239,15 @@ export function benchmarkBanner(step: BenchmarkStep): string {
 export interface ServingParams {
   model: string;
   adapter: string;
+  /**
+   * An OpenAI-compatible server already serving the model (vLLM, SGLang, ...; a comma-separated list for
+   * a fleet): scored as it is, instead of starting `t2s serve` on the local folders.
+   */
+  endpoint?: string;
+  /** Model name the endpoint serves the adapter under (default "trained"). */
+  servedAdapter?: string;
+  /** Model name the endpoint serves the base under (default "base"; "" scores no base rows). */
+  servedBase?: string;
   tasks?: string;
   split?: string;
   limit?: number;
@@ -264,6 +273,7 @@ export interface ServingStep {
  * scores the same prompts through HTTP with both at temperature 0, stops the server, and returns the rows.
  */
 export async function servingStep(p: ServingParams): Promise<ServingStep> {
+  if (p.endpoint) return scoreServed(p, p.endpoint.replace(/\/+$/, ""), [], async () => undefined);
   for (const [what, dir] of [["model", p.model], ["adapter", p.adapter]] as const) {
     if (!existsSync(abs(dir))) throw new T2sError("not_found", `the ${what} folder ${dir} does not exist; train first (03-grpo-round) or pass --param ${what}=<dir>, or check existing rows files with --param adapter_rows=... --param base_rows=...`);
   }
@@ -272,23 +282,28 @@ export async function servingStep(p: ServingParams): Promise<ServingStep> {
   const live = liveOutput();
   live.text(`starting: ${commandText(serveArgs)}`);
   const server = await startT2sServer(serveArgs, p.readyTimeoutMs ?? 600_000, (l) => live.text(l));
-  const commands = [commandText(serveArgs)];
+  return scoreServed({ ...p, servedAdapter: "trained", servedBase: "base" }, server.url, [commandText(serveArgs)], server.stop);
+}
+
+/** Scores the same prompts with the served adapter and base at temperature 0, then stops the server. */
+async function scoreServed(p: ServingParams, url: string, commands: string[], stop: () => Promise<void>): Promise<ServingStep> {
   // a fresh rows file per session: the server's port, part of the policy spec, changes every time
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   try {
     const score = async (name: string) => {
       const step = await benchmarkStep({
-        policy: `openai:${name}@${server.url}`, tasks: p.tasks, split: p.split ?? "train", limit: p.limit ?? 16, k: p.k ?? 1,
-        temperature: 0, maxTokens: p.maxTokens, out: join(p.outDir, `served-${name}-${stamp}.jsonl`), style: p.style,
+        policy: `openai:${name}@${url}`, tasks: p.tasks, split: p.split ?? "train", limit: p.limit ?? 16, k: p.k ?? 1,
+        temperature: 0, maxTokens: p.maxTokens, out: join(p.outDir, `served-${name.replace(/[^A-Za-z0-9_.-]/g, "_")}-${stamp}.jsonl`), style: p.style,
       });
       if (step.command) commands.push(step.command);
       return step.rows;
     };
-    const adapterRows = await score("trained");
-    const baseRows = await score("base");
-    return { url: server.url, adapterRows, baseRows, commands };
+    const adapterRows = await score(p.servedAdapter || "trained");
+    const baseName = p.servedBase ?? "base";
+    const baseRows = baseName ? await score(baseName) : [];
+    return { url, adapterRows, baseRows, commands };
   } finally {
-    await server.stop();
+    await stop();
   }
 }
 

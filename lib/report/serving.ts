@@ -2,10 +2,13 @@
  * The serving check: after training, does the served adapter behave like the trained one? Each check
  * returns PASS/FAIL (or SKIP when its inputs are missing) with the reason in numbers.
  */
+import { existsSync, readFileSync } from "node:fs";
 import * as aq from "arquero";
+import { T2sError } from "../errors.js";
+import { checkAdapter } from "../model/adapter-check.js";
 import { isCorrect, type ReportRow } from "./rows.js";
 import type { Table } from "./tables.js";
-import type { TrainRecord } from "./training.js";
+import { readTrainLog, type TrainRecord } from "./training.js";
 
 export interface Check {
   check: string;
@@ -14,6 +17,58 @@ export interface Check {
 }
 
 const f3 = (x: number) => x.toFixed(3);
+
+/** TRL log_history keys and the train_log.jsonl fields they mean (TRL's GRPOTrainer names). */
+const TRL_FIELDS: Record<string, string> = {
+  reward: "reward_mean",
+  reward_std: "reward_std",
+  kl: "kl",
+  entropy: "entropy",
+  frac_reward_zero_std: "frac_reward_zero_std",
+  "completions/mean_length": "completion_length_mean",
+  "clip_ratio/region_mean": "clip_ratio_region",
+  loss: "loss",
+  learning_rate: "lr",
+};
+
+/**
+ * Reads a trainer's reward log in either format: the kit's train_log.jsonl, or TRL's trainer_state.json
+ * (its `log_history` entries that carry a reward, fields renamed to the kit's; the last `step` is 0-based
+ * like the kit's). Throws T2sError naming the file when it is neither.
+ */
+export function readRewardLog(path: string): TrainRecord[] {
+  if (!existsSync(path)) throw new T2sError("not_found", `reward log ${path} does not exist`);
+  if (!path.endsWith(".json")) return readTrainLog(path);
+  let state: { log_history?: Array<Record<string, unknown>> };
+  try {
+    state = JSON.parse(readFileSync(path, "utf8"));
+  } catch (e) {
+    throw new T2sError("bad_log", `${path}: not valid JSON (${(e as Error).message})`);
+  }
+  if (!state || !Array.isArray(state.log_history)) throw new T2sError("bad_log", `${path}: no "log_history" list (expected TRL's trainer_state.json)`);
+  return state.log_history
+    .filter((h) => typeof h.reward === "number")
+    .map((h) => {
+      const rec: TrainRecord = { step: typeof h.step === "number" ? h.step - 1 : undefined };
+      for (const [from, to] of Object.entries(TRL_FIELDS)) if (typeof h[from] === "number") rec[to] = h[from];
+      return rec;
+    });
+}
+
+/**
+ * Checks that a server would place the adapter on the base before anything is served: every LoRA weight
+ * maps to a module of the base under PEFT's and vLLM's names, shapes fit, and it is not all zeros.
+ */
+export function checkAdapterPlacement(baseDir: string, adapterDir: string): Check {
+  const name = "adapter weights map to the base (PEFT and vLLM names)";
+  if (!existsSync(baseDir) || !existsSync(adapterDir)) return { check: name, status: "SKIP", reason: `no local ${existsSync(baseDir) ? "adapter" : "base"} folder to check (${existsSync(baseDir) ? adapterDir : baseDir})` };
+  const r = checkAdapter(baseDir, adapterDir);
+  return {
+    check: name,
+    status: r.failures.length ? "FAIL" : "PASS",
+    reason: r.failures.length ? r.failures.join("; ") : `all ${r.keys} weights (${r.pairs} pairs) placed by PEFT and by vLLM${r.multimodal ? " on the multimodal wrapper" : ""}`,
+  };
+}
 
 function mean(xs: number[]): number {
   return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
@@ -29,6 +84,7 @@ export function checkTrainerAgreement(served: readonly ReportRow[], log: readonl
   if (served.length === 0 || log.length === 0) return { check: name, status: "SKIP", reason: served.length === 0 ? "no served rows" : "no trainer log records" };
   const last = log.slice(-(opts.lastSteps ?? 3));
   const logReward = mean(last.map((r) => (typeof r.reward_mean === "number" ? r.reward_mean : 0)));
+  const hasCorrect = last.some((r) => typeof r.correct_rate === "number");
   const logCorrect = mean(last.map((r) => (typeof r.correct_rate === "number" ? r.correct_rate : 0)));
   const servedReward = mean(served.map((r) => (typeof r.reward === "number" ? r.reward : 0)));
   const servedCorrect = mean(served.map((r) => (isCorrect(r) ? 1 : 0)));
@@ -37,7 +93,7 @@ export function checkTrainerAgreement(served: readonly ReportRow[], log: readonl
   return {
     check: name,
     status: gap <= tol ? "PASS" : "FAIL",
-    reason: `served reward ${f3(servedReward)} (correct ${f3(servedCorrect)}, ${served.length} rows) vs trainer ${f3(logReward)} (correct ${f3(logCorrect)}, last ${last.length} steps): gap ${f3(gap)} ${gap <= tol ? "<=" : ">"} ${tol}`,
+    reason: `served reward ${f3(servedReward)} (correct ${f3(servedCorrect)}, ${served.length} rows) vs trainer ${f3(logReward)} (${hasCorrect ? `correct ${f3(logCorrect)}, ` : ""}last ${last.length} steps): gap ${f3(gap)} ${gap <= tol ? "<=" : ">"} ${tol}`,
   };
 }
 

@@ -45,6 +45,8 @@ export interface RolloutRow {
   /** Requests of this episode that were retried (429, 5xx, connection, timeout). */
   rerolls: number;
   truncated_by: string | null;
+  /** The server that answered the graded turn, when the policy spreads requests over several. */
+  endpoint?: string;
   error?: string;
 }
 
@@ -88,6 +90,7 @@ export function makeRow(task: Task, ctx: RowContext, ep: EpisodeResult): Rollout
     invalid_tool_calls: ep.invalid_tool_calls,
     rerolls: ctx.rerolls,
     truncated_by: ep.truncated_by,
+    ...(ep.endpoint !== undefined ? { endpoint: ep.endpoint } : {}),
   };
 }
 

@@ -3,13 +3,19 @@
  * elsewhere. Both are jsonl (parquet would need a heavy dependency; verl and TRL both load jsonl via
  * `datasets`):
  *  - verl: {data_source, prompt: [messages], ability, reward_model: {style: "rule", ground_truth}, extra_info}
+ *          with extra_info.task_id / db_path (read by integrations/python compute_score) and
+ *          extra_info.tools_kwargs.execute_sql_query.create_kwargs (what verl's agent loop hands the SQL tool)
  *  - trl:  {prompt: [messages], solution, task_id, db_id, db_path, split, ...} (extra columns reach TRL
- *          reward functions as keyword arguments).
+ *          reward functions as keyword arguments: integrations/python trl_reward reads db_path, solution
+ *          and task_id).
  * Files: <out>/<format>/train.jsonl and <out>/<format>/test.jsonl (the holdout split).
  */
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Task } from "./types.js";
+
+/** The tool name verl's agent loop looks up in tools_kwargs; the kit's SQL tool (lib/episode/tools.ts). */
+const SQL_TOOL = "execute_sql_query";
 
 export type ExportFormat = "verl" | "trl";
 export const EXPORT_FORMATS: ExportFormat[] = ["verl", "trl"];
@@ -38,7 +44,7 @@ export function exportRecord(task: Task, format: ExportFormat, messages: ChatMes
       prompt: messages,
       ability: "text2sql",
       reward_model: { style: "rule", ground_truth: task.gold_sql },
-      extra_info: { index, ...info },
+      extra_info: { index, ...info, need_tools_kwargs: true, tools_kwargs: { [SQL_TOOL]: { create_kwargs: { task_id: task.id, db_path: task.db_path } } } },
     };
   }
   return { prompt: messages, solution: task.gold_sql, ...info };

@@ -43,7 +43,7 @@ test("notebooks 03 and 04: a GRPO round, then the served adapter checked through
 
   const nb04 = readFileSync(join(report, "04-serving-check.html"), "utf8");
   assert.match(nb04, /served at http:\/\/127\.0\.0\.1:\d+\/v1/);
-  for (const check of ["served score matches the trainer&#39;s log|served score matches the trainer's log", "adapter is not a no-op", "every graded row used the intended turn"]) {
+  for (const check of ["adapter weights map to the base \\(PEFT and vLLM names\\)", "served score matches the trainer&#39;s log|served score matches the trainer's log", "adapter is not a no-op", "every graded row used the intended turn"]) {
     assert.match(nb04, new RegExp(`(PASS|FAIL)</strong> (${check})`));
   }
   assert.ok(nb04.includes('data-t2s-table="04-serving-checks"'));

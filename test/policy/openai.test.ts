@@ -7,8 +7,8 @@ import { startFakeOpenAI, scriptedResponder } from "../support/fake-openai.js";
 const msgs = (q: string) => [{ role: "system" as const, content: "sys" }, { role: "user" as const, content: q }];
 
 test("parseOpenAISpec splits model and URL and adds /v1 to a bare host", () => {
-  assert.deepEqual(parseOpenAISpec("qwen@http://localhost:8000"), { model: "qwen", baseUrl: "http://localhost:8000/v1" });
-  assert.deepEqual(parseOpenAISpec("org/m-1@http://h:1/v1/"), { model: "org/m-1", baseUrl: "http://h:1/v1" });
+  assert.deepEqual(parseOpenAISpec("qwen@http://localhost:8000"), { model: "qwen", baseUrl: "http://localhost:8000/v1", baseUrls: ["http://localhost:8000/v1"] });
+  assert.deepEqual(parseOpenAISpec("org/m-1@http://h:1/v1/"), { model: "org/m-1", baseUrl: "http://h:1/v1", baseUrls: ["http://h:1/v1"] });
   assert.throws(() => parseOpenAISpec("qwen"), /openai:<model>@/);
 });
 

@@ -1,0 +1,54 @@
+/** `t2s adapter check|convert`: will a server place this LoRA adapter on this base, and rename it if not. */
+import type { Command } from "commander";
+import { UsageError } from "../errors.js";
+import { checkAdapter, convertAdapter, vllmLayoutFor, type CheckTarget } from "../model/adapter-check.js";
+import { LORA_LAYOUTS, type LoraLayout } from "../model/lora-layout.js";
+import { oneOf, printJson } from "./options.js";
+
+/** Adds `t2s adapter` to the program. */
+export function registerAdapter(program: Command): void {
+  const adapter = program.command("adapter").description("LoRA adapters: check their weight names against a base, convert between layouts");
+  adapter
+    .command("check")
+    .description("check that every LoRA weight maps to a module of the base under PEFT's and vLLM's names, shapes fit, and the adapter is not a no-op (exit 1 otherwise)")
+    .requiredOption("--base <dir>", "base model folder (config.json + model.safetensors or shards)")
+    .requiredOption("--adapter <dir>", "PEFT adapter folder (adapter_model.safetensors)")
+    .option("--for <server>", "placement rules to check: peft, vllm or both", "both")
+    .option("--json", "print the check as one JSON object")
+    .action((f: { base: string; adapter: string; for: string; json?: boolean }) => {
+      const which = oneOf("--for", f.for, ["peft", "vllm", "both"] as const);
+      const targets: CheckTarget[] = which === "both" ? ["peft", "vllm"] : [which];
+      const r = checkAdapter(f.base, f.adapter, targets);
+      if (f.json) printJson({ ...r, ok: r.failures.length === 0 });
+      else {
+        const lines = [
+          `base ${r.base}${r.multimodal ? " (multimodal wrapper: decoder under model.language_model)" : ""}`,
+          `adapter ${r.adapter}: ${r.keys} weights, ${r.pairs} LoRA pairs; layouts ${Object.entries(r.layouts).map(([k, v]) => `${k} ${v}`).join(", ") || "none"}`,
+          `PEFT places ${r.peft.matched} of ${r.keys}; vLLM places ${r.vllm.matched} of ${r.keys}`,
+          ...(r.zeroKeys.length && !r.failures.some((x) => x.includes("no-op")) ? [`note: ${r.zeroKeys.length} all-zero matrices (those modules are unchanged)`] : []),
+          ...r.failures.map((x) => `FAIL ${x}`),
+          r.failures.length ? `FAIL: ${r.failures.length} problem(s)` : `PASS: every weight maps to a module of the base under ${targets.join(" and ")} names`,
+        ];
+        process.stdout.write(lines.join("\n") + "\n");
+      }
+      if (r.failures.length) process.exitCode = 1;
+    });
+  adapter
+    .command("convert")
+    .description("write a copy of an adapter with its weight names in another layout (same values and dtype)")
+    .requiredOption("--adapter <dir>", "PEFT adapter folder to convert")
+    .requiredOption("--to <layout>", `${LORA_LAYOUTS.join(", ")}, or vllm (vLLM's own names for --base)`)
+    .requiredOption("--out <dir>", "folder for the converted adapter (must not hold one already)")
+    .option("--base <dir>", "base model folder (needed by --to vllm: its names depend on the base)")
+    .option("--json", "print the result as JSON")
+    .action((f: { adapter: string; to: string; out: string; base?: string; json?: boolean }) => {
+      let layout: LoraLayout;
+      if (f.to === "vllm") {
+        if (!f.base) throw new UsageError("--to vllm needs --base (a text base keeps the PEFT names; a multimodal one takes language_model.model.*)");
+        layout = vllmLayoutFor(f.base);
+      } else layout = oneOf("--to", f.to, LORA_LAYOUTS);
+      const r = convertAdapter(f.adapter, layout, f.out);
+      if (f.json) printJson({ ...r, layout });
+      else process.stdout.write(`wrote ${r.file}: ${r.renamed} of ${r.keys} weight names rewritten in the ${layout} layout\n`);
+    });
+}

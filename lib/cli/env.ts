@@ -1,0 +1,85 @@
+/** `t2s env serve`: the verifier, the SQL tool and task prompts as an HTTP service for outside trainers. */
+import type { Command } from "commander";
+import { cpus } from "node:os";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { UsageError } from "../errors.js";
+import { kitPath } from "../paths.js";
+import type { Task } from "../tasks/types.js";
+import { addGradingOptions, defaultsFrom } from "./grade.js";
+import { collect, intOption, oneOf } from "./options.js";
+
+interface EnvServeFlags {
+  port: number;
+  host: string;
+  tasks: string[];
+  preset: string;
+  order: string;
+  round: string;
+  numericText?: boolean;
+  neighbors: number;
+  neighborSeed: number;
+  timeoutMs: number;
+  maxRows: number;
+  workers?: number;
+  concurrency?: number;
+  style: string;
+  protocol: string;
+  maxToolCalls: number;
+  toolRows: number;
+  toolChars: number;
+  toolTruncate: string;
+  toolTimeoutMs: number;
+}
+
+/** Adds `t2s env serve` to the program. */
+export function registerEnv(program: Command): void {
+  const env = program.command("env").description("the kit's environment (verifier, SQL tool, prompts) as a service for other trainers");
+  const serve = env
+    .command("serve")
+    .description("serve batch grading, the read-only SQL tool and task prompts over HTTP (see docs/integrations.md)")
+    .option("--port <n>", "port to listen on (0 = any free port)", intOption("--port"), 8100)
+    .option("--host <host>", "interface to listen on", "127.0.0.1")
+    .option("--tasks <file>", "task file whose ids requests may name (repeatable; default data/shop/tasks.jsonl)", collect, []);
+  // the grading flags of `t2s grade` (an item's own fields override them)
+  addGradingOptions(serve)
+    .option("--workers <n>", "SQL worker processes (default: number of CPUs, at most 4)", intOption("--workers", 1))
+    .option("--concurrency <n>", "grades in flight at once (default 8 per worker)", intOption("--concurrency", 1))
+    .option("--style <style>", "prompt the service renders: single or tool", "single")
+    .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
+    .option("--max-tool-calls <n>", "tool calls per episode said in the tool prompt", intOption("--max-tool-calls", 0), 5)
+    .option("--tool-rows <n>", "rows a tool result shows at most", intOption("--tool-rows", 1), 20)
+    .option("--tool-chars <n>", "characters of a tool result kept when cut in the middle", intOption("--tool-chars", 16), 256)
+    .option("--tool-truncate <mode>", "middle (head ...(truncated)... tail) or rows (whole rows only)", "middle")
+    .option("--tool-timeout-ms <n>", "stop a tool query after this many milliseconds", intOption("--tool-timeout-ms", 1), 5000)
+    .action(async (f: EnvServeFlags) => {
+      const defaults = defaultsFrom(f);
+      const style = oneOf("--style", f.style, ["single", "tool"] as const);
+      const protocol = oneOf("--protocol", f.protocol, ["native", "hermes"] as const);
+      const mode = oneOf("--tool-truncate", f.toolTruncate, ["middle", "rows"] as const);
+      const files = f.tasks.length ? f.tasks.map((p) => resolve(p)) : [kitPath("data", "shop", "tasks.jsonl")];
+      for (const file of files) if (!existsSync(file)) throw new UsageError(`--tasks ${file} does not exist`);
+      const { loadTasks } = await import("../tasks/loaders.js");
+      const tasks: Task[] = files.flatMap((file) => loadTasks(file));
+      const { ExecutorPool } = await import("../db/pool.js");
+      const { EnvService } = await import("../envserve/service.js");
+      const { startEnvServer } = await import("../envserve/server.js");
+      const pool = new ExecutorPool({ workers: f.workers ?? Math.min(4, Math.max(1, cpus().length)) });
+      try {
+        const service = new EnvService({
+          executor: pool, tasks, defaults, timeoutMs: f.timeoutMs, maxRows: f.maxRows, neighborSeed: f.neighborSeed, concurrency: f.concurrency,
+          prompt: { style, protocol, maxToolCalls: f.maxToolCalls },
+          toolOutput: { maxRows: f.toolRows, maxChars: f.toolChars, mode }, toolTimeoutMs: f.toolTimeoutMs,
+        });
+        const server = await startEnvServer({ service, port: f.port, host: f.host });
+        process.stdout.write(`env service at ${server.url} (${tasks.length} tasks, ${pool.size} SQL workers, preset ${defaults.preset}, ${style} prompts)\n`);
+        await new Promise<void>((done) => {
+          process.once("SIGINT", () => done());
+          process.once("SIGTERM", () => done());
+        });
+        await server.close();
+      } finally {
+        await pool.close();
+      }
+    });
+}

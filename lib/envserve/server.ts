@@ -1,0 +1,141 @@
+/**
+ * `t2s env serve`: the environment service on node:http.
+ *   POST /v1/grade   {"items": [{"task_id" | "db"+"gold", "pred", "preset"?, ...}]} -> {"results": [...]}
+ *   POST /v1/tool    {"task_id" | "db", "query"} -> {"content", "invalid"} (the episode's tool-turn text)
+ *   POST /v1/prompt  {"task_id"} or {"db", "question"} -> {"messages", "tools", "style", "protocol"}
+ *   GET  /v1/tasks   -> {"tasks": [{"task_id", "db_id", "split"}]}
+ *   GET  /health, GET /metrics (Prometheus text)
+ * A bad body is a 400 with {"error": {"message", "code"}}; an unknown task id 404; a wrong method 405.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { isT2sError } from "../errors.js";
+import { BadRequest, type EnvService } from "./service.js";
+
+export interface EnvServerOptions {
+  service: EnvService;
+  port?: number;
+  host?: string;
+  /** Request bodies larger than this are refused with 413 (default 32 MiB: a batch of long replies). */
+  maxBodyBytes?: number;
+}
+
+export interface RunningEnvServer {
+  /** http://host:port (no trailing slash). */
+  url: string;
+  close(): Promise<void>;
+}
+
+function send(res: ServerResponse, status: number, body: string, type = "application/json"): void {
+  res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  // an oversized body is read to its end (and dropped) so the 413 still reaches the client
+  for await (const c of req as AsyncIterable<Buffer>) {
+    size += c.length;
+    if (size <= limit) chunks.push(c);
+  }
+  if (size > limit) throw new BadRequest(`request body over ${limit} bytes; send smaller batches`, 413);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+async function jsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  const text = await readBody(req, limit);
+  if (text.trim() === "") throw new BadRequest("the request body is empty; send a JSON object");
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new BadRequest(`the request body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+const ROUTES: Record<string, "GET" | "POST"> = {
+  "/v1/grade": "POST",
+  "/v1/tool": "POST",
+  "/v1/prompt": "POST",
+  "/v1/tasks": "GET",
+  "/health": "GET",
+  "/metrics": "GET",
+};
+
+/** Starts the service on `host:port` (port 0: any free port) and returns its URL and a close function. */
+export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnvServer> {
+  const { service } = opts;
+  const limit = opts.maxBodyBytes ?? 32 * 1024 * 1024;
+  let inflight = 0;
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<[string, number]> => {
+    const path = (req.url ?? "/").split("?")[0];
+    const method = ROUTES[path];
+    if (!method) {
+      send(res, 404, JSON.stringify({ error: { message: `no route ${path}; routes: ${Object.keys(ROUTES).join(", ")}`, code: "not_found" } }));
+      return ["other", 404];
+    }
+    if (req.method !== method) {
+      res.setHeader("allow", method);
+      send(res, 405, JSON.stringify({ error: { message: `${path} takes ${method}, not ${req.method}`, code: "method_not_allowed" } }));
+      return [path, 405];
+    }
+    let body: unknown;
+    switch (path) {
+      case "/health":
+        send(res, 200, JSON.stringify(service.health()));
+        break;
+      case "/metrics": {
+        const c = service.goldCache;
+        send(res, 200, service.metrics.render({ inflight: inflight - 1, goldHits: c.hits, goldMisses: c.misses, goldSize: c.size }), "text/plain; version=0.0.4; charset=utf-8");
+        break;
+      }
+      case "/v1/tasks":
+        send(res, 200, JSON.stringify({ tasks: [...service.tasks.values()].map((t) => ({ task_id: t.id, db_id: t.db_id, split: t.split })) }));
+        break;
+      case "/v1/grade":
+        body = await jsonBody(req, limit);
+        send(res, 200, JSON.stringify({ results: await service.gradeBatch(body) }));
+        break;
+      case "/v1/tool":
+        body = await jsonBody(req, limit);
+        send(res, 200, JSON.stringify(await service.tool(body)));
+        break;
+      case "/v1/prompt":
+        body = await jsonBody(req, limit);
+        send(res, 200, JSON.stringify(await service.promptFor(body)));
+        break;
+    }
+    return [path, 200];
+  };
+  const server = createServer((req, res) => {
+    const t0 = performance.now();
+    inflight++;
+    handle(req, res)
+      .catch((e): [string, number] => {
+        const path = (req.url ?? "/").split("?")[0];
+        const status = e instanceof BadRequest ? e.status : isT2sError(e, "no_database") ? 400 : 500;
+        const code = e instanceof BadRequest ? (status === 404 ? "not_found" : status === 413 ? "too_large" : "bad_request") : isT2sError(e) ? e.code : "internal";
+        if (!res.headersSent) send(res, status, JSON.stringify({ error: { message: e instanceof Error ? e.message : String(e), code } }));
+        return [path, status];
+      })
+      .then(([route, status]) => {
+        inflight--;
+        service.metrics.request(route, status, (performance.now() - t0) / 1000);
+      });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port ?? 0, opts.host ?? "127.0.0.1", () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+  return {
+    url: `http://${host}:${addr.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

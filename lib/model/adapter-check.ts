@@ -1,0 +1,183 @@
+/**
+ * `t2s adapter check` and `t2s adapter convert`: does every LoRA weight of an adapter name a module of the
+ * base model, under the rules PEFT (Hugging Face) and vLLM place weights by (see lora-layout.ts), with
+ * shapes that fit, and does the adapter change anything at all (a lora_B or lora_A of zeros is a no-op)?
+ * And: rewrite the names for another layout. Reads only safetensors headers of the base, so a 35B base is
+ * checked without loading it.
+ */
+import { copyFileSync, existsSync, mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { T2sError } from "../errors.js";
+import { keyInLayout, LORA_LAYOUTS, parseLoraKey, vllmModuleName, type LoraKey, type LoraLayout } from "./lora-layout.js";
+import { readSafetensors, readSafetensorsHeader, readWeightMap, writeSafetensors, type StDtype } from "./safetensors.js";
+
+/** The modules of a base checkpoint: module path -> weight shape, and whether it is a multimodal wrapper. */
+export interface BaseModules {
+  modules: Map<string, number[]>;
+  multimodal: boolean;
+}
+
+/** Reads the base's module names and weight shapes from its safetensors headers (single file or shards). */
+export function readBaseModules(dir: string): BaseModules {
+  const map = readWeightMap(dir);
+  const files: string[] = [];
+  if (map) files.push(...new Set(Object.values(map)).values());
+  else if (existsSync(join(dir, "model.safetensors"))) files.push("model.safetensors");
+  else throw new T2sError("missing_file", `${dir} has neither model.safetensors nor model.safetensors.index.json (is it a base model folder?)`);
+  const modules = new Map<string, number[]>();
+  for (const f of files) {
+    for (const [name, e] of Object.entries(readSafetensorsHeader(join(dir, f)))) {
+      if (name.endsWith(".weight")) modules.set(name.slice(0, -".weight".length), e.shape);
+    }
+  }
+  // tied embeddings: the head has no weight of its own, but servers still place a LoRA on lm_head
+  const embed = [...modules.keys()].find((m) => m.endsWith("embed_tokens"));
+  if (!modules.has("lm_head") && embed) modules.set("lm_head", modules.get(embed)!);
+  const multimodal = [...modules.keys()].some((m) => m.startsWith("model.language_model."));
+  return { modules, multimodal };
+}
+
+export type CheckTarget = "peft" | "vllm";
+
+export interface PlacementResult {
+  /** Weight names placed on a base module. */
+  matched: number;
+  /** Weight names that name no module of the base under these rules (a server skips them). */
+  unmatched: string[];
+}
+
+export interface AdapterCheck {
+  base: string;
+  adapter: string;
+  multimodal: boolean;
+  keys: number;
+  /** How many keys are written in each layout (null: in none). */
+  layouts: Record<string, number>;
+  peft: PlacementResult;
+  vllm: PlacementResult;
+  /** Pairs whose shapes do not fit the base module ([out, in] against A [r, in], B [out, r]). */
+  shapeErrors: string[];
+  /** lora_B (or lora_A) weights that are all zeros: that module's update is a no-op. */
+  zeroKeys: string[];
+  /** LoRA pairs (A and B of one module) in the file. */
+  pairs: number;
+  /** Problems that fail the check, one line each; empty when it passes. */
+  failures: string[];
+}
+
+function placement(keys: LoraKey[], names: Set<string>, rename: (m: string) => string): PlacementResult {
+  const unmatched = keys.filter((k) => !names.has(rename(k.module))).map((k) => k.key);
+  return { matched: keys.length - unmatched.length, unmatched };
+}
+
+const list = (keys: string[]) => `${keys.slice(0, 5).join(", ")}${keys.length > 5 ? ` and ${keys.length - 5} more` : ""}`;
+
+/**
+ * Checks an adapter folder against a base folder under the rules of `targets` (default both PEFT and
+ * vLLM). Returns the facts and `failures`: keys that are not LoRA weights, keys a target cannot place,
+ * shapes that do not fit, and an adapter whose every pair is zero.
+ */
+export function checkAdapter(baseDir: string, adapterDir: string, targets: readonly CheckTarget[] = ["peft", "vllm"]): AdapterCheck {
+  const base = readBaseModules(resolve(baseDir));
+  const wFile = join(resolve(adapterDir), "adapter_model.safetensors");
+  if (!existsSync(wFile)) throw new T2sError("missing_file", `${adapterDir} has no adapter_model.safetensors (is it a PEFT adapter folder?)`);
+  const tensors = readSafetensors(wFile);
+  const parsed: LoraKey[] = [];
+  const notLora: string[] = [];
+  for (const key of tensors.keys()) {
+    const k = parseLoraKey(key);
+    if (k) parsed.push(k);
+    else notLora.push(key);
+  }
+  const layouts: Record<string, number> = {};
+  for (const k of parsed) layouts[k.layout ?? "none"] = (layouts[k.layout ?? "none"] ?? 0) + 1;
+  const peftNames = new Set(base.modules.keys());
+  const vllmNames = new Set([...base.modules.keys()].map((m) => vllmModuleName(m, base.multimodal)));
+  const peft = placement(parsed, peftNames, (m) => m);
+  const vllm = placement(parsed, vllmNames, (m) => vllmModuleName(m, base.multimodal));
+
+  const byModule = new Map<string, { A?: number[]; B?: number[] }>();
+  const zeroKeys: string[] = [];
+  for (const k of parsed) {
+    const t = tensors.get(k.key)!;
+    const half = k.part.endsWith("A") ? "A" : "B";
+    if (!byModule.has(k.module)) byModule.set(k.module, {});
+    byModule.get(k.module)![half] = t.shape;
+    if (t.data.every((v) => v === 0)) zeroKeys.push(k.key);
+  }
+  const shapeErrors: string[] = [];
+  for (const [module, { A, B }] of byModule) {
+    if (!A || !B) {
+      shapeErrors.push(`${module} has lora_${A ? "A" : "B"} but not its partner`);
+      continue;
+    }
+    const w = base.modules.get(module);
+    if (!w || w.length !== 2 || module.endsWith("embed_tokens")) continue; // placement reports a missing module; embeddings store A/B transposed
+    const [out, inp] = w;
+    if (A.length !== 2 || B.length !== 2 || A[1] !== inp || B[0] !== out || B[1] !== A[0]) shapeErrors.push(`${module}: A [${A}] and B [${B}] do not fit the base weight [${out}, ${inp}]`);
+  }
+  const zeroModules = new Set(parsed.filter((k) => zeroKeys.includes(k.key)).map((k) => k.module));
+  const failures: string[] = [];
+  if (parsed.length === 0) failures.push(`${wFile} holds no LoRA weights at all`);
+  if (notLora.length) failures.push(`${notLora.length} weight(s) are not LoRA A/B matrices: ${list(notLora)}`);
+  for (const t of targets) {
+    const r = t === "peft" ? peft : vllm;
+    if (r.unmatched.length) {
+      const hint = suggestedLayout(parsed, base, t);
+      failures.push(`${r.unmatched.length} of ${parsed.length} weight(s) name no module of the base under ${t === "peft" ? "PEFT's" : "vLLM's"} names, so ${t === "peft" ? "PEFT" : "vLLM"} would skip them${hint ? ` (t2s adapter convert --to ${hint} fixes the names)` : ""}: ${list(r.unmatched)}`);
+    }
+  }
+  failures.push(...shapeErrors.map((s) => `shape mismatch: ${s}`));
+  if (byModule.size > 0 && zeroModules.size === byModule.size) failures.push(`every LoRA pair has an all-zero matrix, so the adapter changes nothing (a no-op): ${list(zeroKeys)}`);
+  return { base: resolve(baseDir), adapter: resolve(adapterDir), multimodal: base.multimodal, keys: tensors.size, layouts, peft, vllm, shapeErrors, zeroKeys, pairs: byModule.size, failures };
+}
+
+/** The layout whose names every key would have to take to be placed under `target`'s rules, if one does. */
+function suggestedLayout(keys: LoraKey[], base: BaseModules, target: CheckTarget): LoraLayout | null {
+  const names = new Set([...base.modules.keys()].map((m) => (target === "vllm" ? vllmModuleName(m, base.multimodal) : m)));
+  for (const layout of LORA_LAYOUTS) {
+    const ok = keys.every((k) => {
+      const renamed = parseLoraKey(keyInLayout(k, layout))!;
+      return names.has(target === "vllm" ? vllmModuleName(renamed.module, base.multimodal) : renamed.module);
+    });
+    if (ok) return layout;
+  }
+  return null;
+}
+
+/** The layout `--to vllm` means for a base: vLLM's own names (the wrapper's for a multimodal base). */
+export function vllmLayoutFor(baseDir: string): LoraLayout {
+  return readBaseModules(resolve(baseDir)).multimodal ? "vllm-multimodal" : "peft";
+}
+
+/**
+ * Writes a copy of an adapter folder whose weight names are rewritten in `layout` (same values, same
+ * dtype), with its adapter_config.json; returns the number of renamed keys. Never writes over the source
+ * or over an existing adapter.
+ */
+export function convertAdapter(adapterDir: string, layout: LoraLayout, outDir: string): { renamed: number; keys: number; file: string } {
+  const src = resolve(adapterDir);
+  const out = resolve(outDir);
+  if (src === out) throw new T2sError("same_folder", `--out must differ from --adapter (${src}); the source is never overwritten`);
+  const wFile = join(src, "adapter_model.safetensors");
+  if (!existsSync(wFile)) throw new T2sError("missing_file", `${adapterDir} has no adapter_model.safetensors`);
+  const target = join(out, "adapter_model.safetensors");
+  if (existsSync(target)) throw new T2sError("exists", `${target} already exists; pick an empty --out folder`);
+  const tensors = readSafetensors(wFile);
+  const dtypes = new Set([...tensors.values()].map((t) => t.dtype));
+  // one dtype in, the same out (widening to float32 and narrowing back is exact); mixed files go to F32
+  const dtype: StDtype = dtypes.size === 1 ? [...dtypes][0] : "F32";
+  const renamedMap = new Map<string, { shape: number[]; data: Float32Array }>();
+  let renamed = 0;
+  for (const [key, t] of tensors) {
+    const k = parseLoraKey(key);
+    const name = k ? keyInLayout(k, layout) : key;
+    if (name !== key) renamed++;
+    if (renamedMap.has(name)) throw new T2sError("key_collision", `${key} and another weight both become ${name} in the ${layout} layout`);
+    renamedMap.set(name, { shape: t.shape, data: t.data });
+  }
+  mkdirSync(out, { recursive: true });
+  writeSafetensors(target, renamedMap, { dtype, metadata: { t2s_layout: layout } });
+  if (existsSync(join(src, "adapter_config.json"))) copyFileSync(join(src, "adapter_config.json"), join(out, "adapter_config.json"));
+  return { renamed, keys: tensors.size, file: target };
+}
