@@ -7,8 +7,8 @@
  *                                                          the default model's GRPO sampling step
  *   bash run.sh bench-decode-gpu.mjs --check                the same from the GPU bundle (scripts/bundle-gpu.mjs)
  * Flags: --backend webgpu  --batches 1,16,64  --prompt N  --new N  --chunk N (decode steps per read-back,
- * default 16)  --tfjs-batches 1,64 (batches also run through generate() on the tfjs-ops runner, T2S_WEBGPU_RUNNER=0;
- * "none" skips)  --engine-batches 64 (through generate() on this runner: the engine's overhead)  --check (greedy
+ * default 16)  --tfjs-batches 1 (batches also run through generate() on the tfjs-ops runner, T2S_WEBGPU_RUNNER=0;
+ * "none" skips; batch 64 there takes about a minute on an H200)  --engine-batches 64 (through generate() on this runner: the engine's overhead)  --check (greedy
  * tokens of the runner against the tfjs path first)  --json
  * Sampling is temperature 1 with seeded uniforms; no stop token, so every row makes exactly --new tokens.
  */
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   const model = dir ? await loadModel(dir, { backend: choice.backend }) : randomModel(qwen2HalfBConfig(), { seed: 1 });
   const V = model.config.vocabSize;
   const batches = (flag("--batches") ?? "1,16,64").split(",").map(Number);
-  const tfjsBatches = (flag("--tfjs-batches") ?? "1,64") === "none" ? [] : (flag("--tfjs-batches") ?? "1,64").split(",").map(Number);
+  const tfjsBatches = (flag("--tfjs-batches") ?? "1") === "none" ? [] : (flag("--tfjs-batches") ?? "1").split(",").map(Number);
   const promptLen = intFlag("--prompt", 128);
   const newTokens = intFlag("--new", 128);
   const chunk = intFlag("--chunk", 16);
