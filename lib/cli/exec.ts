@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { cpus } from "node:os";
 import { answerJsonlStream } from "./jsonl-stream.js";
 import { UsageError } from "../errors.js";
-import { formatOutcome } from "../db/format.js";
+import { formatOutcome, jsonWithIntegers } from "../db/format.js";
 import { ExecutorPool } from "../db/pool.js";
 import type { ExecOutcome } from "../db/types.js";
 import { intOption, printJson } from "./options.js";
@@ -32,7 +32,7 @@ async function runJsonl(pool: ExecutorPool, flags: ExecFlags): Promise<void> {
     }
     const req = parsed as { sql: string; id?: unknown };
     const outcome = await pool.execute(flags.db, req.sql, { timeoutMs: flags.timeoutMs, maxRows: flags.maxRows });
-    return JSON.stringify(req.id !== undefined ? { id: req.id, ...outcome } : outcome);
+    return jsonWithIntegers(req.id !== undefined ? { id: req.id, ...outcome } : outcome);
   };
   await answerJsonlStream(answer, Math.max(4, pool.size * 4));
 }
@@ -64,7 +64,7 @@ export function registerExec(program: Command): void {
           return;
         }
         const outcome = await pool.execute(flags.db, sql as string, { timeoutMs: flags.timeoutMs, maxRows: flags.maxRows });
-        if (flags.json) printJson(outcome);
+        if (flags.json) process.stdout.write(jsonWithIntegers(outcome) + "\n");
         else if (outcome.ok) process.stdout.write(formatOutcome(outcome));
         else process.stderr.write(formatOutcome(outcome));
         if (!outcome.ok) process.exitCode = 1;

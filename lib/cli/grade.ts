@@ -6,8 +6,10 @@ import { isT2sError, UsageError } from "../errors.js";
 import { ExecutorPool } from "../db/pool.js";
 import { grade, type GradeOptions } from "../verifier/grade.js";
 import { isRewardPreset } from "../verifier/rewards.js";
-import { gradeAnswer, MAX_NEIGHBORS, parseGradeRequest, REQUEST_DEFAULTS, type GradeRequest, type RequestDefaults } from "../verifier/request.js";
-import { intOption, printJson } from "./options.js";
+import { dialectDefaults, gradeAnswer, MAX_NEIGHBORS, parseGradeRequest, REQUEST_DEFAULTS, type GradeRequest, type RequestDefaults } from "../verifier/request.js";
+import { dialectOption, intOption, printJson } from "./options.js";
+import { existsSync } from "node:fs";
+import { DISTINCT_RULES, TEXT_RULES, textRules, type DistinctRule, type TextRule } from "../verifier/dialects.js";
 
 interface GradeFlags {
   jsonl?: boolean;
@@ -16,28 +18,50 @@ interface GradeFlags {
   pred?: string;
   raw?: boolean;
   preset: string;
-  order: string;
-  round: string;
+  order?: string;
+  round?: string;
+  text?: string;
+  dialect: string;
+  distinct: string;
+  suiteDir?: string;
   neighbors: number;
   neighborSeed: number;
   numericText?: boolean;
   timeoutMs: number;
-  maxRows: number;
+  maxRows?: number;
   workers?: number;
   json?: boolean;
 }
 
 function defaultsFrom(flags: GradeFlags): RequestDefaults {
   if (!isRewardPreset(flags.preset)) throw new UsageError(`--preset must be shaped, binary or tool-rl, got '${flags.preset}'`);
-  if (!["top-level", "anywhere", "ignore", "always"].includes(flags.order)) throw new UsageError(`--order must be top-level, anywhere, ignore or always, got '${flags.order}'`);
-  let round: number | null;
+  const dialect = dialectOption(flags.dialect);
+  // the dialect's official comparison, then the flags given
+  const base = dialectDefaults(dialect);
+  const order = flags.order ?? base.order;
+  if (!["top-level", "anywhere", "ignore", "always"].includes(order)) throw new UsageError(`--order must be top-level, anywhere, ignore or always, got '${order}'`);
+  let round: number | null = base.round;
   if (flags.round === "none") round = null;
-  else {
+  else if (flags.round !== undefined) {
     round = Number(flags.round);
     if (!Number.isInteger(round) || round < 0 || round > 12) throw new UsageError(`--round must be an integer 0-12 or 'none', got '${flags.round}'`);
   }
+  const text = flags.text ?? base.text;
+  if (!TEXT_RULES.includes(text as TextRule)) throw new UsageError(`--text must be fold or exact, got '${text}'`);
+  if (!DISTINCT_RULES.includes(flags.distinct as DistinctRule)) throw new UsageError(`--distinct must be keep or ignore, got '${flags.distinct}'`);
   if (flags.neighbors > MAX_NEIGHBORS) throw new UsageError(`--neighbors must be at most ${MAX_NEIGHBORS}, got ${flags.neighbors}`);
-  return { ...REQUEST_DEFAULTS, preset: flags.preset, order: flags.order as RequestDefaults["order"], round, neighbors: flags.neighbors, numericText: !!flags.numericText };
+  if (flags.suiteDir !== undefined && !existsSync(flags.suiteDir)) throw new UsageError(`--suite-dir ${flags.suiteDir} does not exist`);
+  return {
+    ...REQUEST_DEFAULTS,
+    preset: flags.preset,
+    order: order as RequestDefaults["order"],
+    round,
+    neighbors: flags.neighbors,
+    numericText: !!flags.numericText,
+    dialect,
+    distinct: flags.distinct as DistinctRule,
+    text: text as TextRule,
+  };
 }
 
 async function gradeRequest(pool: ExecutorPool, req: GradeRequest, flags: GradeFlags) {
@@ -51,9 +75,12 @@ async function gradeRequest(pool: ExecutorPool, req: GradeRequest, flags: GradeF
     neighborSeed: flags.neighborSeed,
     timeoutMs: flags.timeoutMs,
     maxRows: flags.maxRows,
-    compare: { order: req.order, round: req.round, numericText: req.numericText },
+    dialect: req.dialect,
+    distinct: req.distinct,
+    suiteDir: flags.suiteDir,
+    compare: { order: req.order, round: req.round, numericText: req.numericText, ...textRules(req.text) },
   };
-  return grade({ db_path: req.db, gold_sql: req.gold }, req.pred, opts);
+  return grade({ db_path: req.db, gold_sql: req.gold, db_id: req.dbId }, req.pred, opts);
 }
 
 async function runJsonl(pool: ExecutorPool, flags: GradeFlags, defaults: RequestDefaults): Promise<void> {
@@ -82,13 +109,17 @@ export function registerGrade(program: Command): void {
     .option("--pred <text>", "the model reply, or the SQL with --raw (single grade)")
     .option("--raw", "--pred is raw SQL, not a model reply to extract the query from")
     .option("--preset <name>", "reward preset: shaped, binary or tool-rl", "shaped")
-    .option("--order <rule>", "when row order matters: top-level (gold has a top-level ORDER BY), anywhere (Spider), ignore, always", "top-level")
-    .option("--round <d>", "decimals numbers are rounded to before comparing, or 'none'", "2")
+    .option("--dialect <name>", "sqlite (as written) or spider (as Spider/BIRD's evaluators run it: double-quoted strings, '! =', and their comparison: order anywhere, no rounding, exact text)", "sqlite")
+    .option("--distinct <rule>", "keep, or ignore: remove every DISTINCT from both queries first (Spider's default)", "keep")
+    .option("--order <rule>", "when row order matters: top-level (gold has a top-level ORDER BY), anywhere (Spider), ignore, always (default: top-level; anywhere with --dialect spider)")
+    .option("--round <d>", "decimals numbers are rounded to before comparing, or 'none' (default: 2; none with --dialect spider)")
+    .option("--text <rule>", "fold (trim and case-fold text) or exact (default: fold; exact with --dialect spider)")
+    .option("--suite-dir <dir>", "test-suite databases: a match must also hold on every <dir>/<db_id>/*.sqlite (db_id from the line's db_id or the db file name)")
     .option("--numeric-text", "text that reads as a number ('1,234.50') compares as that number")
     .option("--neighbors <k>", "also require a match on K perturbed copies of the database", intOption("--neighbors", 0), 0)
     .option("--neighbor-seed <n>", "seed of the perturbed copies", intOption("--neighbor-seed", 0), 0)
     .option("--timeout-ms <n>", "stop a query after this many milliseconds", intOption("--timeout-ms", 1), 5000)
-    .option("--max-rows <n>", "row cap; a larger candidate result is too_large, a larger gold a task error", intOption("--max-rows", 1), 200)
+    .option("--max-rows <n>", "row cap; a larger candidate result is too_large, a larger gold a task error (default 200; 1000000 with --dialect spider)", intOption("--max-rows", 1))
     .option("--workers <n>", "SQL worker processes (default: number of CPUs, at most 4, for --jsonl; 1 otherwise)", intOption("--workers", 1))
     .option("--json", "print the single grade as one JSON object")
     .action(async (flags: GradeFlags) => {

@@ -8,8 +8,12 @@ import type { ExecError } from "./types.js";
 
 /** Page cache per connection in KiB (SQLite's negative cache_size form). */
 const CACHE_KIB = 8 * 1024;
-/** Prepared statements kept per connection; graders and benchmarks repeat the same SQL. */
-const STATEMENT_CACHE = 64;
+/**
+ * Prepared statements kept per connection; graders and benchmarks repeat the same SQL (a task set's golds,
+ * k samples per task). Preparing a statement and checking its bytecode costs as much as running a typical
+ * query, so the cache holds a whole evaluation set's worth; a statement is a few KiB.
+ */
+const STATEMENT_CACHE = 2048;
 /** Open connections kept per process. */
 const CONNECTION_CACHE = 32;
 

@@ -137,7 +137,7 @@ export class ExecutorPool implements Executor {
     }
     return new Promise<ExecOutcome>((resolvePromise, reject) => {
       const id = this.nextId++;
-      const request: RunRequest = { id, dbPath: resolve(dbPath), sql, maxRows, maxResultBytes: this.maxResultBytes, timeoutMs };
+      const request: RunRequest = { id, dbPath: resolve(dbPath), sql, maxRows, maxResultBytes: this.maxResultBytes, timeoutMs, dialect: options.dialect };
       this.queue.push({ id, request, timeoutMs, resolve: resolvePromise, reject });
       this.pump();
     });

@@ -7,10 +7,13 @@ import type Database from "better-sqlite3";
 import { performance } from "node:perf_hooks";
 import { ConnectionCache, ConnectionError } from "./connection.js";
 import { checkPrepared, checkSqlText } from "./policy.js";
+import { doubleQuotedToString, MAX_DQS_REWRITES, normalizeForDialect, unresolvedDoubleQuoted, type Dialect } from "./dialect.js";
 import type { ExecError, ExecOutcome, SqlValue } from "./types.js";
 
 export interface RunLimits {
   maxRows: number;
+  /** How the SQL is read (lib/db/dialect.ts); default "sqlite". */
+  dialect?: Dialect;
   /** Upper bound on the result's size (text characters, 2 per blob byte, 8 per number). */
   maxResultBytes: number;
 }
@@ -44,15 +47,33 @@ function sizeOf(v: unknown): number {
   return 8;
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** Statements run in safe-integer mode, so INTEGERs arrive as bigints; only the unsafe ones stay bigints. */
 function toSqlValue(v: unknown): SqlValue {
   if (v === null || v === undefined) return null;
   if (typeof v === "number" || typeof v === "string") return v;
-  if (typeof v === "bigint") return Number(v);
+  if (typeof v === "bigint") return v <= MAX_SAFE && v >= -MAX_SAFE ? Number(v) : v;
   if (Buffer.isBuffer(v)) return { blob: v.toString("hex") };
   return String(v);
 }
 
-function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string): { stmt: Database.Statement } | { error: ExecError } {
+/** Prepares `sql` as the dialect reads it (see dialect.ts for the double-quoted string rewrites). */
+function prepareIn(db: Database.Database, sql: string, dialect: Dialect | undefined): { stmt: Database.Statement; sql: string } {
+  let text = normalizeForDialect(sql, dialect);
+  for (let tries = 0; ; tries++) {
+    try {
+      return { stmt: db.prepare(text), sql: text };
+    } catch (e) {
+      const name = dialect === "spider" && tries < MAX_DQS_REWRITES ? unresolvedDoubleQuoted((e as Error).message) : null;
+      const next = name === null ? null : doubleQuotedToString(text, name);
+      if (next === null) throw e;
+      text = next;
+    }
+  }
+}
+
+function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string, dialect: Dialect | undefined): { stmt: Database.Statement } | { error: ExecError } {
   const textError = checkSqlText(sql);
   if (textError) return { error: textError };
   let conn;
@@ -62,30 +83,33 @@ function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string): { 
     if (e instanceof ConnectionError) return { error: e.error };
     throw e;
   }
-  const cached = conn.statements.get(sql);
+  const key = dialect === "spider" ? `spider\u0000${sql}` : sql;
+  const cached = conn.statements.get(key);
   if (cached) return { stmt: cached };
   let stmt: Database.Statement;
+  let text: string;
   try {
-    stmt = conn.db.prepare(sql);
+    ({ stmt, sql: text } = prepareIn(conn.db, sql, dialect));
   } catch (e) {
     return { error: classifyError(e, "prepare") };
   }
   let policyError: ExecError | null;
   try {
-    policyError = checkPrepared(conn.db, stmt, sql);
+    policyError = checkPrepared(conn.db, stmt, text);
   } catch (e) {
     return { error: classifyError(e, "prepare") };
   }
   if (policyError) return { error: policyError };
   stmt.raw(true);
-  cache.remember(conn, sql, stmt);
+  stmt.safeIntegers(true);
+  cache.remember(conn, key, stmt);
   return { stmt };
 }
 
 /** Runs `sql` against `dbPath` through `cache`; returns rows or a typed error, never throws for bad SQL. */
 export function runQuery(cache: ConnectionCache, dbPath: string, sql: string, limits: RunLimits): ExecOutcome {
   const t0 = performance.now();
-  const prepared = prepareChecked(cache, dbPath, sql);
+  const prepared = prepareChecked(cache, dbPath, sql, limits.dialect);
   if ("error" in prepared) return { ok: false, error: prepared.error };
   const stmt = prepared.stmt;
   const rows: SqlValue[][] = [];

@@ -63,7 +63,7 @@ function serve(send: (message: unknown) => boolean): void {
     let reply: RunReply;
     deadline[0] = Date.now() + (Number(req.timeoutMs) || 5000) + WATCHDOG_GRACE_MS;
     try {
-      reply = { id: req.id, outcome: runQuery(cache, req.dbPath, req.sql, { maxRows: req.maxRows, maxResultBytes: req.maxResultBytes }) };
+      reply = { id: req.id, outcome: runQuery(cache, req.dbPath, req.sql, { maxRows: req.maxRows, maxResultBytes: req.maxResultBytes, dialect: req.dialect }) };
     } catch (e) {
       reply = { id: req.id, outcome: { ok: false, error: { kind: "runtime", message: `internal error: ${(e as Error).message}` } } };
     } finally {

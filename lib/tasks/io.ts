@@ -38,6 +38,9 @@ export function toTask(record: unknown, where: string): Task {
   if (r.grading !== undefined && (r.grading === null || typeof r.grading !== "object" || Array.isArray(r.grading))) {
     throw new T2sError("bad_task", `${where}: field 'grading' must be an object`);
   }
+  if (r.dialect !== undefined && r.dialect !== "sqlite" && r.dialect !== "spider") {
+    throw new T2sError("bad_task", `${where}: field 'dialect' must be "sqlite" or "spider", got ${JSON.stringify(r.dialect)}`);
+  }
   const id = (r.id as string | undefined) || taskId(r.question as string, r.db_id as string);
   const task: Task = {
     ...(r as object),

@@ -202,3 +202,13 @@ export function resolveOrderColumn(term: OrderTerm, columns: string[]): number {
   const hits = squashed.flatMap((c, i) => (c === term.expr ? [i] : []));
   return hits.length === 1 ? hits[0] : -1;
 }
+
+/**
+ * `sql` with every DISTINCT keyword removed (SELECT DISTINCT, COUNT(DISTINCT x), ...), as Spider's
+ * evaluator removes it from both queries by default; strings, quoted names and comments are left alone.
+ */
+export function removeDistinct(sql: string): string {
+  let out = "";
+  for (const t of tokenize(sql)) out += t.kind === "word" && t.text.toUpperCase() === "DISTINCT" ? " " : t.text;
+  return out;
+}
