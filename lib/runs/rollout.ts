@@ -16,7 +16,7 @@ import { PolicyError, type ChatMessage, type Policy } from "../policy/types.js";
 import type { Task } from "../tasks/types.js";
 import type { GradeResult } from "../verifier/types.js";
 import { lockRows } from "./lock.js";
-import { metaDifferences, metaPath, readMeta, tasksHash, writeMeta, type RunMeta } from "./meta.js";
+import { gradingMeta, metaDifferences, metaPath, readMeta, tasksHash, writeMeta, type RunGrading, type RunMeta } from "./meta.js";
 import { planEpisodes } from "./plan.js";
 import { Progress, type ProgressSnapshot } from "./progress.js";
 import { makeRow, type RolloutRow } from "./row.js";
@@ -51,6 +51,8 @@ export interface RolloutOptions {
   tasksFile?: string;
   /** Add to a rows file whose metadata differs (recorded in the sidecar). */
   force?: boolean;
+  /** Grading options other than the defaults, recorded in the sidecar (meta.ts RunGrading). */
+  grading?: RunGrading;
   progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
   onProgress?: (p: ProgressSnapshot) => void;
   progressIntervalMs?: number;
@@ -92,6 +94,7 @@ function currentMeta(tasks: Task[], policy: Policy, opts: RolloutOptions): RunMe
     tasks_hash: opts.tasksHash ?? tasksHash(tasks),
     tasks_file: opts.tasksFile ?? null,
     k: opts.k,
+    ...gradingMeta(tasks, opts.grading),
   };
 }
 

@@ -3,7 +3,7 @@
  * record and names file:line for the first bad one; db_path comes back absolute, resolved against the
  * file's folder, and is written back relative to the folder of the file being written.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import { T2sError } from "../errors.js";
 import { splitFor, taskId } from "./split.js";
@@ -80,6 +80,7 @@ export function readTasks(path: string): Task[] {
 
 function readJsonlWithLines(path: string): { line: number; value: unknown }[] {
   if (!existsSync(path)) throw new T2sError("not_found", `no such task file: ${path}`);
+  if (statSync(path).isDirectory()) throw new T2sError("not_a_file", `${path} is a folder, not a task file (Spider and BIRD folders are read by 'tasks verify', 'benchmark' and loadTasks)`);
   const out: { line: number; value: unknown }[] = [];
   readFileSync(path, "utf8").split("\n").forEach((raw, n) => {
     if (raw.trim() === "") return;
