@@ -95,7 +95,7 @@ function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string, dia
   }
   let policyError: ExecError | null;
   try {
-    policyError = checkPrepared(conn.db, stmt, text);
+    policyError = checkPrepared(conn.db, stmt, text, conn.schemaRunsCode);
   } catch (e) {
     return { error: classifyError(e, "prepare") };
   }
