@@ -57,7 +57,7 @@ export function registerExec(program: Command): void {
       if (!flags.jsonl && (sql === undefined || sql.trim() === "")) throw new UsageError("missing the SQL to run (or use --jsonl to read queries from stdin)");
       const workers = flags.workers ?? (flags.jsonl ? Math.min(4, Math.max(1, cpus().length)) : 1);
       // One query needs no spare worker; a stream keeps one ready in case a runaway is killed.
-      const pool = new ExecutorPool({ workers, spareWorkers: flags.jsonl ? 1 : 0 });
+      const pool = new ExecutorPool({ workers, spareWorkers: flags.jsonl ? 1 : 0, startOnDemand: true });
       try {
         if (flags.jsonl) {
           await runJsonl(pool, flags);

@@ -2,14 +2,15 @@
 import type { Command } from "commander";
 import { cpus } from "node:os";
 import { answerJsonlStream } from "./jsonl-stream.js";
-import { isT2sError, UsageError } from "../errors.js";
+import { UsageError } from "../errors.js";
 import { ExecutorPool } from "../db/pool.js";
-import { grade, type GradeOptions } from "../verifier/grade.js";
+import { FastGraders, fastGraderEntry } from "../verifier/fast-graders.js";
+import { gradeLine, gradeRequest, type LineOptions } from "../verifier/line-grader.js";
 import { isRewardPreset } from "../verifier/rewards.js";
-import { dialectDefaults, gradeAnswer, MAX_NEIGHBORS, parseGradeRequest, REQUEST_DEFAULTS, type GradeRequest, type RequestDefaults } from "../verifier/request.js";
+import { dialectDefaults, gradeAnswer, MAX_NEIGHBORS, REQUEST_DEFAULTS, type GradeRequest, type RequestDefaults } from "../verifier/request.js";
 import { dialectOption, intOption, printJson } from "./options.js";
 import { existsSync } from "node:fs";
-import { DISTINCT_RULES, TEXT_RULES, textRules, type DistinctRule, type TextRule } from "../verifier/dialects.js";
+import { DISTINCT_RULES, TEXT_RULES, type DistinctRule, type TextRule } from "../verifier/dialects.js";
 
 interface GradeFlags {
   jsonl?: boolean;
@@ -64,38 +65,25 @@ function defaultsFrom(flags: GradeFlags): RequestDefaults {
   };
 }
 
-async function gradeRequest(pool: ExecutorPool, req: GradeRequest, flags: GradeFlags) {
-  const opts: GradeOptions = {
-    executor: pool,
-    preset: req.preset,
-    isReply: req.reply,
-    finishReason: req.finishReason,
-    invalidToolCalls: req.invalidToolCalls,
-    neighbors: req.neighbors,
-    neighborSeed: flags.neighborSeed,
-    timeoutMs: flags.timeoutMs,
-    maxRows: flags.maxRows,
-    dialect: req.dialect,
-    distinct: req.distinct,
-    suiteDir: flags.suiteDir,
-    compare: { order: req.order, round: req.round, numericText: req.numericText, ...textRules(req.text) },
-  };
-  return grade({ db_path: req.db, gold_sql: req.gold, db_id: req.dbId }, req.pred, opts);
+function lineOptions(flags: GradeFlags): LineOptions {
+  return { neighborSeed: flags.neighborSeed, timeoutMs: flags.timeoutMs, maxRows: flags.maxRows, suiteDir: flags.suiteDir };
 }
 
-async function runJsonl(pool: ExecutorPool, flags: GradeFlags, defaults: RequestDefaults): Promise<void> {
-  const answer = async (raw: string, n: number): Promise<string> => {
-    const req = parseGradeRequest(raw, defaults);
-    if ("error" in req) return JSON.stringify({ error: `line ${n}: ${req.error}` });
-    try {
-      return JSON.stringify(gradeAnswer(await gradeRequest(pool, req, flags)));
-    } catch (e) {
-      // one bad request must not end the stream: every failure becomes that line's answer
-      if (isT2sError(e)) return JSON.stringify({ error: `line ${n}: ${e.code}: ${e.message}` });
-      return JSON.stringify({ error: `line ${n}: ${e instanceof Error ? e.message : String(e)}` });
-    }
-  };
-  await answerJsonlStream(answer, Math.max(8, pool.size * 8));
+/**
+ * Answers stdin lines in order. From the compiled dist/, lines are graded by fast grader processes
+ * (lib/verifier/fast-graders.ts) and only the lines of a grader that died go to the pool; otherwise every
+ * line's queries run on the pool.
+ */
+async function runJsonl(pool: ExecutorPool, flags: GradeFlags, defaults: RequestDefaults, workers: number): Promise<void> {
+  const onPool = (raw: string, n: number) => gradeLine(pool, raw, n, defaults, lineOptions(flags));
+  const entry = fastGraderEntry();
+  if (!entry) return answerJsonlStream(onPool, Math.max(8, pool.size * 8));
+  const graders = new FastGraders(entry, workers, defaults, lineOptions(flags), onPool);
+  try {
+    await answerJsonlStream((raw, n) => graders.answer(raw, n), 256 * workers);
+  } finally {
+    await graders.close();
+  }
 }
 
 /** Adds `t2s grade` to the program. */
@@ -130,11 +118,11 @@ export function registerGrade(program: Command): void {
         throw new UsageError("give --db, --gold and --pred (or --jsonl to read requests from stdin)");
       }
       const workers = flags.workers ?? (flags.jsonl ? Math.min(4, Math.max(1, cpus().length)) : 1);
-      const pool = new ExecutorPool({ workers });
+      const pool = new ExecutorPool({ workers, startOnDemand: true });
       try {
-        if (flags.jsonl) return await runJsonl(pool, flags, defaults);
+        if (flags.jsonl) return await runJsonl(pool, flags, defaults, workers);
         const req: GradeRequest = { ...defaults, db: flags.db as string, gold: flags.gold as string, pred: flags.pred as string, reply: !flags.raw, invalidToolCalls: 0 };
-        const r = await gradeRequest(pool, req, flags);
+        const r = await gradeRequest(pool, req, lineOptions(flags));
         if (flags.json) printJson({ ...gradeAnswer(r), sql: r.sql });
         else process.stdout.write(`${r.outcome}  reward=${r.reward}  ${r.reason}\n${r.sql !== null ? `sql: ${r.sql}\n` : ""}`);
       } finally {

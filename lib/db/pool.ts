@@ -32,6 +32,9 @@ export interface ExecutorPoolOptions {
    * at once instead of waiting the ~0.5-1.5 s a new worker needs to start. At most `workers` run at a time.
    */
   spareWorkers?: number;
+  /** Start the workers at the first query instead of at once (a command that may get no query, such as
+   * `t2s grade --jsonl` on empty input, then exits without starting any). Default false. */
+  startOnDemand?: boolean;
 }
 
 export interface PoolStats {
@@ -123,8 +126,12 @@ export class ExecutorPool implements Executor {
     this.memoryLimitMb = mem;
     this.maxResultBytes = maxBytes;
     this.spareWorkers = spares;
-    this.ensureWorkers();
+    this.started = !options.startOnDemand;
+    if (this.started) this.ensureWorkers();
   }
+
+  /** Whether workers have been asked for (false only for a startOnDemand pool before its first query). */
+  private started: boolean;
 
   /** Runs one read-only statement; resolves with rows or a typed error (never rejects for bad SQL). */
   execute(dbPath: string, sql: string, options: ExecOptions = {}): Promise<ExecOutcome> {
@@ -141,6 +148,10 @@ export class ExecutorPool implements Executor {
     if (typeof dbPath !== "string" || dbPath.trim() === "") return Promise.resolve(fail("no_database", "no database path was given"));
     const textError = checkSqlText(sql);
     if (textError) return Promise.resolve({ ok: false, error: textError });
+    if (!this.started) {
+      this.started = true;
+      this.ensureWorkers();
+    }
     if (this.startFailures >= START_FAILURE_LIMIT) {
       // A previous burst of failed starts gave up; try again for this call.
       this.startFailures = 0;
@@ -161,6 +172,10 @@ export class ExecutorPool implements Executor {
 
   /** Resolves when `workers + spareWorkers` idle workers are started and waiting (useful before timing anything). */
   async ready(): Promise<void> {
+    if (!this.started) {
+      this.started = true;
+      this.ensureWorkers();
+    }
     while (!this.closed && this.slots.filter((s) => this.idle(s)).length < this.size + this.spareWorkers) {
       if (this.startFailures >= START_FAILURE_LIMIT) throw new T2sError("worker_start_failed", "the SQL worker processes could not start");
       await new Promise((r) => setTimeout(r, 20));

@@ -49,7 +49,7 @@ function sizeOf(v: unknown): number {
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
-/** Statements run in safe-integer mode, so INTEGERs arrive as bigints; only the unsafe ones stay bigints. */
+/** In safe-integer mode INTEGERs arrive as bigints; only those beyond 2^53 stay bigints. */
 function toSqlValue(v: unknown): SqlValue {
   if (v === null || v === undefined) return null;
   if (typeof v === "number" || typeof v === "string") return v;
@@ -101,17 +101,41 @@ function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string, dia
   }
   if (policyError) return { error: policyError };
   stmt.raw(true);
-  stmt.safeIntegers(true);
   cache.remember(conn, key, stmt);
   return { stmt };
 }
 
-/** Runs `sql` against `dbPath` through `cache`; returns rows or a typed error, never throws for bad SQL. */
+/** True for a number that may be an INTEGER beyond 2^53 rounded to a double (a whole number that is not safe). */
+const maybeRounded = (v: unknown) => typeof v === "number" && Number.isInteger(v) && !Number.isSafeInteger(v);
+
+/**
+ * Runs `sql` against `dbPath` through `cache`; returns rows or a typed error, never throws for bad SQL.
+ * Rows are read with plain numbers (a bigint per INTEGER would cost an allocation per value); only when a
+ * whole number beyond 2^53 shows up is the statement read again in safe-integer mode, so that such
+ * INTEGERs come back exact (as bigints).
+ */
 export function runQuery(cache: ConnectionCache, dbPath: string, sql: string, limits: RunLimits): ExecOutcome {
   const t0 = performance.now();
   const prepared = prepareChecked(cache, dbPath, sql, limits.dialect);
   if ("error" in prepared) return { ok: false, error: prepared.error };
-  const stmt = prepared.stmt;
+  const first = readRows(prepared.stmt, limits, false);
+  const out = first.ok && first.rounded ? readRows(prepared.stmt, limits, true) : first;
+  if (out.ok === false) return out;
+  const elapsedMs = Math.round((performance.now() - t0) * 100) / 100;
+  return { ok: true, columns: out.columns, rows: out.rows, elapsedMs, truncated: out.truncated };
+}
+
+function readRows(stmt: Database.Statement, limits: RunLimits, safe: boolean): { ok: true; columns: string[]; rows: SqlValue[][]; truncated: boolean; rounded: boolean } | { ok: false; error: ExecError } {
+  stmt.safeIntegers(safe);
+  try {
+    return readAll(stmt, limits);
+  } finally {
+    if (safe) stmt.safeIntegers(false);
+  }
+}
+
+function readAll(stmt: Database.Statement, limits: RunLimits): { ok: true; columns: string[]; rows: SqlValue[][]; truncated: boolean; rounded: boolean } | { ok: false; error: ExecError } {
+  let rounded = false;
   const rows: SqlValue[][] = [];
   let truncated = false;
   let bytes = 0;
@@ -132,11 +156,11 @@ export function runQuery(cache: ConnectionCache, dbPath: string, sql: string, li
           error: { kind: "too_large", message: `the result exceeds ${limits.maxResultBytes} bytes after ${rows.length} rows; select fewer or shorter values` },
         };
       }
+      if (!rounded && raw.some(maybeRounded)) rounded = true;
       rows.push(raw.map(toSqlValue));
     }
   } catch (e) {
     return { ok: false, error: classifyError(e, "run") };
   }
-  const elapsedMs = Math.round((performance.now() - t0) * 100) / 100;
-  return { ok: true, columns, rows, elapsedMs, truncated };
+  return { ok: true, columns, rows, truncated, rounded };
 }

@@ -55,23 +55,23 @@ export function workerEntry(): string {
 }
 
 /** Starts a worker with the given memory ceiling; stderr is piped so a crash can be explained. */
-export function spawnWorker(memoryLimitMb: number): ChildProcess {
+export function spawnWorker(memoryLimitMb: number, entry: string = workerEntry(), env: Record<string, string> = {}): ChildProcess {
   const nodeArgs = [`--max-old-space-size=${Math.max(64, Math.floor(memoryLimitMb / 2))}`];
   const common = {
     cwd: kitRoot(),
-    env: { ...process.env, T2S_ROOT: kitRoot(), T2S_TSX_CJS: tsxCjsHook(), T2S_DB_MEMORY_MB: String(memoryLimitMb) },
+    env: { ...process.env, T2S_ROOT: kitRoot(), T2S_TSX_CJS: tsxCjsHook(), T2S_DB_MEMORY_MB: String(memoryLimitMb), ...env },
     stdio: ["ignore", "ignore", "pipe", "ipc"] as ("ignore" | "pipe" | "ipc")[],
     serialization: "advanced" as const,
   };
   if (process.platform === "linux" && existsSync("/bin/sh")) {
     const dataKb = (memoryLimitMb + DATA_BASELINE_MB) * 1024;
-    return fork(workerEntry(), [], {
+    return fork(entry, [], {
       ...common,
       execPath: "/bin/sh",
       execArgv: ["-c", `ulimit -d ${dataKb} 2>/dev/null; exec "$0" "$@"`, process.execPath, ...nodeArgs],
     });
   }
-  return fork(workerEntry(), [], { ...common, execArgv: nodeArgs });
+  return fork(entry, [], { ...common, execArgv: nodeArgs });
 }
 
 /** Resident memory of a live process in MB, or undefined where /proc is not available. */

@@ -81,9 +81,21 @@ function quotedEnd(sql: string, i: number, q: string): number {
   return sql.length;
 }
 
-/** Tokens that carry meaning (no whitespace, no comments). */
+const CODE_TOKEN_MEMO = 512;
+const codeTokenMemo = new Map<string, readonly Token[]>();
+
+/**
+ * Tokens that carry meaning (no whitespace, no comments). The last few hundred texts are remembered: the
+ * grader asks about the same gold (its ORDER BY, its tie columns) at every grade. Callers must not change
+ * the array they get.
+ */
 export function codeTokens(sql: string): Token[] {
-  return tokenize(sql).filter((t) => t.kind !== "space" && t.kind !== "comment");
+  const hit = codeTokenMemo.get(sql);
+  if (hit) return hit as Token[];
+  const toks = tokenize(sql).filter((t) => t.kind !== "space" && t.kind !== "comment");
+  codeTokenMemo.set(sql, toks);
+  if (codeTokenMemo.size > CODE_TOKEN_MEMO) codeTokenMemo.delete(codeTokenMemo.keys().next().value as string);
+  return toks;
 }
 
 function isWord(t: Token | undefined, w: string): boolean {

@@ -4,7 +4,6 @@ import { Command } from "commander";
 import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { commandGroups, groupsFor } from "../../lib/cli/commands.js";
-// @ts-expect-error: a plain JS module of bin/ without type declarations
 import { distIsFresh, sourceSignature } from "../../bin/dist-check.js";
 import { runCli, scratchDir } from "../helpers.js";
 import { spiderFolder } from "../tasks/fixtures.js";
