@@ -51,8 +51,11 @@ export class FastGraders {
   /** `env` is added to the graders' environment (T2S_WORKER_MODULE runs the TypeScript entry through worker-boot.cjs). */
   constructor(private readonly entry: string, count: number, defaults: RequestDefaults, options: LineOptions, private readonly fallback: Fallback, env: Record<string, string> = {}) {
     this.env = { ...env, T2S_GRADE_CONFIG: JSON.stringify({ defaults, options }) };
-    for (let i = 0; i < count; i++) this.graders.push(this.start());
+    this.count = count;
   }
+
+  /** Graders wanted; they start with the first line, so empty input starts none. */
+  private readonly count: number;
 
   private start(): Grader {
     const g: Grader = { child: spawnWorker(MEMORY_LIMIT_MB, this.entry, this.env), sent: new Map(), batch: [], dead: false };
@@ -85,6 +88,7 @@ export class FastGraders {
   /** The answer line of input line `n`. */
   answer(raw: string, n: number): Promise<string> {
     if (this.restarts > MAX_RESTARTS) return this.fallback(raw, n);
+    while (this.graders.length < this.count) this.graders.push(this.start());
     const g = this.graders[this.route(raw)];
     if (g.dead) return this.fallback(raw, n);
     return new Promise<string>((resolve) => {
