@@ -1,13 +1,23 @@
 /**
- * `npm run bench:grade`: grades per second on the shop database, with the gold result cached vs run every
- * time, on 1 vs N SQL worker processes (and, for scale, with the 3-neighbor check on). Each grade extracts
- * the query from a fenced reply, runs it (and the gold unless cached), and compares the result sets.
- * Prints a table; options:
- *   --grades <n>   grades per configuration (default 600)
- *   --workers <n>  N for the multi-worker rows (default: number of CPUs)
+ * `npm run bench:grade`: grading speed, end to end and inside the process.
+ *
+ * 1. End to end against the Python reference grader (../shared/reference/refgrader.py, python3's sqlite3,
+ *    the kit's default rules), side by side in one run on the same pairs: shop golds, each paired with
+ *    itself and with near-miss mutations of itself (bench/grade-pairs.ts). `t2s grade --jsonl` and
+ *    `refgrader.py --jsonl` alternate for --runs rounds, each a fresh process reading the pairs on stdin;
+ *    the table gives median seconds, grades per second, the ratio, and how many verdicts agree.
+ * 2. Start-up: `t2s --version` and `t2s grade --jsonl </dev/null` (median of --runs), and whether the
+ *    compiled dist/ was used (it is only when `npm run build` matches lib/; else tsx loads the sources).
+ * 3. Inside the process: grades per second with the gold result cached vs run every time, on 1 vs N SQL
+ *    worker processes (and with the 3-neighbor check on).
+ * Options: --pairs <n> (default 3000), --runs <n> (default 5), --grades <n> (default 600),
+ *          --workers <n> (default: number of CPUs).
  */
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { cpus } from "node:os";
+import { cpus, loadavg } from "node:os";
+import { performance } from "node:perf_hooks";
+import { distIsFresh } from "../bin/dist-check.js";
 import { ExecutorPool } from "../lib/db/pool.js";
 import { buildShopDatabase, defaultShopPath } from "../lib/db/shop/build.js";
 import { kitPath } from "../lib/paths.js";
@@ -15,40 +25,90 @@ import { readTasks } from "../lib/tasks/io.js";
 import { grade, type GradableTask } from "../lib/verifier/grade.js";
 import { GoldCache } from "../lib/verifier/goldcache.js";
 import { intFlag, printTable } from "./args.js";
+import { gradePairs } from "./grade-pairs.js";
 
-const FALLBACK_GOLDS = [
-  "SELECT COUNT(*) FROM orders WHERE status = 'delivered'",
-  "SELECT c.country, COUNT(*) AS n FROM customers c JOIN orders o ON o.customer_id = c.customer_id GROUP BY c.country ORDER BY n DESC, c.country",
-  "SELECT p.name, SUM(oi.quantity) AS units FROM order_items oi JOIN products p ON p.product_id = oi.product_id GROUP BY p.product_id ORDER BY units DESC, p.name LIMIT 10",
-  "SELECT strftime('%Y-%m', order_date) AS month, COUNT(*) FROM orders GROUP BY month",
-  "SELECT ROUND(AVG(rating), 2) FROM reviews",
-  "SELECT e.first_name, e.last_name, COUNT(o.order_id) FROM employees e LEFT JOIN orders o ON o.sales_rep_id = e.employee_id GROUP BY e.employee_id",
-  "SELECT name, price - cost AS margin FROM products WHERE discontinued = 0 ORDER BY margin DESC LIMIT 5",
-  "SELECT method, ROUND(SUM(amount), 2) FROM payments WHERE status = 'captured' GROUP BY method",
-  "SELECT cat.name, COUNT(p.product_id) FROM categories cat LEFT JOIN products p ON p.category_id = cat.category_id GROUP BY cat.category_id",
-  "SELECT customer_id, first_name FROM customers WHERE referred_by IS NOT NULL",
-];
+const REFERENCE = kitPath("..", "shared", "reference", "refgrader.py");
+const T2S = kitPath("bin", "t2s.js");
 
-async function main(): Promise<void> {
-  const grades = intFlag("--grades", 600);
-  const many = intFlag("--workers", Math.max(2, cpus().length));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** Runs a command with `input` on stdin; returns its wall time in seconds and its stdout. */
+function timed(cmd: string, args: string[], input: string): { seconds: number; stdout: string } {
+  const t0 = performance.now();
+  const r = spawnSync(cmd, args, { input, encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
+  const seconds = (performance.now() - t0) / 1000;
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${r.status}: ${r.stderr.slice(-500)}`);
+  return { seconds, stdout: r.stdout };
+}
+
+function shopGolds(): { db: string; golds: string[] } {
   const db = defaultShopPath();
   if (!existsSync(db)) buildShopDatabase(db);
-  const taskFile = kitPath("data", "shop", "tasks.jsonl");
-  const golds = existsSync(taskFile) ? readTasks(taskFile).slice(0, 50).map((t) => t.gold_sql) : FALLBACK_GOLDS;
-  const tasks: GradableTask[] = golds.map((gold_sql) => ({ db_path: db, gold_sql }));
+  const golds = [...new Set(readTasks(kitPath("data", "shop", "tasks.jsonl")).map((t) => t.gold_sql))];
+  return { db, golds };
+}
+
+function endToEnd(db: string, golds: string[], count: number, runs: number): void {
+  const pairs = gradePairs(db, golds, count);
+  const input = pairs.map((p) => JSON.stringify(p)).join("\n") + "\n";
+  const python = spawnSync("python3", ["--version"], { encoding: "utf8" });
+  if (!existsSync(REFERENCE) || python.status !== 0) {
+    process.stdout.write(`end to end: skipped (needs python3 and ${REFERENCE})\n\n`);
+    return;
+  }
+  const kit: number[] = [];
+  const ref: number[] = [];
+  let agree = 0;
+  for (let i = 0; i < runs; i++) {
+    const k = timed(process.execPath, [T2S, "grade", "--jsonl"], input);
+    const r = timed("python3", [REFERENCE, "--jsonl"], input);
+    kit.push(k.seconds);
+    ref.push(r.seconds);
+    if (i === 0) {
+      const a = k.stdout.trim().split("\n").map((l) => JSON.parse(l).correct);
+      const b = r.stdout.trim().split("\n").map((l) => JSON.parse(l).correct);
+      agree = a.filter((v, j) => v === b[j]).length;
+    }
+  }
+  const rate = (s: number) => (pairs.length / s).toFixed(0);
+  const mk = median(kit);
+  const mr = median(ref);
+  process.stdout.write(`end to end: ${pairs.length} pairs (${golds.length} shop golds, each with itself and near-miss mutations), ${runs} alternating runs, median; ${cpus().length} CPUs, load ${loadavg()[0].toFixed(1)}\n`);
+  printTable(
+    ["grader", "seconds", "grades/s", "runs (s)"],
+    [
+      ["t2s grade --jsonl", mk.toFixed(2), rate(mk), kit.map((s) => s.toFixed(2)).join(" ")],
+      ["refgrader.py --jsonl", mr.toFixed(2), rate(mr), ref.map((s) => s.toFixed(2)).join(" ")],
+    ],
+  );
+  process.stdout.write(`ratio (reference seconds / t2s seconds): ${(mr / mk).toFixed(2)}x; verdicts agree on ${agree}/${pairs.length}\n\n`);
+}
+
+function startUp(runs: number): void {
+  const fresh = distIsFresh(kitPath("lib"), kitPath("dist"));
+  const cases: Array<[string, string[], string]> = [
+    ["t2s --version", [T2S, "--version"], ""],
+    ["t2s grade --jsonl </dev/null", [T2S, "grade", "--jsonl"], ""],
+  ];
+  const rows = cases.map(([name, args, input]) => {
+    const times = Array.from({ length: runs }, () => timed(process.execPath, args, input).seconds);
+    return [name, median(times).toFixed(3), times.map((s) => s.toFixed(2)).join(" ")];
+  });
+  const py = Array.from({ length: runs }, () => timed("python3", [REFERENCE, "--jsonl"], "").seconds);
+  rows.push(["refgrader.py --jsonl </dev/null", median(py).toFixed(3), py.map((s) => s.toFixed(2)).join(" ")]);
+  process.stdout.write(`start-up (${fresh ? "compiled dist/" : "dist/ missing or stale: sources through tsx; run npm run build"}), median of ${runs}\n`);
+  printTable(["command", "seconds", "runs (s)"], rows);
+  process.stdout.write("\n");
+}
+
+async function inProcess(db: string, golds: string[], grades: number, many: number): Promise<void> {
+  const tasks: GradableTask[] = golds.slice(0, 50).map((gold_sql) => ({ db_path: db, gold_sql }));
   const reply = (t: GradableTask) => "The query:\n```sql\n" + t.gold_sql + ";\n```";
-  process.stdout.write(`shop database ${db}; ${tasks.length} gold queries (${existsSync(taskFile) ? "data/shop/tasks.jsonl" : "built-in"}); ${grades} grades per row; ${cpus().length} CPUs\n\n`);
   const rows: string[][] = [];
   for (const workers of [1, many]) {
     const pool = new ExecutorPool({ workers });
-    // warm the workers (connections, statement caches) so start-up is not timed
     await Promise.all(tasks.map((t) => pool.execute(db, t.gold_sql)));
-    const configs: Array<{ cached: boolean; neighbors: number }> = [
-      { cached: false, neighbors: 0 },
-      { cached: true, neighbors: 0 },
-      ...(workers === many ? [{ cached: true, neighbors: 3 }] : []),
-    ];
+    const configs = [{ cached: false, neighbors: 0 }, { cached: true, neighbors: 0 }, ...(workers === many ? [{ cached: true, neighbors: 3 }] : [])];
     for (const { cached, neighbors } of configs) {
       const cache = new GoldCache();
       if (cached) await Promise.all(tasks.map((t) => grade(t, reply(t), { executor: pool, goldCache: cache, neighbors })));
@@ -68,8 +128,16 @@ async function main(): Promise<void> {
     }
     await pool.close();
   }
-  const head = ["workers", "gold", "neighbors", "grades", "seconds", "grades/s", "correct"];
-  printTable(head, rows);
+  process.stdout.write(`inside the process: ${tasks.length} shop golds answered with themselves, ${grades} grades per row\n`);
+  printTable(["workers", "gold", "neighbors", "grades", "seconds", "grades/s", "correct"], rows);
+}
+
+async function main(): Promise<void> {
+  const runs = intFlag("--runs", 5);
+  const { db, golds } = shopGolds();
+  endToEnd(db, golds, intFlag("--pairs", 3000), runs);
+  startUp(runs);
+  await inProcess(db, golds, intFlag("--grades", 600), intFlag("--workers", Math.max(2, cpus().length)));
 }
 
 main().catch((e) => {

@@ -7,7 +7,8 @@ import { progressLine } from "../runs/progress.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import type { StatRow } from "../stats/rows.js";
 import { formatSummary } from "./report.js";
-import { collect, intOption, numberOption, oneOf, printJson } from "./options.js";
+import { collect, dialectOption, intOption, numberOption, oneOf, printJson } from "./options.js";
+import type { RunGrading } from "../runs/meta.js";
 
 interface BenchmarkFlags {
   policy: string;
@@ -40,6 +41,10 @@ interface BenchmarkFlags {
   by: string[];
   quiet?: boolean;
   json?: boolean;
+  maxRows?: number;
+  dialect?: string;
+  distinct?: string;
+  strict?: boolean;
 }
 
 export function registerBenchmark(program: Command): void {
@@ -47,7 +52,11 @@ export function registerBenchmark(program: Command): void {
     .command("benchmark")
     .description("sample k episodes per task from a policy, grade them, write rows (resumable: re-run the same command) and print the report")
     .requiredOption("--policy <spec>", "openai:<model>@<base_url> (any OpenAI-compatible server), scripted:<file>, or tfjs:<dir>[+<adapter>]")
-    .requiredOption("--tasks <file>", "task jsonl file (e.g. data/shop/tasks.jsonl)")
+    .requiredOption("--tasks <file>", "task jsonl file (e.g. data/shop/tasks.jsonl), Spider/BIRD folder or BIRD-Platinum file")
+    .option("--strict", "a task whose database file is missing is an error (default: skip it, listing the missing databases)")
+    .option("--max-rows <n>", "row cap of gold and answer when grading (default 200; 1000000 for spider-dialect tasks)", intOption("--max-rows", 1))
+    .option("--dialect <name>", "run golds and answers as sqlite or spider (default: each task's own; spider for Spider/BIRD folders)")
+    .option("--distinct <rule>", "keep, or ignore: remove every DISTINCT from gold and answer before running them (Spider's default)")
     .requiredOption("--out <file>", "rows file (jsonl, append-only); its metadata goes to <file>.meta.json")
     .option("--split <split>", "only tasks of this split: train or holdout (default: all)")
     .option("--band <file:lo:hi>", "only tasks whose pass rate in an earlier rows file lies in [lo, hi], as training selects its band (e.g. base-train.jsonl:0.1:0.9)")
@@ -81,6 +90,8 @@ export function registerBenchmark(program: Command): void {
       const { result, summary, facts } = await benchmark({
         policy: f.policy,
         tasks: f.tasks,
+        strict: f.strict,
+        grading: gradingFlags(f),
         split,
         band: f.band === undefined ? undefined : parseBand(f.band),
         limit: f.limit,
@@ -123,6 +134,15 @@ export function registerBenchmark(program: Command): void {
         process.exitCode = 1;
       }
     });
+}
+
+/** The grading options the flags ask for (undefined when none). */
+function gradingFlags(f: BenchmarkFlags): RunGrading | undefined {
+  const g: RunGrading = {};
+  if (f.dialect !== undefined) g.dialect = dialectOption(f.dialect);
+  if (f.distinct !== undefined) g.distinct = oneOf("--distinct", f.distinct, ["keep", "ignore"] as const);
+  if (f.maxRows !== undefined) g.max_rows = f.maxRows;
+  return Object.keys(g).length ? g : undefined;
 }
 
 /** "<file>:<lo>:<hi>" -> the band; the file name may itself hold colons. */

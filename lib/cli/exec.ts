@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { cpus } from "node:os";
 import { answerJsonlStream } from "./jsonl-stream.js";
 import { UsageError } from "../errors.js";
-import { formatOutcome } from "../db/format.js";
+import { formatOutcome, jsonWithIntegers } from "../db/format.js";
 import { ExecutorPool } from "../db/pool.js";
 import type { ExecOutcome } from "../db/types.js";
 import { intOption, printJson } from "./options.js";
@@ -28,7 +28,7 @@ async function runJsonl(pool: ExecutorPool, flags: ExecFlags): Promise<void> {
       return JSON.stringify(badInput(`line ${n}: not valid JSON (${(e as Error).message})`));
     }
     const req = (parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed : {}) as { sql?: unknown; id?: unknown };
-    const withId = (r: object) => JSON.stringify(req.id !== undefined ? { id: req.id, ...r } : r);
+    const withId = (r: object) => jsonWithIntegers(req.id !== undefined ? { id: req.id, ...r } : r);
     if (typeof req.sql !== "string") return withId(badInput(`line ${n}: expected an object with a string field "sql"`));
     return withId(await pool.execute(flags.db, req.sql, { timeoutMs: flags.timeoutMs, maxRows: flags.maxRows }));
   };
@@ -55,14 +55,14 @@ export function registerExec(program: Command): void {
       if (!flags.jsonl && (sql === undefined || sql.trim() === "")) throw new UsageError("missing the SQL to run (or use --jsonl to read queries from stdin)");
       const workers = flags.workers ?? (flags.jsonl ? Math.min(4, Math.max(1, cpus().length)) : 1);
       // One query needs no spare worker; a stream keeps one ready in case a runaway is killed.
-      const pool = new ExecutorPool({ workers, spareWorkers: flags.jsonl ? 1 : 0 });
+      const pool = new ExecutorPool({ workers, spareWorkers: flags.jsonl ? 1 : 0, startOnDemand: true });
       try {
         if (flags.jsonl) {
           await runJsonl(pool, flags);
           return;
         }
         const outcome = await pool.execute(flags.db, sql as string, { timeoutMs: flags.timeoutMs, maxRows: flags.maxRows });
-        if (flags.json) printJson(outcome);
+        if (flags.json) process.stdout.write(jsonWithIntegers(outcome) + "\n");
         else if (outcome.ok) process.stdout.write(formatOutcome(outcome));
         else process.stderr.write(formatOutcome(outcome));
         if (!outcome.ok) process.exitCode = 1;

@@ -6,28 +6,28 @@
 import { Command, CommanderError } from "commander";
 import { T2sError, UsageError } from "../errors.js";
 import { kitVersion } from "../paths.js";
-import { commandGroups } from "./commands.js";
+import { commandGroups, groupsFor, type CommandGroup } from "./commands.js";
 
-/** Builds the full `t2s` program with every command group registered. */
-export function buildProgram(): Command {
+/** Builds the `t2s` program with the given command groups registered (default: all of them). */
+export async function buildProgram(groups: CommandGroup[] = commandGroups): Promise<Command> {
   const program = new Command("t2s")
     .description("t2s-lab: reinforcement learning on text-to-SQL with a program verifier")
     .version(kitVersion(), "-V, --version")
     .showSuggestionAfterError(true)
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s), outputError: (s, write) => write(usageLine(s)) });
-  for (const register of commandGroups) register(program);
+  for (const register of await Promise.all(groups.map((g) => g.load()))) register(program);
   return program;
 }
 
 /** Runs `t2s` with the given arguments and returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
   // a failure outside the awaited command (a stream's error event, a stray rejection) still gets one line
   const fatal = (e: unknown) => process.exit(reportError(e) || 1);
   process.on("uncaughtException", fatal);
   process.on("unhandledRejection", fatal);
   try {
+    const program = await buildProgram(groupsFor(argv));
     await program.parseAsync(argv, { from: "user" });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (e) {

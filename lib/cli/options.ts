@@ -2,6 +2,7 @@
  * Shared parsing of option values, so every command rejects bad numbers the same way (exit 2, naming the
  * flag) and prints JSON the same way.
  */
+import { DIALECTS, type Dialect } from "../db/dialect.js";
 import { UsageError } from "../errors.js";
 
 /** Parses an integer flag value in [min, max] or throws a UsageError naming the flag. */
@@ -47,4 +48,10 @@ export function collect(value: string, previous: string[] = []): string[] {
 /** Writes a value as one line of JSON on stdout. */
 export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value) + "\n");
+}
+
+/** Parses a --dialect value (lib/db/dialect.ts) or throws a UsageError. */
+export function dialectOption(value: string): Dialect {
+  if (!(DIALECTS as readonly string[]).includes(value)) throw new UsageError(`--dialect must be one of ${DIALECTS.join(", ")}, got '${value}'`);
+  return value as Dialect;
 }

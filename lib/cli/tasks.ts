@@ -10,7 +10,7 @@ import { kitPath } from "../paths.js";
 import { createExecutor } from "../tasks/executor.js";
 import { EXPORT_FORMATS, exportTasks, type ExportFormat } from "../tasks/export.js";
 import { readTasks, writeTasks } from "../tasks/io.js";
-import { loadTasks, SOURCE_FORMATS, type LoadOptions, type SourceFormat } from "../tasks/loaders.js";
+import { describeMissing, loadTaskSource, SOURCE_FORMATS, type LoadOptions, type SourceFormat } from "../tasks/loaders.js";
 import { augmentTrainingTasks } from "../tasks/shop/augment.js";
 import { DEFAULT_AUTHOR_SEED } from "../tasks/shop/author.js";
 import { writeShopTaskSet } from "../tasks/shop/ship.js";
@@ -18,13 +18,15 @@ import { HOLDOUT_FRACTION } from "../tasks/split.js";
 import { taskStats } from "../tasks/stats.js";
 import { parseTeacherSpec, runTeacher } from "../tasks/teacher.js";
 import type { Task } from "../tasks/types.js";
-import { verifyTasks } from "../tasks/verify.js";
-import { intOption, printJson } from "./options.js";
+import { VERIFY_MODES, verifyTasks, type VerifyMode } from "../tasks/verify.js";
+import { DIALECTS } from "../db/dialect.js";
+import { dialectOption, intOption, printJson } from "./options.js";
 
 interface SourceOpts {
   format?: string;
   file?: string;
   dbRoot?: string;
+  strict?: boolean;
 }
 
 function addSourceOptions(cmd: Command): Command {
@@ -32,15 +34,18 @@ function addSourceOptions(cmd: Command): Command {
     .argument("<source>", "task file (kit jsonl, BIRD-Platinum jsonl) or folder (Spider, BIRD)")
     .option("--format <name>", `source format: ${SOURCE_FORMATS.join(", ")} (default: detected)`)
     .option("--file <name>", "records file inside a Spider/BIRD folder (default dev.json)")
-    .option("--db-root <dir>", "BIRD-Platinum: folder holding <db_id>/<db_id>.sqlite");
+    .option("--db-root <dir>", "BIRD-Platinum: folder holding <db_id>/<db_id>.sqlite")
+    .option("--strict", "a task whose database file is missing is an error (default: skip it, listing the missing databases)");
 }
 
 function load(source: string, opts: SourceOpts): Task[] {
   if (opts.format && !SOURCE_FORMATS.includes(opts.format as SourceFormat)) {
     throw new UsageError(`--format must be one of ${SOURCE_FORMATS.join(", ")}, got '${opts.format}'`);
   }
-  const lo: LoadOptions = { format: opts.format as SourceFormat | undefined, file: opts.file, dbRoot: opts.dbRoot };
-  return loadTasks(resolve(source), lo);
+  const lo: LoadOptions = { format: opts.format as SourceFormat | undefined, file: opts.file, dbRoot: opts.dbRoot, strict: !!opts.strict };
+  const loaded = loadTaskSource(resolve(source), lo);
+  if (loaded.missing.length) process.stderr.write(describeMissing(loaded.missing) + "\n");
+  return loaded.tasks;
 }
 
 const progress = (label: string) => (done: number, total: number) => {
@@ -50,15 +55,20 @@ const progress = (label: string) => (done: number, total: number) => {
 export function registerTasks(program: Command): void {
   const tasks = program.command("tasks").description("task sets: verify, author, augment, split, stats, export");
 
-  addSourceOptions(tasks.command("verify").description("execute every gold query twice; keep tasks with 1-50 stable, non-NULL rows"))
+  addSourceOptions(tasks.command("verify").description("execute every gold query twice; keep tasks with 1-50 stable, non-NULL rows (--mode eval: every stable gold)"))
     .option("--out <path>", "write the kept tasks to this jsonl file")
+    .option("--mode <mode>", "train: 1-50 stable, non-NULL rows (the rule for training tasks); eval: every gold that runs and is stable, whatever its rows", "train")
+    .option("--dialect <name>", `run the golds as ${DIALECTS.join(" or ")} (default: each task's own; spider for Spider/BIRD folders); kept tasks record it`)
     .option("--workers <n>", "executor worker processes (default: CPU count)", intOption("--workers", 1))
     .option("--json", "print the report as JSON")
-    .action(async (source: string, opts: SourceOpts & { out?: string; workers?: number; json?: boolean }) => {
+    .action(async (source: string, opts: SourceOpts & { out?: string; mode: string; dialect?: string; workers?: number; json?: boolean }) => {
+      if (!VERIFY_MODES.includes(opts.mode as VerifyMode)) throw new UsageError(`--mode must be ${VERIFY_MODES.join(" or ")}, got '${opts.mode}'`);
+      const dialect = opts.dialect === undefined ? undefined : dialectOption(opts.dialect);
       const list = load(source, opts);
       const executor = await createExecutor({ workers: opts.workers });
       try {
-        const report = await verifyTasks(list, { executor, onProgress: opts.json ? undefined : progress("verify") });
+        const report = await verifyTasks(list, { executor, mode: opts.mode as VerifyMode, dialect, onProgress: opts.json ? undefined : progress("verify") });
+        if (dialect) for (const t of report.kept) t.dialect = dialect;
         if (opts.out) writeTasks(opts.out, report.kept);
         const drops = report.dropped.map((d) => ({ id: d.task.id, reason: d.reason, detail: d.detail }));
         const summary = { total: list.length, kept: report.kept.length, dropped: report.dropped.length, by_reason: report.byReason, drops };
@@ -66,7 +76,8 @@ export function registerTasks(program: Command): void {
         else {
           process.stdout.write(`kept ${summary.kept} of ${summary.total}\n`);
           for (const [r, n] of Object.entries(report.byReason)) process.stdout.write(`  dropped ${r}: ${n}\n`);
-          for (const d of drops.slice(0, 20)) process.stdout.write(`  ${d.id} ${d.reason}: ${d.detail.slice(0, 100)}\n`);
+          for (const d of drops.slice(0, 100)) process.stdout.write(`  ${d.id} ${d.reason}: ${d.detail.slice(0, 160)}\n`);
+          if (drops.length > 100) process.stdout.write(`  ... ${drops.length - 100} more (--json lists every drop)\n`);
         }
         if (report.dropped.length) process.exitCode = 1;
       } finally {

@@ -8,8 +8,12 @@ import type { ExecError } from "./types.js";
 
 /** Page cache per connection in KiB (SQLite's negative cache_size form). */
 const CACHE_KIB = 8 * 1024;
-/** Prepared statements kept per connection; graders and benchmarks repeat the same SQL. */
-const STATEMENT_CACHE = 64;
+/**
+ * Prepared statements kept per connection; graders and benchmarks repeat the same SQL (a task set's golds,
+ * k samples per task). Preparing a statement and checking its bytecode costs as much as running a typical
+ * query, so the cache holds a whole evaluation set's worth; a statement is a few KiB.
+ */
+const STATEMENT_CACHE = 2048;
 /** Open connections kept per process. */
 const CONNECTION_CACHE = 32;
 
@@ -17,6 +21,20 @@ export interface CachedConnection {
   db: Database.Database;
   signature: string;
   statements: Map<string, Database.Statement>;
+  /** The schema holds views, triggers, virtual tables or generated columns: code the query text does not
+   * show may run, so every statement's bytecode is checked (policy.ts checkPrepared). */
+  schemaRunsCode: boolean;
+}
+
+/**
+ * Whether reading this database can run SQL that is not in the query's own text: views (their bodies run),
+ * triggers, virtual tables (module code) and generated columns (their expressions).
+ */
+function schemaRunsCode(db: Database.Database): boolean {
+  const objects = db.prepare("SELECT count(*) FROM sqlite_master WHERE type IN ('view', 'trigger') OR (type = 'table' AND sql LIKE 'CREATE VIRTUAL%')").pluck().get() as number;
+  if (objects > 0) return true;
+  const generated = db.prepare("SELECT count(*) FROM sqlite_master AS m, pragma_table_xinfo(m.name) AS c WHERE m.type = 'table' AND c.hidden IN (2, 3)").pluck().get() as number;
+  return generated > 0;
 }
 
 /** Thrown by `ConnectionCache.get` with the error to report to the caller. */
@@ -86,7 +104,14 @@ export class ConnectionCache {
       }
       hit.db.close();
     }
-    const entry: CachedConnection = { db: openReadOnly(path), signature, statements: new Map() };
+    const db = openReadOnly(path);
+    let runsCode = true;
+    try {
+      runsCode = schemaRunsCode(db);
+    } catch {
+      // a schema that cannot be listed is treated as one that runs code: every statement is checked
+    }
+    const entry: CachedConnection = { db, signature, statements: new Map(), schemaRunsCode: runsCode };
     this.entries.set(path, entry);
     while (this.entries.size > CONNECTION_CACHE) {
       const [oldest, conn] = this.entries.entries().next().value as [string, CachedConnection];

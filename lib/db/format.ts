@@ -29,3 +29,21 @@ export function formatOutcome(outcome: ExecOutcome): string {
   if (outcome.ok === false) return `error [${outcome.error.kind}]: ${outcome.error.message}\n`;
   return formatResultTable(outcome);
 }
+
+const BIG_MARK = `\u0000t2s-int:${process.pid}:`;
+const BIG_MARK_JSON = JSON.stringify(BIG_MARK).slice(1, -1);
+
+/**
+ * JSON text of a value that may hold bigints (INTEGERs beyond 2^53): each one is written as the exact JSON
+ * number, not rounded to a double and not thrown on as JSON.stringify would.
+ */
+export function jsonWithIntegers(value: unknown): string {
+  let big = false;
+  const text = JSON.stringify(value, (_k, v: unknown) => {
+    if (typeof v !== "bigint") return v;
+    big = true;
+    return BIG_MARK + v.toString();
+  });
+  if (!big) return text;
+  return text.split(`"${BIG_MARK_JSON}`).map((part, i) => (i === 0 ? part : part.replace(/^(-?\d+)"/, "$1"))).join("");
+}

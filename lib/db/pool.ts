@@ -4,6 +4,10 @@
  * timeout or grows its worker past the memory ceiling gets the worker killed (SIGKILL) and replaced, and
  * its caller an answer at once. Queued calls wait for the next ready worker and are never dropped.
  * Idle workers do not keep the parent's event loop alive, so a forgotten close() cannot hang a script.
+ * Each running worker is also sent up to PIPELINE_DEPTH more queries, which it runs after its current one:
+ * a worker then never sits idle while its answer travels back and the next query travels out. A query's
+ * clock starts only when the worker reaches it; queries queued behind one that has used half its time are
+ * taken back and given to other workers (the worker's late answers to them are ignored).
  */
 import type { ChildProcess } from "node:child_process";
 import { cpus } from "node:os";
@@ -28,6 +32,9 @@ export interface ExecutorPoolOptions {
    * at once instead of waiting the ~0.5-1.5 s a new worker needs to start. At most `workers` run at a time.
    */
   spareWorkers?: number;
+  /** Start the workers at the first query instead of at once (a command that may get no query, such as
+   * `t2s grade --jsonl` on empty input, then exits without starting any). Default false. */
+  startOnDemand?: boolean;
 }
 
 export interface PoolStats {
@@ -52,7 +59,12 @@ interface Job {
 interface Slot {
   child: ChildProcess;
   ready: boolean;
+  /** The query the worker runs now. */
   job?: Job;
+  /** Queries sent to the worker that it runs after `job`, in order. */
+  backlog: Job[];
+  /** Ids of queries sent to the worker but taken back; it still runs and answers them, and is busy until then. */
+  abandoned: Set<number>;
   timer?: NodeJS.Timeout;
   memTimer?: NodeJS.Timeout;
   stderrTail: string;
@@ -67,6 +79,8 @@ interface Slot {
 }
 
 const MEMORY_POLL_MS = 50;
+/** Queries sent to a running worker beyond the one it runs. */
+const PIPELINE_DEPTH = 2;
 const MAX_TIMER_MS = 2_147_483_647;
 const KILL_MEMORY_MS = 5000;
 const START_FAILURE_LIMIT = 3;
@@ -112,8 +126,12 @@ export class ExecutorPool implements Executor {
     this.memoryLimitMb = mem;
     this.maxResultBytes = maxBytes;
     this.spareWorkers = spares;
-    this.ensureWorkers();
+    this.started = !options.startOnDemand;
+    if (this.started) this.ensureWorkers();
   }
+
+  /** Whether workers have been asked for (false only for a startOnDemand pool before its first query). */
+  private started: boolean;
 
   /** Runs one read-only statement; resolves with rows or a typed error (never rejects for bad SQL). */
   execute(dbPath: string, sql: string, options: ExecOptions = {}): Promise<ExecOutcome> {
@@ -130,6 +148,10 @@ export class ExecutorPool implements Executor {
     if (typeof dbPath !== "string" || dbPath.trim() === "") return Promise.resolve(fail("no_database", "no database path was given"));
     const textError = checkSqlText(sql);
     if (textError) return Promise.resolve({ ok: false, error: textError });
+    if (!this.started) {
+      this.started = true;
+      this.ensureWorkers();
+    }
     if (this.startFailures >= START_FAILURE_LIMIT) {
       // A previous burst of failed starts gave up; try again for this call.
       this.startFailures = 0;
@@ -137,7 +159,7 @@ export class ExecutorPool implements Executor {
     }
     return new Promise<ExecOutcome>((resolvePromise, reject) => {
       const id = this.nextId++;
-      const request: RunRequest = { id, dbPath: resolve(dbPath), sql, maxRows, maxResultBytes: this.maxResultBytes, timeoutMs };
+      const request: RunRequest = { id, dbPath: resolve(dbPath), sql, maxRows, maxResultBytes: this.maxResultBytes, timeoutMs, dialect: options.dialect };
       this.queue.push({ id, request, timeoutMs, resolve: resolvePromise, reject });
       this.pump();
     });
@@ -150,7 +172,11 @@ export class ExecutorPool implements Executor {
 
   /** Resolves when `workers + spareWorkers` idle workers are started and waiting (useful before timing anything). */
   async ready(): Promise<void> {
-    while (!this.closed && this.slots.filter((s) => s.ready && !s.job).length < this.size + this.spareWorkers) {
+    if (!this.started) {
+      this.started = true;
+      this.ensureWorkers();
+    }
+    while (!this.closed && this.slots.filter((s) => this.idle(s)).length < this.size + this.spareWorkers) {
       if (this.startFailures >= START_FAILURE_LIMIT) throw new T2sError("worker_start_failed", "the SQL worker processes could not start");
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -177,6 +203,7 @@ export class ExecutorPool implements Executor {
       slot.retired = true;
       this.clearTimers(slot);
       if (slot.job) slot.job.reject(err);
+      for (const j of slot.backlog.splice(0)) j.reject(err);
       slot.job = undefined;
       exits.push(this.stopChild(slot.child));
     }
@@ -205,7 +232,7 @@ export class ExecutorPool implements Executor {
 
   private startWorker(): void {
     const child = spawnWorker(this.memoryLimitMb);
-    const slot: Slot = { child, ready: false, stderrTail: "", retired: false, startedAt: 0, long: false };
+    const slot: Slot = { child, ready: false, backlog: [], abandoned: new Set(), stderrTail: "", retired: false, startedAt: 0, long: false };
     this.slots.push(slot);
     child.stderr?.on("data", (d: Buffer) => {
       slot.stderrTail = (slot.stderrTail + d.toString()).slice(-4000);
@@ -229,12 +256,19 @@ export class ExecutorPool implements Executor {
       return;
     }
     const reply = m as RunReply;
+    if (slot.abandoned.delete(reply.id)) {
+      // a query taken back from this worker: another one answers it; this worker may be free again
+      this.pump();
+      return;
+    }
     const job = slot.job;
     if (!job || job.id !== reply.id) return; // a late reply for a call already answered
     this.clearTimers(slot);
     slot.job = undefined;
     this.counters.completed++;
     job.resolve(reply.outcome);
+    const next = slot.backlog.shift();
+    if (next) this.startClock(slot, next);
     this.pump();
     this.trimWorkers();
   }
@@ -248,6 +282,7 @@ export class ExecutorPool implements Executor {
     if (slot.retired || this.closed) return;
     const job = slot.job;
     slot.job = undefined;
+    this.takeBack(slot);
     if (!slot.ready) {
       this.startFailures++;
       if (this.startFailures >= START_FAILURE_LIMIT) {
@@ -291,6 +326,19 @@ export class ExecutorPool implements Executor {
     return this.size + this.spareWorkers + burst + this.slots.filter((s) => s.job && s.long).length;
   }
 
+  /** A started worker with nothing sent to it. */
+  private idle(s: Slot): boolean {
+    return s.ready && !s.retired && !s.job && s.abandoned.size === 0;
+  }
+
+  /** Puts the queries queued in a worker back at the head of the queue, in order (they have not started). */
+  private takeBack(slot: Slot): void {
+    const back = slot.backlog.splice(0);
+    if (back.length === 0) return;
+    if (!slot.retired && !slot.exited) for (const j of back) slot.abandoned.add(j.id);
+    this.queue.unshift(...back);
+  }
+
   private ensureWorkers(): void {
     if (this.closed || this.startFailures >= START_FAILURE_LIMIT) return;
     while (this.slots.length < this.target()) this.startWorker();
@@ -299,7 +347,7 @@ export class ExecutorPool implements Executor {
   /** Stops idle workers beyond the target (left over when a long query finished instead of being killed). */
   private trimWorkers(): void {
     while (this.queue.length === 0 && this.slots.length > this.target()) {
-      const idle = this.slots.find((s) => s.ready && !s.job && !s.retired);
+      const idle = this.slots.find((s) => this.idle(s));
       if (!idle) return;
       idle.retired = true;
       this.slots.splice(this.slots.indexOf(idle), 1);
@@ -313,6 +361,7 @@ export class ExecutorPool implements Executor {
     slot.retired = true;
     slot.job = undefined;
     this.clearTimers(slot);
+    this.takeBack(slot);
     slot.child.kill("SIGKILL");
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
@@ -329,7 +378,10 @@ export class ExecutorPool implements Executor {
       if (!job || slot.retired) return;
       if (!slot.long && performance.now() - slot.startedAt >= job.timeoutMs / 2) {
         slot.long = true;
+        // the queries behind it go to other workers rather than wait for it to end or be stopped
+        this.takeBack(slot);
         this.ensureWorkers();
+        this.pump();
       }
       const mb = slot.child.pid !== undefined ? residentMb(slot.child.pid) : undefined;
       if (mb !== undefined && mb > this.memoryLimitMb) {
@@ -341,26 +393,47 @@ export class ExecutorPool implements Executor {
     }, MEMORY_POLL_MS);
   }
 
+  /** The worker has reached `job`: its time limit and the memory watch start now. */
+  private startClock(slot: Slot, job: Job): void {
+    slot.job = job;
+    slot.startedAt = performance.now();
+    slot.long = false;
+    slot.timer = setTimeout(() => {
+      if (slot.job !== job) return;
+      this.counters.timeouts++;
+      this.retire(slot, fail("timeout", `the query ran longer than ${job.timeoutMs} ms and was stopped`));
+    }, job.timeoutMs);
+    this.watchMemory(slot);
+  }
+
+  private send(slot: Slot, job: Job): void {
+    try {
+      slot.child.send(job.request);
+    } catch {
+      // the worker is gone; its exit handler answers the job
+    }
+  }
+
   private pump(): void {
     while (this.queue.length > 0 && !this.closed) {
-      if (this.slots.filter((s) => s.job).length >= this.size) break;
-      const slot = this.slots.find((s) => s.ready && !s.job && !s.retired);
-      if (!slot) break;
-      const job = this.queue.shift() as Job;
-      slot.job = job;
-      slot.startedAt = performance.now();
-      slot.long = false;
-      slot.timer = setTimeout(() => {
-        if (slot.job !== job) return;
-        this.counters.timeouts++;
-        this.retire(slot, fail("timeout", `the query ran longer than ${job.timeoutMs} ms and was stopped`));
-      }, job.timeoutMs);
-      this.watchMemory(slot);
-      try {
-        slot.child.send(job.request);
-      } catch {
-        // the worker is gone; its exit handler answers the job
+      const running = this.slots.filter((s) => s.job || s.abandoned.size > 0).length;
+      const idle = running < this.size ? this.slots.find((s) => this.idle(s)) : undefined;
+      if (idle) {
+        const job = this.queue.shift() as Job;
+        this.startClock(idle, job);
+        this.send(idle, job);
+        continue;
       }
+      // no free worker: queue behind the running worker with the shortest backlog
+      let best: Slot | undefined;
+      for (const s of this.slots) {
+        if (!s.job || s.long || s.retired || s.abandoned.size > 0 || s.backlog.length >= PIPELINE_DEPTH) continue;
+        if (!best || s.backlog.length < best.backlog.length) best = s;
+      }
+      if (!best) break;
+      const job = this.queue.shift() as Job;
+      best.backlog.push(job);
+      this.send(best, job);
     }
     this.updateRefs();
   }

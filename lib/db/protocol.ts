@@ -2,6 +2,7 @@
  * Messages between the executor pool and its worker processes, over Node's IPC channel with the "advanced"
  * (structured clone) serialization, so values JSON cannot carry (Infinity from SQLite REAL overflow) survive.
  */
+import type { Dialect } from "./dialect.js";
 import type { ExecOutcome } from "./types.js";
 
 export interface RunRequest {
@@ -10,6 +11,7 @@ export interface RunRequest {
   sql: string;
   maxRows: number;
   maxResultBytes: number;
+  dialect?: Dialect;
   /** The worker kills itself this long (plus a grace period) after starting, should the pool not manage to. */
   timeoutMs: number;
 }

@@ -7,10 +7,13 @@ import type Database from "better-sqlite3";
 import { performance } from "node:perf_hooks";
 import { ConnectionCache, ConnectionError } from "./connection.js";
 import { checkPrepared, checkSqlText } from "./policy.js";
+import { doubleQuotedToString, MAX_DQS_REWRITES, normalizeForDialect, unresolvedDoubleQuoted, type Dialect } from "./dialect.js";
 import type { ExecError, ExecOutcome, SqlValue } from "./types.js";
 
 export interface RunLimits {
   maxRows: number;
+  /** How the SQL is read (lib/db/dialect.ts); default "sqlite". */
+  dialect?: Dialect;
   /** Upper bound on the result's size (text characters, 2 per blob byte, 8 per number). */
   maxResultBytes: number;
 }
@@ -44,15 +47,33 @@ function sizeOf(v: unknown): number {
   return 8;
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** In safe-integer mode INTEGERs arrive as bigints; only those beyond 2^53 stay bigints. */
 function toSqlValue(v: unknown): SqlValue {
   if (v === null || v === undefined) return null;
   if (typeof v === "number" || typeof v === "string") return v;
-  if (typeof v === "bigint") return Number(v);
+  if (typeof v === "bigint") return v <= MAX_SAFE && v >= -MAX_SAFE ? Number(v) : v;
   if (Buffer.isBuffer(v)) return { blob: v.toString("hex") };
   return String(v);
 }
 
-function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string): { stmt: Database.Statement } | { error: ExecError } {
+/** Prepares `sql` as the dialect reads it (see dialect.ts for the double-quoted string rewrites). */
+function prepareIn(db: Database.Database, sql: string, dialect: Dialect | undefined): { stmt: Database.Statement; sql: string } {
+  let text = normalizeForDialect(sql, dialect);
+  for (let tries = 0; ; tries++) {
+    try {
+      return { stmt: db.prepare(text), sql: text };
+    } catch (e) {
+      const name = dialect === "spider" && tries < MAX_DQS_REWRITES ? unresolvedDoubleQuoted((e as Error).message) : null;
+      const next = name === null ? null : doubleQuotedToString(text, name);
+      if (next === null) throw e;
+      text = next;
+    }
+  }
+}
+
+function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string, dialect: Dialect | undefined): { stmt: Database.Statement } | { error: ExecError } {
   const textError = checkSqlText(sql);
   if (textError) return { error: textError };
   let conn;
@@ -62,32 +83,59 @@ function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string): { 
     if (e instanceof ConnectionError) return { error: e.error };
     throw e;
   }
-  const cached = conn.statements.get(sql);
+  const key = dialect === "spider" ? `spider\u0000${sql}` : sql;
+  const cached = conn.statements.get(key);
   if (cached) return { stmt: cached };
   let stmt: Database.Statement;
+  let text: string;
   try {
-    stmt = conn.db.prepare(sql);
+    ({ stmt, sql: text } = prepareIn(conn.db, sql, dialect));
   } catch (e) {
     return { error: classifyError(e, "prepare") };
   }
   let policyError: ExecError | null;
   try {
-    policyError = checkPrepared(conn.db, stmt, sql);
+    policyError = checkPrepared(conn.db, stmt, text, conn.schemaRunsCode);
   } catch (e) {
     return { error: classifyError(e, "prepare") };
   }
   if (policyError) return { error: policyError };
   stmt.raw(true);
-  cache.remember(conn, sql, stmt);
+  cache.remember(conn, key, stmt);
   return { stmt };
 }
 
-/** Runs `sql` against `dbPath` through `cache`; returns rows or a typed error, never throws for bad SQL. */
+/** True for a number that may be an INTEGER beyond 2^53 rounded to a double (a whole number that is not safe). */
+const maybeRounded = (v: unknown) => typeof v === "number" && Number.isInteger(v) && !Number.isSafeInteger(v);
+
+/**
+ * Runs `sql` against `dbPath` through `cache`; returns rows or a typed error, never throws for bad SQL.
+ * Rows are read with plain numbers (a bigint per INTEGER would cost an allocation per value); only when a
+ * whole number beyond 2^53 shows up is the statement read again in safe-integer mode, so that such
+ * INTEGERs come back exact (as bigints).
+ */
 export function runQuery(cache: ConnectionCache, dbPath: string, sql: string, limits: RunLimits): ExecOutcome {
   const t0 = performance.now();
-  const prepared = prepareChecked(cache, dbPath, sql);
+  const prepared = prepareChecked(cache, dbPath, sql, limits.dialect);
   if ("error" in prepared) return { ok: false, error: prepared.error };
-  const stmt = prepared.stmt;
+  const first = readRows(prepared.stmt, limits, false);
+  const out = first.ok && first.rounded ? readRows(prepared.stmt, limits, true) : first;
+  if (out.ok === false) return out;
+  const elapsedMs = Math.round((performance.now() - t0) * 100) / 100;
+  return { ok: true, columns: out.columns, rows: out.rows, elapsedMs, truncated: out.truncated };
+}
+
+function readRows(stmt: Database.Statement, limits: RunLimits, safe: boolean): { ok: true; columns: string[]; rows: SqlValue[][]; truncated: boolean; rounded: boolean } | { ok: false; error: ExecError } {
+  stmt.safeIntegers(safe);
+  try {
+    return readAll(stmt, limits);
+  } finally {
+    if (safe) stmt.safeIntegers(false);
+  }
+}
+
+function readAll(stmt: Database.Statement, limits: RunLimits): { ok: true; columns: string[]; rows: SqlValue[][]; truncated: boolean; rounded: boolean } | { ok: false; error: ExecError } {
+  let rounded = false;
   const rows: SqlValue[][] = [];
   let truncated = false;
   let bytes = 0;
@@ -108,11 +156,11 @@ export function runQuery(cache: ConnectionCache, dbPath: string, sql: string, li
           error: { kind: "too_large", message: `the result exceeds ${limits.maxResultBytes} bytes after ${rows.length} rows; select fewer or shorter values` },
         };
       }
+      if (!rounded && raw.some(maybeRounded)) rounded = true;
       rows.push(raw.map(toSqlValue));
     }
   } catch (e) {
     return { ok: false, error: classifyError(e, "run") };
   }
-  const elapsedMs = Math.round((performance.now() - t0) * 100) / 100;
-  return { ok: true, columns, rows, elapsedMs, truncated };
+  return { ok: true, columns, rows, truncated, rounded };
 }

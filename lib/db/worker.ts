@@ -5,11 +5,11 @@
  * the pool cannot (its event loop is blocked, or it died).
  */
 import Database from "better-sqlite3";
-import { Worker } from "node:worker_threads";
 import { ConnectionCache } from "./connection.js";
 import { checkPrepared, checkSqlText } from "./policy.js";
 import type { RunReply, RunRequest } from "./protocol.js";
 import { runQuery } from "./run.js";
+import { startWatchdog, WATCHDOG_GRACE_MS } from "./watchdog.js";
 
 /**
  * Sets SQLite's heap limit and runs the whole query path once in memory, so a worker's first real query is
@@ -32,28 +32,6 @@ function warmUp(): void {
   }
 }
 
-/** How long after its deadline the worker stops itself; the pool normally kills it first. */
-const WATCHDOG_GRACE_MS = 500;
-
-/**
- * A thread that SIGKILLs this process when the running query passes its deadline or when the pool's
- * process has gone (this process was orphaned). While SQLite runs, the main thread runs no JavaScript,
- * so only another thread can act; this covers a pool whose event loop is blocked or that died.
- */
-function startWatchdog(): Float64Array {
-  const deadline = new Float64Array(new SharedArrayBuffer(8));
-  const code = `
-    const { workerData } = require("node:worker_threads");
-    const deadline = new Float64Array(workerData.buffer);
-    setInterval(() => {
-      const d = deadline[0];
-      if ((d > 0 && Date.now() > d) || process.ppid !== workerData.ppid) process.kill(process.pid, "SIGKILL");
-    }, 50);`;
-  const thread = new Worker(code, { eval: true, workerData: { buffer: deadline.buffer, ppid: process.ppid } });
-  thread.unref();
-  return deadline;
-}
-
 function serve(send: (message: unknown) => boolean): void {
   const cache = new ConnectionCache();
   const deadline = startWatchdog();
@@ -63,7 +41,7 @@ function serve(send: (message: unknown) => boolean): void {
     let reply: RunReply;
     deadline[0] = Date.now() + (Number(req.timeoutMs) || 5000) + WATCHDOG_GRACE_MS;
     try {
-      reply = { id: req.id, outcome: runQuery(cache, req.dbPath, req.sql, { maxRows: req.maxRows, maxResultBytes: req.maxResultBytes }) };
+      reply = { id: req.id, outcome: runQuery(cache, req.dbPath, req.sql, { maxRows: req.maxRows, maxResultBytes: req.maxResultBytes, dialect: req.dialect }) };
     } catch (e) {
       reply = { id: req.id, outcome: { ok: false, error: { kind: "runtime", message: `internal error: ${(e as Error).message}` } } };
     } finally {

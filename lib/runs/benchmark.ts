@@ -11,21 +11,26 @@ import { loadPolicy } from "../policy/spec.js";
 import type { Policy } from "../policy/types.js";
 import type { StatRow } from "../stats/rows.js";
 import { summarize, type Summary } from "../stats/summary.js";
-import { readTasks } from "../tasks/io.js";
+import { describeMissing, loadTaskSource } from "../tasks/loaders.js";
 import type { Task } from "../tasks/types.js";
 import type { RewardPreset } from "../verifier/types.js";
 import { defaultEnv } from "./env.js";
 import { rolloutFacts, type RolloutFacts } from "./facts.js";
 import { selectTasks, type BandSpec } from "../train/band.js";
-import { databaseHashes, tasksHash } from "./meta.js";
+import { databaseHashes, tasksHash, type RunGrading } from "./meta.js";
 import type { ProgressSnapshot } from "./progress.js";
 import { runRollout, type RolloutEnv, type RolloutResult } from "./rollout.js";
 
 export interface BenchmarkOptions {
   /** A policy spec ("openai:<model>@<url>", "scripted:<file>", ...) or a Policy. */
   policy: string | Policy;
-  /** A task jsonl file or the tasks themselves. */
+  /** A task file or folder (kit jsonl, Spider or BIRD folder, BIRD-Platinum file) or the tasks themselves. */
   tasks: string | Task[];
+  /** A task whose database is missing stops the run (default: it is skipped and listed on the progress stream). */
+  strict?: boolean;
+  /** Grading: row cap of gold and candidate (default: the dialect's), dialect (default: each task's own),
+   * DISTINCT rule (default keep). Recorded in the run's metadata. */
+  grading?: RunGrading;
   split?: "train" | "holdout";
   /** Only tasks whose pass rate in an earlier rows file lies in [lo, hi] (a training band), after the split. */
   band?: BandSpec;
@@ -98,7 +103,12 @@ function lazyPool(workers?: number): Executor {
 
 /** Runs (or resumes) a benchmark and returns its rows, pass@k summary and failure breakdown. */
 export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult> {
-  const all = typeof opts.tasks === "string" ? readTasks(opts.tasks) : opts.tasks;
+  let all: Task[];
+  if (typeof opts.tasks === "string") {
+    const loaded = loadTaskSource(opts.tasks, { strict: opts.strict });
+    if (loaded.missing.length) opts.progressStream?.write(describeMissing(loaded.missing) + "\n");
+    all = loaded.tasks;
+  } else all = opts.tasks;
   const tasks = selectTasks(all, opts.split, opts.limit, opts.band);
   const band = opts.band ? `, band [${opts.band.lo}, ${opts.band.hi}] of ${opts.band.rows}` : "";
   if (tasks.length === 0) throw new T2sError("no_tasks", `no tasks to run${opts.split ? ` in split '${opts.split}'` : ""}${band}${typeof opts.tasks === "string" ? ` of ${opts.tasks}` : ""}`);
@@ -118,7 +128,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
   const ownExecutor = !opts.executor && !opts.env ? lazyPool(opts.workers) : undefined;
   try {
     if (opts.warmupS && policy.warmup) await policy.warmup(opts.warmupS * 1000);
-    const env = opts.env ?? defaultEnv({ executor: (opts.executor ?? ownExecutor)!, prompt, preset: opts.preset, toolRows, toolTimeoutMs: opts.toolTimeoutMs });
+    const env = opts.env ?? defaultEnv({ executor: (opts.executor ?? ownExecutor)!, prompt, preset: opts.preset, toolRows, toolTimeoutMs: opts.toolTimeoutMs, grading: opts.grading });
     const k = opts.k ?? 4;
     const result = await runRollout(tasks, policy, env, {
       out: resolve(opts.out),
@@ -131,6 +141,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
       tasksFile: typeof opts.tasks === "string" ? resolve(opts.tasks) : undefined,
       dbHashes: databaseHashes(tasks),
       force: opts.force,
+      grading: opts.grading,
       progressStream: opts.progressStream,
       onProgress: opts.onProgress,
       progressIntervalMs: opts.progressIntervalMs,

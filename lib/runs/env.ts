@@ -13,6 +13,7 @@ import type { ChatMessage } from "../policy/types.js";
 import type { Task } from "../tasks/types.js";
 import { grade } from "../verifier/grade.js";
 import type { RewardPreset } from "../verifier/types.js";
+import type { RunGrading } from "./meta.js";
 import type { RolloutEnv } from "./rollout.js";
 
 /**
@@ -39,6 +40,8 @@ export interface EnvOptions {
   toolRows?: number;
   /** Time limit of a tool query in ms (default 5000). */
   toolTimeoutMs?: number;
+  /** Row cap, dialect and DISTINCT rule of grading (default: the verifier's and each task's own). */
+  grading?: RunGrading;
 }
 
 /** Returns the environment that runs tool queries on `executor` and grades with the verifier. */
@@ -61,7 +64,8 @@ export function defaultEnv(opts: EnvOptions): RolloutEnv {
       return opts.executor.execute(task.db_path, query, { maxRows: opts.toolRows ?? 20, timeoutMs: opts.toolTimeoutMs ?? 5000 });
     },
     grade(task, reply, facts) {
-      return grade(task, reply, { executor: opts.executor, preset: opts.preset, finishReason: facts.finishReason, invalidToolCalls: facts.invalidToolCalls, assistantTurns: facts.assistantTurns });
+      const g = opts.grading ?? {};
+      return grade(task, reply, { executor: opts.executor, preset: opts.preset, finishReason: facts.finishReason, invalidToolCalls: facts.invalidToolCalls, assistantTurns: facts.assistantTurns, maxRows: g.max_rows, dialect: g.dialect, distinct: g.distinct });
     },
   };
 }

@@ -32,6 +32,24 @@ export interface RunMeta {
   k: number;
   /** Differences a run was told to accept with --force, in order. */
   forced?: string[];
+  /** How answers were graded, when not by the kit's defaults alone: the tasks' dialects (count per dialect)
+   * and the run's grading options. Absent for a run of kit-dialect tasks on default options. */
+  grading?: { dialects: Record<string, number>; dialect: string | null; distinct: string; max_rows: number | null };
+}
+
+/** The grading options a run may set (benchmark --dialect, --distinct, --max-rows). */
+export interface RunGrading {
+  dialect?: "sqlite" | "spider";
+  distinct?: "keep" | "ignore";
+  max_rows?: number;
+}
+
+/** The `grading` entry of a run's metadata, or nothing when the run grades by the kit's defaults. */
+export function gradingMeta(tasks: Pick<Task, "dialect">[], g: RunGrading = {}): Pick<RunMeta, "grading"> {
+  const dialects: Record<string, number> = {};
+  for (const t of tasks) if (t.dialect && t.dialect !== "sqlite") dialects[t.dialect] = (dialects[t.dialect] ?? 0) + 1;
+  if (Object.keys(dialects).length === 0 && g.dialect === undefined && (g.distinct ?? "keep") === "keep" && g.max_rows === undefined) return {};
+  return { grading: { dialects, dialect: g.dialect ?? null, distinct: g.distinct ?? "keep", max_rows: g.max_rows ?? null } };
 }
 
 /** The sidecar path of a rows file. */
@@ -60,6 +78,7 @@ const CHECKED: Array<[string, (m: RunMeta) => unknown]> = [
   ["prompt_hash", (m) => m.prompt_hash],
   ["tasks_hash", (m) => m.tasks_hash],
   ["kit_version", (m) => m.kit_version],
+  ["grading", (m) => m.grading],
 ];
 
 /** The fields on which two runs differ, as "field: old -> new" strings (empty when comparable). */

@@ -16,7 +16,7 @@ import { PolicyError, type ChatMessage, type Policy } from "../policy/types.js";
 import type { Task } from "../tasks/types.js";
 import type { GradeResult } from "../verifier/types.js";
 import { lockRows } from "./lock.js";
-import { metaDifferences, metaPath, readMeta, tasksHash, writeMeta, type RunMeta } from "./meta.js";
+import { gradingMeta, metaDifferences, metaPath, readMeta, tasksHash, writeMeta, type RunGrading, type RunMeta } from "./meta.js";
 import { planEpisodes } from "./plan.js";
 import { Progress, type ProgressSnapshot } from "./progress.js";
 import { makeRow, type RolloutRow } from "./row.js";
@@ -53,6 +53,8 @@ export interface RolloutOptions {
   dbHashes?: Record<string, string>;
   /** Add to a rows file whose metadata differs (recorded in the sidecar). */
   force?: boolean;
+  /** Grading options other than the defaults, recorded in the sidecar (meta.ts RunGrading). */
+  grading?: RunGrading;
   progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
   onProgress?: (p: ProgressSnapshot) => void;
   progressIntervalMs?: number;
@@ -95,6 +97,7 @@ function currentMeta(tasks: Task[], policy: Policy, opts: RolloutOptions): RunMe
     tasks_file: opts.tasksFile ?? null,
     ...(opts.dbHashes ? { db_sha256: opts.dbHashes } : {}),
     k: opts.k,
+    ...gradingMeta(tasks, opts.grading),
   };
 }
 

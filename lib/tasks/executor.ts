@@ -13,7 +13,7 @@ export class DirectExecutor implements Executor {
   private readonly cache = new ConnectionCache();
 
   async execute(dbPath: string, sql: string, options: ExecOptions = {}): Promise<ExecOutcome> {
-    return runQuery(this.cache, dbPath, sql, { maxRows: options.maxRows ?? 200, maxResultBytes: DEFAULT_MAX_RESULT_BYTES });
+    return runQuery(this.cache, dbPath, sql, { maxRows: options.maxRows ?? 200, maxResultBytes: DEFAULT_MAX_RESULT_BYTES, dialect: options.dialect });
   }
 
   async close(): Promise<void> {

@@ -3,7 +3,7 @@
  * record and names file:line for the first bad one; db_path comes back absolute, resolved against the
  * file's folder, and is written back relative to the folder of the file being written.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import { T2sError } from "../errors.js";
 import { splitFor, taskId } from "./split.js";
@@ -37,6 +37,9 @@ export function toTask(record: unknown, where: string): Task {
   }
   if (r.grading !== undefined && (r.grading === null || typeof r.grading !== "object" || Array.isArray(r.grading))) {
     throw new T2sError("bad_task", `${where}: field 'grading' must be an object`);
+  }
+  if (r.dialect !== undefined && r.dialect !== "sqlite" && r.dialect !== "spider") {
+    throw new T2sError("bad_task", `${where}: field 'dialect' must be "sqlite" or "spider", got ${JSON.stringify(r.dialect)}`);
   }
   const id = (r.id as string | undefined) || taskId(r.question as string, r.db_id as string);
   const task: Task = {
@@ -77,6 +80,7 @@ export function readTasks(path: string): Task[] {
 
 function readJsonlWithLines(path: string): { line: number; value: unknown }[] {
   if (!existsSync(path)) throw new T2sError("not_found", `no such task file: ${path}`);
+  if (statSync(path).isDirectory()) throw new T2sError("not_a_file", `${path} is a folder, not a task file (Spider and BIRD folders are read by 'tasks verify', 'benchmark' and loadTasks)`);
   const out: { line: number; value: unknown }[] = [];
   readFileSync(path, "utf8").split("\n").forEach((raw, n) => {
     if (raw.trim() === "") return;

@@ -9,11 +9,16 @@
  *    grading_method (multiset | list | subset,=,N | subset,>=,N); databases under a root folder as
  *    <root>/<db_id>/<db_id>.sqlite.
  *  - kit: the kit's own jsonl (readTasks).
- * Every bad record throws T2sError naming file:line.
+ * Every bad record throws T2sError naming file:line. Tasks of Spider, BIRD and BIRD-Platinum sources run in
+ * the "spider" dialect (lib/db/dialect.ts: their golds use double-quoted strings); Spider tasks get Spider's
+ * hardness level (hardness.ts) as their difficulty, BIRD's keep BIRD's labels and compare rows as BIRD does,
+ * in any order. A task whose database file is missing is skipped and listed in `missing`
+ * (loadTaskSource), or is an error with `strict`.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { T2sError } from "../errors.js";
+import { spiderHardness } from "./hardness.js";
 import { readTasks } from "./io.js";
 import { readJsonArray, parseLenient, type LocatedRecord } from "./jsonfile.js";
 import { splitFor, taskId } from "./split.js";
@@ -29,6 +34,22 @@ export interface LoadOptions {
   file?: string;
   /** BIRD-Platinum: the folder holding <db_id>/<db_id>.sqlite (default: the file's folder, then its databases/). */
   dbRoot?: string;
+  /** A task whose database file is missing is an error (T2sError "no_database") instead of being skipped.
+   * loadTasks defaults to true, loadTaskSource to false. */
+  strict?: boolean;
+}
+
+/** Tasks left out because their database file does not exist, per database. */
+export interface MissingDatabase {
+  db_id: string;
+  path: string;
+  tasks: number;
+}
+
+export interface LoadedTasks {
+  tasks: Task[];
+  missing: MissingDatabase[];
+  format: SourceFormat;
 }
 
 /** Which format a path holds: a folder with tables.json is Spider, one with *_databases is BIRD. */
@@ -44,21 +65,52 @@ export function detectFormat(path: string): SourceFormat {
   return "kit";
 }
 
-/** Tasks from any supported source; see the module comment for the layouts. */
+/** Tasks from any supported source; see the module comment for the layouts. A missing database is an
+ * error unless `strict` is false (then its tasks are left out silently: use loadTaskSource to list them). */
 export function loadTasks(path: string, opts: LoadOptions = {}): Task[] {
+  return loadTaskSource(path, { ...opts, strict: opts.strict ?? true }).tasks;
+}
+
+/** Tasks from any supported source, with the databases that were not found (skipped unless `strict`). */
+export function loadTaskSource(path: string, opts: LoadOptions = {}): LoadedTasks {
   const format = opts.format ?? detectFormat(path);
+  let all: Task[];
   switch (format) {
     case "kit":
-      return readTasks(path);
+      all = readTasks(path);
+      break;
     case "spider":
-      return loadSpider(path, opts);
+      all = loadSpider(path, opts);
+      break;
     case "bird":
-      return loadBird(path, opts);
+      all = loadBird(path, opts);
+      break;
     case "platinum":
-      return loadPlatinum(path, opts);
+      all = loadPlatinum(path, opts);
+      break;
     default:
       throw new T2sError("unknown_format", `unknown task format '${format as string}' (use ${SOURCE_FORMATS.join(", ")})`);
   }
+  const missing = new Map<string, MissingDatabase>();
+  const present = new Map<string, boolean>();
+  const tasks = all.filter((t) => {
+    let ok = present.get(t.db_path);
+    if (ok === undefined) present.set(t.db_path, (ok = existsSync(t.db_path)));
+    if (ok) return true;
+    if (opts.strict) throw new T2sError("no_database", `${t.source}: database '${t.db_id}' not found at ${t.db_path}`);
+    const m = missing.get(t.db_path) ?? { db_id: t.db_id, path: t.db_path, tasks: 0 };
+    m.tasks++;
+    missing.set(t.db_path, m);
+    return false;
+  });
+  return { tasks, missing: [...missing.values()], format };
+}
+
+/** One line per missing database ("wta_1: 62 tasks (no file at ...)"), for a skipped-databases notice. */
+export function describeMissing(missing: MissingDatabase[]): string {
+  const n = missing.reduce((s, m) => s + m.tasks, 0);
+  const head = `skipped ${n} task${n === 1 ? "" : "s"} of ${missing.length} missing database${missing.length === 1 ? "" : "s"} (pass --strict to make this an error):`;
+  return [head, ...missing.map((m) => `  ${m.db_id}: ${m.tasks} task${m.tasks === 1 ? "" : "s"} (no file at ${m.path})`)].join("\n");
 }
 
 function str(rec: Record<string, unknown>, key: string, where: string): string {
@@ -85,10 +137,9 @@ function finishIds(tasks: Task[]): Task[] {
   return tasks;
 }
 
-function dbFile(root: string, dbId: string, where: string): string {
-  const p = resolve(root, dbId, `${dbId}.sqlite`);
-  if (!existsSync(p)) throw new T2sError("no_database", `${where}: database '${dbId}' not found at ${p}`);
-  return p;
+/** Where a record's database file belongs (whether it exists is checked by loadTaskSource). */
+function dbFile(root: string, dbId: string): string {
+  return resolve(root, dbId, `${dbId}.sqlite`);
 }
 
 /** Tasks of a Spider folder (default records file dev.json, else train_spider.json). */
@@ -105,13 +156,14 @@ export function loadSpider(dir: string, opts: { file?: string } = {}): Task[] {
     return {
       id: "",
       db_id: dbId,
-      db_path: dbFile(join(dir, "database"), dbId, where),
+      db_path: dbFile(join(dir, "database"), dbId),
       question: str(r, "question", where),
       gold_sql: str(r, "query", where),
-      difficulty: typeof r.difficulty === "string" ? r.difficulty : "unknown",
+      difficulty: typeof r.difficulty === "string" ? r.difficulty : (spiderHardness(r.query as string) ?? "unknown"),
       archetype: "unknown",
       style: "spider",
       split: "train",
+      dialect: "spider",
       source: `spider:${basename(file)}:${line}`,
     } satisfies Task;
   });
@@ -134,13 +186,14 @@ function birdRecordTask(r: Record<string, unknown>, where: string, root: string,
   const t: Task = {
     id: "",
     db_id: dbId,
-    db_path: dbFile(root, dbId, where),
+    db_path: dbFile(root, dbId),
     question: str(r, "question", where),
     gold_sql: str(r, "SQL", where),
     difficulty: typeof r.difficulty === "string" ? r.difficulty : "unknown",
     archetype: "unknown",
     style: "bird",
     split: "train",
+    dialect: "spider",
     source,
   };
   if (typeof r.evidence === "string" && r.evidence.trim() !== "") t.evidence = r.evidence;
@@ -154,7 +207,8 @@ export function loadBird(dir: string, opts: { file?: string } = {}): Task[] {
   const tasks = readJsonArray(file).map(({ line, value }) => {
     const where = `${file}:${line}`;
     const r = asObject(value, where);
-    return birdRecordTask(r, where, root, `bird:${basename(file)}:${r.question_id ?? line}`);
+    // BIRD's evaluator compares the rows as sets, in any order
+    return { ...birdRecordTask(r, where, root, `bird:${basename(file)}:${r.question_id ?? line}`), grading: { order: "ignore" } } satisfies Task;
   });
   return finishIds(tasks);
 }

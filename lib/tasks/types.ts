@@ -10,8 +10,10 @@ export interface GradingOverrides {
   subset?: boolean;
   /** BIRD-Platinum `subset,=,N` / `subset,>=,N`: how many rows the candidate must return. */
   subset_rows?: { op: "=" | ">="; n: number };
-  /** Decimals numbers are rounded to before comparing. */
-  round?: number;
+  /** Decimals numbers are rounded to before comparing; null compares numbers exactly. */
+  round?: number | null;
+  /** "fold": text trimmed and case-folded (the kit's default); "exact": as stored (the official evaluators). */
+  text?: "fold" | "exact";
 }
 
 export interface Task {
@@ -28,5 +30,8 @@ export interface Task {
   style: string;
   split: "train" | "holdout";
   grading?: GradingOverrides;
+  /** How gold and candidate SQL are read (lib/db/dialect.ts): "spider" for tasks of Spider and BIRD
+   * folders (double-quoted strings, the evaluator's normalisations), absent for the kit's own SQLite. */
+  dialect?: "sqlite" | "spider";
   source: string;
 }

@@ -157,7 +157,17 @@ function sortedBy(rows: SqlValue[][], terms: OrderTerm[], cols: number[]): boole
   return true;
 }
 
-const classRank = (v: SqlValue) => (v === null ? 0 : typeof v === "number" ? 1 : typeof v === "string" ? 2 : 3);
+const classRank = (v: SqlValue) => (v === null ? 0 : typeof v === "number" || typeof v === "bigint" ? 1 : typeof v === "string" ? 2 : 3);
+
+/** Numeric order of two numbers either of which may be a bigint (an INTEGER beyond 2^53). */
+function compareNumbers(a: number | bigint, b: number | bigint): number {
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  if (typeof a === "bigint" && typeof b === "bigint") return a < b ? -1 : a > b ? 1 : 0;
+  // one bigint, one double: compare exactly unless the double is not an integer (then it never ties)
+  const [x, y] = [a, b].map((v) => (typeof v === "bigint" || !Number.isInteger(v) ? v : BigInt(v)));
+  if (typeof x === "bigint" && typeof y === "bigint") return x < y ? -1 : x > y ? 1 : 0;
+  return Number(x) - Number(y);
+}
 
 function sqliteCompare(a: SqlValue, b: SqlValue, term: OrderTerm): number {
   const nullsFirst = term.nullsFirst ?? !term.desc;
@@ -167,7 +177,7 @@ function sqliteCompare(a: SqlValue, b: SqlValue, term: OrderTerm): number {
   }
   let c = classRank(a) - classRank(b);
   if (c === 0) {
-    if (typeof a === "number") c = a - (b as number);
+    if (typeof a === "number" || typeof a === "bigint") c = compareNumbers(a, b as number | bigint);
     else if (typeof a === "string") c = Buffer.compare(Buffer.from(a), Buffer.from(b as string));
     else c = (a as { blob: string }).blob < (b as { blob: string }).blob ? -1 : (a as { blob: string }).blob > (b as { blob: string }).blob ? 1 : 0;
   }

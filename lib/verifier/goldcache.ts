@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { T2sError } from "../errors.js";
+import type { Dialect } from "../db/dialect.js";
 import type { ExecOptions, ExecOutcome, Executor } from "../db/types.js";
 
 /** An LRU map from gold keys to (pending) gold outcomes. */
@@ -39,6 +40,11 @@ export class GoldCache {
     });
     while (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value as string);
     return p;
+  }
+
+  /** Drops one entry. */
+  forget(key: string): void {
+    this.map.delete(key);
   }
 
   /** Number of cached entries. */
@@ -80,13 +86,29 @@ export function databaseHash(dbPath: string): string {
 }
 
 /** The cache key of a gold result. */
-export function goldKey(dbSha: string, goldSql: string, maxRows: number): string {
-  return `${dbSha}\u0000${maxRows}\u0000${goldSql}`;
+export function goldKey(dbSha: string, goldSql: string, maxRows: number, dialect: Dialect | undefined = "sqlite"): string {
+  return `${dbSha}\u0000${maxRows}\u0000${dialect ?? "sqlite"}\u0000${goldSql}`;
 }
 
 /** Runs (or recalls) the gold query; returns the raw outcome (a failure is the caller's to report). */
 export function goldOutcome(executor: Executor, dbPath: string, goldSql: string, exec: Required<ExecOptions>, cache: GoldCache | false): Promise<ExecOutcome> {
   const run = () => executor.execute(dbPath, goldSql, exec);
   if (cache === false) return run();
-  return cache.getOrRun(goldKey(databaseHash(dbPath), goldSql, exec.maxRows), run);
+  return cache.getOrRun(goldKey(databaseHash(dbPath), goldSql, exec.maxRows, exec.dialect), run);
+}
+
+/** Functions whose result changes from run to run: a query calling one is never answered from the cache. */
+const VOLATILE = /\b(random|randomblob|changes|total_changes|last_insert_rowid)\s*\(|\b(now|current_date|current_time|current_timestamp|localtime)\b/i;
+
+/**
+ * Runs a candidate query, or recalls its result when the same text already ran on the same database
+ * content with the same limits (as a gold or as another candidate). A timeout is never kept: it may come
+ * from a busy machine rather than from the query.
+ */
+export async function candidateOutcome(executor: Executor, dbPath: string, sql: string, exec: Required<ExecOptions>, cache: GoldCache | false): Promise<ExecOutcome> {
+  if (cache === false || VOLATILE.test(sql)) return executor.execute(dbPath, sql, exec);
+  const key = goldKey(databaseHash(dbPath), sql, exec.maxRows, exec.dialect);
+  const out = await cache.getOrRun(key, () => executor.execute(dbPath, sql, exec));
+  if (out.ok === false && out.error.kind === "timeout") cache.forget(key);
+  return out;
 }

@@ -7,22 +7,33 @@
  *  3. the query is extracted (extract.ts) or, for raw SQL, normalised; none -> `no_sql`;
  *  4. it runs with the same limits as the gold: errors -> `sql_error`, `timeout`, `unsafe`, `too_large`;
  *  5. the results are compared (compare.ts) -> `correct` or `wrong_rows` (or `too_large` over the cap);
- *  6. with `neighbors` K > 0, a match must also hold on K perturbed copies (neighbors.ts).
- * Comparison options: defaults, then the task's `grading` overrides, then `opts.compare` (explicit wins).
+ *  6. with `neighbors` K > 0, a match must also hold on K perturbed copies (neighbors.ts); with
+ *     `suiteDir`, on every test-suite database of the task's db_id in that folder (suite.ts).
+ * Both queries run in the task's dialect (lib/db/dialect.ts; `opts.dialect` wins over `task.dialect`); with
+ * `distinct: "ignore"` both run with every DISTINCT removed, as Spider's evaluator does by default.
+ * Comparison options: defaults, then the dialect's official rules (dialects.ts), then the task's `grading`
+ * overrides, then `opts.compare` (explicit wins).
+ * The candidate's result is looked up in the gold cache as well: the same query text on the same database
+ * content gives the same rows, so a query seen before (the gold itself, or another sample's answer) is not
+ * run again; queries calling random() or the clock are always run.
  */
 import { T2sError } from "../errors.js";
-import type { ExecOutcome, ExecSuccess, Executor } from "../db/types.js";
+import { defaultMaxRows, type Dialect } from "../db/dialect.js";
+import type { ExecOptions, ExecOutcome, ExecSuccess, Executor } from "../db/types.js";
 import type { Task } from "../tasks/types.js";
 import { compareResults } from "./compare.js";
 import { skippedEvidenceRules } from "./evidence.js";
 import { extractSql, normalizeSql } from "./extract.js";
-import { goldOutcome, sharedGoldCache, type GoldCache } from "./goldcache.js";
+import { dialectCompareOptions, textRules, type DistinctRule } from "./dialects.js";
+import { candidateOutcome, goldOutcome, sharedGoldCache, type GoldCache } from "./goldcache.js";
 import { defaultNeighborDir, neighborDatabases } from "./neighbors.js";
 import { computeReward } from "./rewards.js";
+import { removeDistinct } from "./sqltext.js";
+import { dbIdOf, suiteDatabases } from "./suite.js";
 import type { CompareOptions, GradeResult, Outcome, RewardPreset } from "./types.js";
 
 /** What grade() needs of a task. */
-export type GradableTask = Pick<Task, "db_path" | "gold_sql"> & Partial<Pick<Task, "grading" | "evidence" | "id">>;
+export type GradableTask = Pick<Task, "db_path" | "gold_sql"> & Partial<Pick<Task, "grading" | "evidence" | "id" | "db_id" | "dialect">>;
 
 export interface GradeOptions {
   executor: Executor;
@@ -52,29 +63,43 @@ export interface GradeOptions {
   neighborDir?: string;
   /** Per-query time limit in ms (default 5000). */
   timeoutMs?: number;
-  /** Row cap for both queries (default 200); a larger candidate result is `too_large`. */
+  /** Row cap for both queries (default 200; 1,000,000 in the spider dialect); a larger candidate result is `too_large`. */
   maxRows?: number;
-  /** Gold result cache (default the shared one); false runs the gold every time. */
+  /** Gold result cache (default the shared one); false runs the gold (and the candidate) every time. */
   goldCache?: GoldCache | false;
+  /** How both queries are read (default: the task's dialect, else "sqlite"). */
+  dialect?: Dialect;
+  /** "ignore": remove every DISTINCT from both queries before running them (Spider's default); "keep" (default). */
+  distinct?: DistinctRule;
+  /** Folder of test-suite databases, <suiteDir>/<db_id>/*.sqlite, on all of which a match must hold. */
+  suiteDir?: string;
 }
 
 /** Returns the comparison options for a task: defaults < task.grading < explicit options. */
-export function compareOptionsFor(task: GradableTask, explicit: CompareOptions = {}): CompareOptions {
+export function compareOptionsFor(task: GradableTask, explicit: CompareOptions = {}, dialect: Dialect | undefined = task.dialect): CompareOptions {
   const g = task.grading ?? {};
-  const fromTask: CompareOptions = {};
+  const fromTask: CompareOptions = { ...dialectCompareOptions(dialect) };
   if (g.order !== undefined) fromTask.order = g.order;
   if (g.round !== undefined) fromTask.round = g.round;
+  if (g.text !== undefined) Object.assign(fromTask, textRules(g.text));
   if (g.subset !== undefined) fromTask.subset = g.subset;
   if (g.subset_rows !== undefined) fromTask.subsetRows = g.subset_rows;
   const defined = Object.fromEntries(Object.entries(explicit).filter(([, v]) => v !== undefined)) as CompareOptions;
   return { ...fromTask, ...defined, goldSql: task.gold_sql };
 }
 
+/** The SQL as it runs under the distinct rule. */
+function asRun(sql: string, distinct: DistinctRule | undefined): string {
+  return distinct === "ignore" ? removeDistinct(sql) : sql;
+}
+
 /** Grades one reply against the task's gold; returns the outcome, reason, correct, executes and reward. */
 export async function grade(task: GradableTask, reply: string, opts: GradeOptions): Promise<GradeResult> {
-  const exec = { timeoutMs: opts.timeoutMs ?? 5000, maxRows: opts.maxRows ?? 200 };
+  const dialect = opts.dialect ?? task.dialect ?? "sqlite";
+  const exec = { timeoutMs: opts.timeoutMs ?? 5000, maxRows: opts.maxRows ?? defaultMaxRows(dialect), dialect };
   const cache = opts.goldCache === undefined ? sharedGoldCache : opts.goldCache;
-  const gold = checkGold(await goldOutcome(opts.executor, task.db_path, task.gold_sql, exec, cache), task, exec.maxRows);
+  const goldSql = asRun(task.gold_sql, opts.distinct);
+  const gold = checkGold(await goldOutcome(opts.executor, task.db_path, goldSql, exec, cache), task, exec.maxRows);
   const sql = opts.isReply === false ? normalizeSql(reply) : extractSql(reply, { fallback: opts.fallback });
   const verdict = await judge();
   const skipped = opts.evidencePenalty
@@ -86,17 +111,25 @@ export async function grade(task: GradableTask, reply: string, opts: GradeOption
   async function judge(): Promise<{ outcome: Outcome; executes: boolean; reason: string }> {
     if (opts.finishReason === "length") return { outcome: "truncated", executes: false, reason: "reply cut by the token budget (finish reason: length)" };
     if (sql === null) return { outcome: "no_sql", executes: false, reason: opts.isReply === false ? "empty query" : "no sql query in reply" };
-    const cand = await opts.executor.execute(task.db_path, sql, exec);
+    const candSql = asRun(sql, opts.distinct);
+    const cand = await candidateOutcome(opts.executor, task.db_path, candSql, exec, cache);
     if (cand.ok === false) return failure(cand);
-    const copts = compareOptionsFor(task, opts.compare);
+    const copts = { ...compareOptionsFor(task, opts.compare, dialect), goldSql };
     const cmp = compareResults(cand, gold, copts);
     if (cmp.tooLarge) return { outcome: "too_large", executes: true, reason: cmp.reason };
     if (!cmp.match) return { outcome: "wrong_rows", executes: true, reason: cmp.reason };
     const k = opts.neighbors ?? 0;
     if (k > 0) {
-      const miss = await neighborMiss(task, sql, copts, k, opts, exec, cache);
+      const paths = neighborDatabases(task.db_path, k, opts.neighborSeed ?? 0, opts.neighborDir ?? defaultNeighborDir());
+      const miss = await otherDatabasesMiss(paths, "neighbor database", goldSql, candSql, copts, exec, opts.executor, cache);
       if (miss) return { outcome: "wrong_rows", executes: true, reason: `${cmp.reason} on the database, but ${miss}` };
-      return { outcome: "correct", executes: true, reason: `${cmp.reason}; also on ${k} neighbor database${k === 1 ? "" : "s"}` };
+      if (!opts.suiteDir) return { outcome: "correct", executes: true, reason: `${cmp.reason}; also on ${k} neighbor database${k === 1 ? "" : "s"}` };
+    }
+    if (opts.suiteDir) {
+      const paths = suiteDatabases(opts.suiteDir, task.db_id ?? dbIdOf(task.db_path));
+      const miss = await otherDatabasesMiss(paths, "test-suite database", goldSql, candSql, copts, exec, opts.executor, cache);
+      if (miss) return { outcome: "wrong_rows", executes: true, reason: `${cmp.reason} on the database, but ${miss}` };
+      return { outcome: "correct", executes: true, reason: `${cmp.reason}; also on ${paths.length} test-suite database${paths.length === 1 ? "" : "s"}${k > 0 ? ` and ${k} neighbor database${k === 1 ? "" : "s"}` : ""}` };
     }
     return { outcome: "correct", executes: true, reason: cmp.reason };
   }
@@ -130,19 +163,18 @@ function checkGold(out: ExecOutcome, task: GradableTask, maxRows: number): ExecS
     if (out.error.kind === "no_database") throw new T2sError("no_database", `${where}: ${out.error.message}`);
     throw new T2sError("gold_failed", `${where}: the gold query failed (${out.error.kind}: ${firstLine(out.error.message)}); fix or drop the task`);
   }
-  if (out.truncated) throw new T2sError("gold_failed", `${where}: the gold query returns more than ${maxRows} rows; raise maxRows or drop the task`);
+  if (out.truncated) throw new T2sError("gold_failed", `${where}: the gold query returns more than ${maxRows} rows; raise the row cap (--max-rows, maxRows) or drop the task`);
   return out;
 }
 
-/** Runs gold and candidate on each neighbor copy; returns why the first disagreement fails, or null. */
-async function neighborMiss(task: GradableTask, sql: string, copts: CompareOptions, k: number, opts: GradeOptions, exec: { timeoutMs: number; maxRows: number }, cache: GoldCache | false): Promise<string | null> {
-  const paths = neighborDatabases(task.db_path, k, opts.neighborSeed ?? 0, opts.neighborDir ?? defaultNeighborDir());
+/** Runs gold and candidate on each other database; returns why the first disagreement fails, or null. */
+async function otherDatabasesMiss(paths: string[], kind: string, goldSql: string, sql: string, copts: CompareOptions, exec: Required<ExecOptions>, executor: Executor, cache: GoldCache | false): Promise<string | null> {
   for (let i = 0; i < paths.length; i++) {
-    const gold = await goldOutcome(opts.executor, paths[i], task.gold_sql, exec, cache);
+    const gold = await goldOutcome(executor, paths[i], goldSql, exec, cache);
     // a gold that cannot be graded on a copy says nothing about the candidate
     if (gold.ok === false || gold.truncated) continue;
-    const cand = await opts.executor.execute(paths[i], sql, exec);
-    const label = `neighbor database ${i + 1} of ${k}`;
+    const cand = await candidateOutcome(executor, paths[i], sql, exec, cache);
+    const label = `${kind} ${i + 1} of ${paths.length}`;
     if (cand.ok === false) return `on ${label} it fails (${cand.error.kind}: ${firstLine(cand.error.message)})`;
     const cmp = compareResults(cand, gold, copts);
     if (!cmp.match) return `on ${label} the ${cmp.reason}`;

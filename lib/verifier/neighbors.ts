@@ -90,11 +90,12 @@ export function perturb(db: Database.Database, seed: number): void {
     .filter((t) => t.sql !== null && !/^\s*create\s+virtual/i.test(t.sql) && !/without\s+rowid/i.test(t.sql));
   const info = new Map<string, TableInfo>();
   for (const t of tables) {
-    const cols = db.prepare(`PRAGMA table_info(${q(t.name)})`).all() as { name: string; pk: number }[];
-    const pk = cols.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name);
+    // safe-integer mode makes the PRAGMA's numbers bigints too: Number() them before any arithmetic
+    const cols = db.prepare(`PRAGMA table_info(${q(t.name)})`).all() as { name: string; pk: number | bigint }[];
+    const pk = cols.filter((c) => Number(c.pk) > 0).sort((a, b) => Number(a.pk) - Number(b.pk)).map((c) => c.name);
     const keys = new Set<string>([...pk, ...cols.filter((c) => ID_LIKE.test(c.name)).map((c) => c.name)]);
-    for (const idx of db.prepare(`PRAGMA index_list(${q(t.name)})`).all() as { name: string; unique: number }[]) {
-      if (!idx.unique) continue;
+    for (const idx of db.prepare(`PRAGMA index_list(${q(t.name)})`).all() as { name: string; unique: number | bigint }[]) {
+      if (!Number(idx.unique)) continue;
       for (const c of db.prepare(`PRAGMA index_info(${q(idx.name)})`).all() as { name: string | null }[]) if (c.name) keys.add(c.name);
     }
     info.set(t.name, { name: t.name, columns: cols.map((c) => c.name), pk, keys });
@@ -102,7 +103,8 @@ export function perturb(db: Database.Database, seed: number): void {
   // references: parent table -> list of (parent columns, child table, child columns)
   const refs: { parent: string; pcols: string[]; child: string; ccols: string[] }[] = [];
   for (const t of info.values()) {
-    const fks = db.prepare(`PRAGMA foreign_key_list(${q(t.name)})`).all() as { id: number; seq: number; table: string; from: string; to: string | null }[];
+    const fks = (db.prepare(`PRAGMA foreign_key_list(${q(t.name)})`).all() as { id: number | bigint; seq: number | bigint; table: string; from: string; to: string | null }[])
+      .map((fk) => ({ ...fk, id: Number(fk.id), seq: Number(fk.seq) }));
     const byId = new Map<number, typeof fks>();
     for (const fk of fks) byId.set(fk.id, [...(byId.get(fk.id) ?? []), fk]);
     for (const group of byId.values()) {

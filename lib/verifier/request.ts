@@ -2,10 +2,13 @@
  * One grading request of `t2s grade --jsonl`: parsing and validating a stdin line
  *   {"db": "path.sqlite", "gold": "SQL", "pred": "SQL or a full model reply", "reply": true|false,
  *    "preset": "shaped|binary|tool-rl", "order": "top-level|anywhere|ignore|always", "round": 2 | null,
- *    "neighbors": 0, "numeric_text": false, "finish_reason": "stop|length|tool_calls", "invalid_tool_calls": 0}
+ *    "neighbors": 0, "numeric_text": false, "finish_reason": "stop|length|tool_calls", "invalid_tool_calls": 0,
+ *    "dialect": "sqlite|spider", "distinct": "keep|ignore", "text": "fold|exact", "db_id": "name for --suite-dir"}
  * and the answer line {"correct", "executes", "outcome", "reason", "reward"}. Missing fields take the
  * defaults given (from the command's flags); unknown fields are ignored.
  */
+import { DIALECTS, type Dialect } from "../db/dialect.js";
+import { dialectCompareOptions, DISTINCT_RULES, TEXT_RULES, type DistinctRule, type TextRule } from "./dialects.js";
 import { isRewardPreset } from "./rewards.js";
 import type { CompareOptions, GradeResult, RewardPreset } from "./types.js";
 
@@ -21,11 +24,26 @@ export interface GradeRequest {
   numericText: boolean;
   finishReason?: "stop" | "length" | "tool_calls";
   invalidToolCalls: number;
+  dialect: Dialect;
+  distinct: DistinctRule;
+  text: TextRule;
+  /** The database's name in a --suite-dir folder (default: from the db path). */
+  dbId?: string;
 }
 
-export type RequestDefaults = Pick<GradeRequest, "reply" | "preset" | "order" | "round" | "neighbors" | "numericText">;
+export type RequestDefaults = Pick<GradeRequest, "reply" | "preset" | "order" | "round" | "neighbors" | "numericText" | "dialect" | "distinct" | "text">;
 
-export const REQUEST_DEFAULTS: RequestDefaults = { reply: true, preset: "shaped", order: "top-level", round: 2, neighbors: 0, numericText: false };
+export const REQUEST_DEFAULTS: RequestDefaults = { reply: true, preset: "shaped", order: "top-level", round: 2, neighbors: 0, numericText: false, dialect: "sqlite", distinct: "keep", text: "fold" };
+
+/**
+ * The defaults of a dialect: the kit's own for "sqlite"; for "spider" the official evaluator's comparison
+ * (order "anywhere", no rounding, exact text; dialects.ts), which explicit flags and fields still override.
+ */
+export function dialectDefaults(dialect: Dialect): Pick<RequestDefaults, "order" | "round" | "text"> {
+  const o = dialectCompareOptions(dialect);
+  if (dialect !== "spider") return { order: REQUEST_DEFAULTS.order, round: REQUEST_DEFAULTS.round, text: REQUEST_DEFAULTS.text };
+  return { order: o.order ?? "anywhere", round: o.round ?? null, text: "exact" };
+}
 
 const ORDERS = ["top-level", "anywhere", "ignore", "always"];
 const FINISH = ["stop", "length", "tool_calls"];
@@ -66,6 +84,12 @@ export function parseGradeRequest(line: string, defaults: RequestDefaults = REQU
   }
   if (has("numeric_text") && typeof o.numeric_text !== "boolean") return { error: `field "numeric_text" must be true or false` };
   if (has("finish_reason") && !FINISH.includes(o.finish_reason as string)) return { error: `field "finish_reason" must be one of ${FINISH.join(", ")}` };
+  if (has("dialect") && !DIALECTS.includes(o.dialect as Dialect)) return { error: `field "dialect" must be one of ${DIALECTS.join(", ")}, got ${JSON.stringify(o.dialect)}` };
+  if (has("distinct") && !DISTINCT_RULES.includes(o.distinct as DistinctRule)) return { error: `field "distinct" must be keep or ignore, got ${JSON.stringify(o.distinct)}` };
+  if (has("text") && !TEXT_RULES.includes(o.text as TextRule)) return { error: `field "text" must be fold or exact, got ${JSON.stringify(o.text)}` };
+  if (has("db_id") && (typeof o.db_id !== "string" || o.db_id.trim() === "")) return { error: `field "db_id" must be a non-empty string` };
+  // a line's own dialect brings that dialect's comparison defaults, below the line's explicit fields
+  const base = has("dialect") && o.dialect !== defaults.dialect ? { ...defaults, ...dialectDefaults(o.dialect as Dialect) } : defaults;
   if (has("invalid_tool_calls") && !(Number.isInteger(o.invalid_tool_calls) && (o.invalid_tool_calls as number) >= 0)) {
     return { error: `field "invalid_tool_calls" must be an integer >= 0` };
   }
@@ -73,14 +97,18 @@ export function parseGradeRequest(line: string, defaults: RequestDefaults = REQU
     db,
     gold,
     pred,
-    reply: has("reply") ? (o.reply as boolean) : defaults.reply,
-    preset: has("preset") ? (o.preset as RewardPreset) : defaults.preset,
-    order: has("order") ? (o.order as GradeRequest["order"]) : defaults.order,
-    round: o.round === undefined ? defaults.round : (o.round as number | null),
-    neighbors: has("neighbors") ? (o.neighbors as number) : defaults.neighbors,
-    numericText: has("numeric_text") ? (o.numeric_text as boolean) : defaults.numericText,
+    reply: has("reply") ? (o.reply as boolean) : base.reply,
+    preset: has("preset") ? (o.preset as RewardPreset) : base.preset,
+    order: has("order") ? (o.order as GradeRequest["order"]) : base.order,
+    round: o.round === undefined ? base.round : (o.round as number | null),
+    neighbors: has("neighbors") ? (o.neighbors as number) : base.neighbors,
+    numericText: has("numeric_text") ? (o.numeric_text as boolean) : base.numericText,
     finishReason: o.finish_reason as GradeRequest["finishReason"],
     invalidToolCalls: (o.invalid_tool_calls as number | undefined) ?? 0,
+    dialect: has("dialect") ? (o.dialect as Dialect) : base.dialect,
+    distinct: has("distinct") ? (o.distinct as DistinctRule) : base.distinct,
+    text: has("text") ? (o.text as TextRule) : base.text,
+    dbId: o.db_id as string | undefined,
   };
 }
 

@@ -81,9 +81,21 @@ function quotedEnd(sql: string, i: number, q: string): number {
   return sql.length;
 }
 
-/** Tokens that carry meaning (no whitespace, no comments). */
+const CODE_TOKEN_MEMO = 512;
+const codeTokenMemo = new Map<string, readonly Token[]>();
+
+/**
+ * Tokens that carry meaning (no whitespace, no comments). The last few hundred texts are remembered: the
+ * grader asks about the same gold (its ORDER BY, its tie columns) at every grade. Callers must not change
+ * the array they get.
+ */
 export function codeTokens(sql: string): Token[] {
-  return tokenize(sql).filter((t) => t.kind !== "space" && t.kind !== "comment");
+  const hit = codeTokenMemo.get(sql);
+  if (hit) return hit as Token[];
+  const toks = tokenize(sql).filter((t) => t.kind !== "space" && t.kind !== "comment");
+  codeTokenMemo.set(sql, toks);
+  if (codeTokenMemo.size > CODE_TOKEN_MEMO) codeTokenMemo.delete(codeTokenMemo.keys().next().value as string);
+  return toks;
 }
 
 function isWord(t: Token | undefined, w: string): boolean {
@@ -201,4 +213,14 @@ export function resolveOrderColumn(term: OrderTerm, columns: string[]): number {
   const squashed = lower.map((c) => c.replace(/\s+/g, ""));
   const hits = squashed.flatMap((c, i) => (c === term.expr ? [i] : []));
   return hits.length === 1 ? hits[0] : -1;
+}
+
+/**
+ * `sql` with every DISTINCT keyword removed (SELECT DISTINCT, COUNT(DISTINCT x), ...), as Spider's
+ * evaluator removes it from both queries by default; strings, quoted names and comments are left alone.
+ */
+export function removeDistinct(sql: string): string {
+  let out = "";
+  for (const t of tokenize(sql)) out += t.kind === "word" && t.text.toUpperCase() === "DISTINCT" ? " " : t.text;
+  return out;
 }

@@ -8,7 +8,8 @@
  * below the half. The point of this rule is that a query that rounds in SQL always matches one that does
  * not. A rounded zero loses its sign (-0 = 0, -0.001 = 0). Integer values are written exactly. With
  * `round` null numbers compare exactly (only -0 = 0 still holds).
- * Text: trimmed (Unicode white space), then case-folded: NFC, lower case, upper case, lower case, NFC. The
+ * Text: trimmed (the Unicode White_Space characters, e.g. U+0085 and U+3000, but not U+FEFF, which
+ * JavaScript's trim() strips and Unicode does not count as white space), then case-folded: NFC, lower case, upper case, lower case, NFC. The
  * round trip through upper case applies the full case mappings, so 'STRASSE' = 'straße' = 'STRAẞE',
  * 'ſ' = 's', and composed and decomposed accents agree ('é' = 'e\u0301'); dotless 'ı' stays apart from 'i'.
  * This groups characters as Unicode full case folding does (checked against Python's str.casefold on every
@@ -49,7 +50,7 @@ export function valueKey(v: SqlValue, rules: ValueRules): string {
 
 /** Returns text as compared: trimmed and case-folded per `rules`. */
 export function foldText(s: string, rules: Pick<ValueRules, "trim" | "caseFold">): string {
-  let t = rules.trim ? s.trim() : s;
+  const t = rules.trim ? trimWhiteSpace(s) : s;
   if (!rules.caseFold) return t;
   // eslint-disable-next-line no-control-regex
   if (/^[\x00-\x7f]*$/.test(t)) return t.toLowerCase();
@@ -63,11 +64,21 @@ export function foldText(s: string, rules: Pick<ValueRules, "trim" | "caseFold">
     .normalize("NFC");
 }
 
+/** The characters with the Unicode White_Space property (UCD PropList.txt), and nothing else. */
+const WHITE_SPACE = "\t\n\v\f\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
+const LEADING = new RegExp(`^[${WHITE_SPACE}]+`);
+const TRAILING = new RegExp(`[${WHITE_SPACE}]+$`);
+
+/** `s` without leading and trailing Unicode White_Space. */
+export function trimWhiteSpace(s: string): string {
+  return s.replace(LEADING, "").replace(TRAILING, "");
+}
+
 const NUMERIC_TEXT = /^[+-]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
 /** Returns the number a text reads as ('1,234.50' -> 1234.5, '$3' -> 3), or null. */
 export function parseNumericText(s: string): number | null {
-  const t = s.trim();
+  const t = trimWhiteSpace(s);
   if (!NUMERIC_TEXT.test(t) || !/\d/.test(t.replace(/[eE][+-]?\d+$/, ""))) return null;
   const n = Number(t.replace(/[$,]/g, ""));
   return Number.isFinite(n) ? n : null;
@@ -89,7 +100,7 @@ export function numberKey(x: number, round: number | null): string {
 /** Renders a value for a reason message ('text', 3.5, NULL, x'00ff'), cut to a readable length. */
 export function showValue(v: SqlValue): string {
   if (v === null || v === undefined) return "NULL";
-  if (typeof v === "number") return String(v);
+  if (typeof v === "number" || typeof v === "bigint") return String(v);
   if (typeof v === "string") return JSON.stringify(v.length > 40 ? v.slice(0, 40) + "..." : v);
   if (typeof v === "object" && "blob" in v) return `x'${v.blob.slice(0, 16)}${v.blob.length > 16 ? "..." : ""}'`;
   return String(v);

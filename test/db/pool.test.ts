@@ -30,8 +30,9 @@ test("results cross the process boundary intact; options and paths are checked",
   try {
     const r = await pool.execute(db, "SELECT id, name, price, data FROM items ORDER BY id", { maxRows: 2 });
     assert.deepEqual(r, { ok: true, columns: ["id", "name", "price", "data"], rows: [[1, "apple", 1.5, { blob: "00ff10" }], [2, "pear", null, null]], elapsedMs: r.ok ? r.elapsedMs : 0, truncated: true });
-    const inf = await pool.execute(db, "SELECT 1e999 AS up, -1e999 AS down, 9007199254740993 AS big");
-    assert.deepEqual(inf.ok && inf.rows, [[Infinity, -Infinity, 9007199254740992]]);
+    // integers beyond 2^53 stay exact (bigint) instead of collapsing onto the nearest double
+    const inf = await pool.execute(db, "SELECT 1e999 AS up, -1e999 AS down, 9007199254740993 AS big, 9007199254740991 AS safe");
+    assert.deepEqual(inf.ok && inf.rows, [[Infinity, -Infinity, 9007199254740993n, 9007199254740991]]);
     const missing = await pool.execute(join(dir, "missing.sqlite"), "SELECT 1");
     assert.equal(!missing.ok && missing.error.kind, "no_database");
     const empty = await pool.execute("", "SELECT 1");

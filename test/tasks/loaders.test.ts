@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { birdDescriptions, detectFormat, loadTasks } from "../../lib/tasks/loaders.js";
+import { birdDescriptions, describeMissing, detectFormat, loadTaskSource, loadTasks } from "../../lib/tasks/loaders.js";
 import { readJsonArray } from "../../lib/tasks/jsonfile.js";
 import { isT2sError } from "../../lib/errors.js";
 import { scratchDir } from "../helpers.js";
@@ -17,6 +17,9 @@ test("Spider folder loads with db paths and hash ids", () => {
   assert.equal(tasks[0].gold_sql, "SELECT count(*) FROM pets WHERE kind = 'dog'");
   assert.match(tasks[0].id, /^t2s_/);
   assert.match(tasks[1].source, /^spider:dev\.json:\d+$/);
+  // Spider tasks run in the spider dialect and get Spider's hardness level as their difficulty
+  assert.equal(tasks[0].dialect, "spider");
+  assert.equal(tasks[0].difficulty, "easy");
 });
 
 test("BIRD folder keeps evidence and difficulty, finds descriptions", () => {
@@ -27,6 +30,8 @@ test("BIRD folder keeps evidence and difficulty, finds descriptions", () => {
   assert.equal(tasks[0].evidence, "oldest refers to MAX(age)");
   assert.equal(tasks[1].evidence, undefined);
   assert.equal(tasks[0].difficulty, "simple");
+  assert.equal(tasks[0].dialect, "spider");
+  assert.deepEqual(tasks[0].grading, { order: "ignore" }, "BIRD compares rows in any order");
   assert.deepEqual(Object.keys(birdDescriptions(tasks[0].db_path)), ["pets.csv"]);
 });
 
@@ -71,4 +76,17 @@ test("a JSON array that is cut off is reported", () => {
   assert.throws(() => readJsonArray(f), (e) => isT2sError(e, "bad_json") && /not closed/.test(e.message));
   writeFileSync(f, '[\n {"a": "x]"},\n 3\n]');
   assert.deepEqual(readJsonArray(f).map((r) => [r.line, r.value]), [[2, { a: "x]" }], [3, 3]]);
+});
+
+test("a missing database skips its tasks with a count and a list, or is an error with strict", () => {
+  const dir = birdFolder([
+    { db_id: "pets_1", question: "a", SQL: "select 1" },
+    { db_id: "ghost", question: "b", SQL: "select 1" },
+    { db_id: "ghost", question: "c", SQL: "select 2" },
+  ]);
+  const loaded = loadTaskSource(dir);
+  assert.deepEqual(loaded.tasks.map((t) => t.question), ["a"]);
+  assert.deepEqual(loaded.missing.map((m) => [m.db_id, m.tasks]), [["ghost", 2]]);
+  assert.match(describeMissing(loaded.missing), /skipped 2 tasks of 1 missing database[\s\S]*ghost: 2 tasks \(no file at .*ghost\.sqlite\)/);
+  assert.throws(() => loadTaskSource(dir, { strict: true }), (e) => isT2sError(e, "no_database") && /ghost/.test(e.message));
 });

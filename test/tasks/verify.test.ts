@@ -40,3 +40,27 @@ for (const [label, make] of [["in-process executor", async () => new DirectExecu
     }
   });
 }
+
+test("eval mode keeps every gold that runs and is stable, whatever its rows; failures keep their reasons", async () => {
+  const db = makePetsDb(join(scratchDir("t2s-verify-eval-"), "pets.sqlite"));
+  const mk = (q: string, sql: string): Task => ({ id: taskId(q, "pets"), db_id: "pets", db_path: db, question: q, gold_sql: sql, difficulty: "easy", archetype: "x", style: "x", split: splitFor(taskId(q, "pets")), source: "test" });
+  const tasks = [
+    mk("none", "SELECT name FROM pets WHERE 0"),
+    mk("many", "SELECT a.name FROM pets a, pets b, pets c, pets d, pets e"),
+    mk("nulls", "SELECT NULL"),
+    mk("broken", "SELECT nope FROM pets"),
+    mk("quoted", 'SELECT count(*) FROM pets WHERE kind = "dog"'),
+  ];
+  const executor = new DirectExecutor();
+  try {
+    const train = await verifyTasks(tasks, { executor });
+    assert.deepEqual(train.kept.map((t) => t.question), []);
+    const evalReport = await verifyTasks(tasks, { executor, mode: "eval" });
+    assert.deepEqual(evalReport.kept.map((t) => t.question), ["none", "many", "nulls"]);
+    assert.deepEqual(evalReport.byReason, { sql_error: 2 });
+    const spider = await verifyTasks(tasks, { executor, mode: "eval", dialect: "spider" });
+    assert.deepEqual(spider.kept.map((t) => t.question), ["none", "many", "nulls", "quoted"]);
+  } finally {
+    await executor.close();
+  }
+});

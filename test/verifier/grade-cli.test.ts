@@ -16,7 +16,7 @@ before(() => {
 
 test("request lines: defaults fill missing fields; bad fields are named", () => {
   const r = parseGradeRequest('{"db": "x.sqlite", "gold": "SELECT 1", "pred": "SELECT 1"}');
-  assert.deepEqual(r, { ...REQUEST_DEFAULTS, db: "x.sqlite", gold: "SELECT 1", pred: "SELECT 1", finishReason: undefined, invalidToolCalls: 0 });
+  assert.deepEqual(r, { ...REQUEST_DEFAULTS, db: "x.sqlite", gold: "SELECT 1", pred: "SELECT 1", finishReason: undefined, invalidToolCalls: 0, dbId: undefined });
   const full = parseGradeRequest('{"db": "x", "gold": "g", "pred": "", "reply": false, "preset": "tool-rl", "order": "anywhere", "round": null, "neighbors": 2}');
   assert.ok(!("error" in full));
   assert.deepEqual([full.reply, full.preset, full.order, full.round, full.neighbors], [false, "tool-rl", "anywhere", null, 2]);
