@@ -101,6 +101,8 @@ export interface ChatEngineOptions {
   maxBatch?: number;
   /** Unmerged adapter applied to every request (the trainer samples the adapter it trains). */
   adapter?: string | null;
+  /** Prompt tokens prefilled in one engine call at most (the engine's default when unset). */
+  maxPrefillTokens?: number;
 }
 
 /** Tool call arguments arrive as JSON text; templates expect objects, so parse what parses. */
@@ -185,7 +187,7 @@ export class ChatEngine {
     const model = this.model(name);
     let e = this.engines.get(name);
     if (!e) {
-      const made = GenerationEngine.create(model, { maxBatch: this.opts.maxBatch, adapter: this.opts.adapter });
+      const made = GenerationEngine.create(model, { maxBatch: this.opts.maxBatch, adapter: this.opts.adapter, maxPrefillTokens: this.opts.maxPrefillTokens });
       e = made;
       void made.then(
         (ready) => this.engines.get(name) === made && this.ready.set(name, ready),

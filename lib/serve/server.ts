@@ -24,6 +24,11 @@ export interface ServerOptions {
   host?: string;
   /** Sequences decoded together per served model (default 64); later requests wait their turn. */
   maxBatch?: number;
+  /**
+   * Prompt tokens prefilled in one engine call at most (vLLM's --max-num-batched-tokens): a smaller budget
+   * admits a burst of prompts over several steps, so running streams and /health are never held up long.
+   */
+  maxPrefillTokens?: number;
   /** Request bodies larger than this are refused (default 8 MiB). */
   maxBodyBytes?: number;
 }
@@ -40,7 +45,7 @@ const TOKENIZE_KEYS = new Set(["model", "prompt", "messages", "tools", "add_gene
 /** Starts the server and returns its URL (port 0 picks a free port) and a close function. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const adapters = Array.isArray(opts.adapters) ? opts.adapters : Object.entries(opts.adapters ?? {}).map(([name, dir]) => mergedModel(opts.model, dir, { name }));
-  const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch });
+  const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens });
   const ctx: ServeContext = { chat, metrics: new ServeMetrics(chat) };
   const created = Math.floor(Date.now() / 1000);
   const loading = new Set<string>();
