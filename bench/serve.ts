@@ -10,7 +10,7 @@
  *   --backend <name>     tfjs backend for the server (default auto)
  *   --max-tokens <n>     new tokens per load request at most (default 64)
  *   --rounds <n>         requests per client per load configuration (default 2)
- *   --max-num-batched-tokens <n>  the server's prefill budget per step (default 2048, as t2s serve)
+ *   --max-num-batched-tokens <n>  the server's prefill budget per step (default 8192, as t2s serve)
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -223,7 +223,7 @@ async function main(): Promise<void> {
   const rounds = intFlag("--rounds", 2);
   const prompts = shopPrompts();
   const framework = await frameworkCost();
-  const prefill = intFlag("--max-num-batched-tokens", 2048);
+  const prefill = intFlag("--max-num-batched-tokens", 8192);
   const { url, child } = await startServe(model, backend, prefill);
   try {
     const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };

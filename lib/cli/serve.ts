@@ -28,7 +28,7 @@ export function registerServe(program: Command): void {
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm, cpu (default auto)")
     .option("--max-model-len <n>", "longest prompt + completion in tokens (default: max_position_embeddings)", intOption("--max-model-len", 1))
     .option("--max-batch <rows>", "sequences decoded together; later requests wait their turn in arrival order", intOption("--max-batch", 1), 64)
-    .option("--max-num-batched-tokens <n>", "prompt tokens prefilled in one step at most (smaller: a burst of requests stalls running streams less)", intOption("--max-num-batched-tokens", 1), 2048)
+    .option("--max-num-batched-tokens <n>", "prompt tokens prefilled in one step at most (smaller: a burst of requests stalls running streams less)", intOption("--max-num-batched-tokens", 1), 8192)
     .action(async (opts: { model: string; name?: string; adapter: string[]; port: number; host: string; backend?: string; maxModelLen?: number; maxBatch: number; maxNumBatchedTokens: number }) => {
       const adapters = parseAdapterFlags(opts.adapter);
       const { loadModel } = await import("../model/load.js");
