@@ -19,7 +19,7 @@ export function parseAdapterFlags(values: string[]): Record<string, string> {
 export function registerServe(program: Command): void {
   program
     .command("serve")
-    .description("serve a local model (and LoRA adapters) over the OpenAI chat-completions protocol")
+    .description("serve a local model (and LoRA adapters) over the OpenAI and vLLM HTTP protocols")
     .requiredOption("--model <dir>", "Hugging Face model folder (needs a chat template)")
     .option("--name <name>", "name the base model is served under (default: the folder name)")
     .option("--adapter <name=dir>", "serve a PEFT LoRA adapter under its own name (repeatable)", collect, [])
@@ -28,13 +28,14 @@ export function registerServe(program: Command): void {
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm, cpu (default auto)")
     .option("--max-model-len <n>", "longest prompt + completion in tokens (default: max_position_embeddings)", intOption("--max-model-len", 1))
     .option("--max-batch <rows>", "sequences decoded together; later requests wait their turn in arrival order", intOption("--max-batch", 1), 64)
-    .action(async (opts: { model: string; name?: string; adapter: string[]; port: number; host: string; backend?: string; maxModelLen?: number; maxBatch: number }) => {
+    .option("--max-num-batched-tokens <n>", "prompt tokens prefilled in one step at most (smaller: a burst of requests stalls running streams less)", intOption("--max-num-batched-tokens", 1), 8192)
+    .action(async (opts: { model: string; name?: string; adapter: string[]; port: number; host: string; backend?: string; maxModelLen?: number; maxBatch: number; maxNumBatchedTokens: number }) => {
       const adapters = parseAdapterFlags(opts.adapter);
       const { assertTokenizerFile, loadModel } = await import("../model/load.js");
       assertTokenizerFile(opts.model);
       const { startServer } = await import("../serve/server.js");
       const model = await loadModel(opts.model, { backend: opts.backend, name: opts.name, contextLength: opts.maxModelLen });
-      const server = await startServer({ model, adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch });
+      const server = await startServer({ model, adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxNumBatchedTokens });
       process.stdout.write(`serving ${[...server.engine.models.keys()].join(", ")} at ${server.url}/v1 (backend ${model.backend})\n`);
       await new Promise<void>((resolve) => {
         const stop = () => resolve();

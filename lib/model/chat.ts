@@ -11,7 +11,7 @@ import type { Generation, TokenDelta } from "./engine/types.js";
 import type { CausalLM } from "./model.js";
 import { commonPrefix } from "./prefix.js";
 import type { TemplateMessage } from "./tokenizer.js";
-import { parseToolCalls, type ParsedToolCall } from "./toolcalls.js";
+import { forcedToolCallPrefill, parseForcedToolCalls, parseToolCalls, type ParsedToolCall } from "./toolcalls.js";
 
 export interface ChatMessageIn {
   role: string;
@@ -21,11 +21,15 @@ export interface ChatMessageIn {
   name?: string;
 }
 
-/** A chat request in the engine's terms (the HTTP layer maps OpenAI/vLLM bodies onto it). */
-export interface ChatRequest {
-  model: string;
-  messages: ChatMessageIn[];
-  tools?: unknown[];
+/**
+ * Whether and which tool the reply must call: "auto" (default with tools: the model decides, calls are
+ * parsed), "none" (tools are not shown to the model and the reply is not parsed), "required" (the reply is
+ * a call to some tool), or a named function (the reply is a call to it).
+ */
+export type ToolChoice = "none" | "auto" | "required" | { name: string };
+
+/** How to sample a prompt's continuations (shared by chat and plain completions). */
+export interface SamplingRequest {
   n?: number;
   temperature?: number;
   topP?: number;
@@ -40,10 +44,21 @@ export interface ChatRequest {
   presencePenalty?: number;
   frequencyPenalty?: number;
   topLogprobs?: number;
+  /** A maxTokens that does not fit in the context after the prompt is an error (vLLM's 400), not cut. */
+  refuseOverlong?: boolean;
+}
+
+/** A chat request in the engine's terms (the HTTP layer maps OpenAI/vLLM bodies onto it). */
+export interface ChatRequest extends SamplingRequest {
+  model: string;
+  messages: ChatMessageIn[];
+  tools?: unknown[];
+  toolChoice?: ToolChoice;
 }
 
 export interface ChatChoice {
   index: number;
+  /** The whole assistant reply (with the forced tool-call opening when tool_choice forced one). */
   text: string;
   content: string | null;
   toolCalls: ParsedToolCall[];
@@ -68,8 +83,17 @@ export interface ChatHooks {
   onText?: (choice: number, delta: string) => void;
   /** Every step's new tokens of each choice. */
   onDelta?: (choice: number, delta: TokenDelta) => void;
+  /** Each choice as soon as it is finished (before the others of its request). */
+  onChoice?: (choice: ChatChoice) => void;
   /** Aborting cancels every choice at the next step. */
   signal?: AbortSignal;
+}
+
+/** The generations of one prompt's rows. */
+export interface IdsResult {
+  model: string;
+  promptIds: number[];
+  generations: Generation[];
 }
 
 export interface ChatEngineOptions {
@@ -77,6 +101,8 @@ export interface ChatEngineOptions {
   maxBatch?: number;
   /** Unmerged adapter applied to every request (the trainer samples the adapter it trains). */
   adapter?: string | null;
+  /** Prompt tokens prefilled in one engine call at most (the engine's default when unset). */
+  maxPrefillTokens?: number;
 }
 
 /** Tool call arguments arrive as JSON text; templates expect objects, so parse what parses. */
@@ -102,22 +128,51 @@ export function templateMessages(messages: ChatMessageIn[]): TemplateMessage[] {
   });
 }
 
+const COUNTERS = ["steps", "promptTokens", "generatedTokens", "batchRows", "finished", "cancelled"] as const;
+
 export class ChatEngine {
   readonly models = new Map<string, CausalLM>();
   /** The base model's served name. */
   readonly baseName: string;
   private readonly engines = new Map<string, Promise<GenerationEngine>>();
-  private readonly ready: GenerationEngine[] = [];
+  private readonly ready = new Map<string, GenerationEngine>();
   /** Prompt-prefix lengths by the system part they were measured on. */
   private readonly prefixes = new Map<string, number>();
+  /** Counters of the engines of removed models, so the totals never go down. */
+  private readonly retired: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0 };
 
   constructor(base: CausalLM, adapters: CausalLM[] = [], private readonly opts: ChatEngineOptions = {}) {
     this.baseName = base.name;
-    for (const m of [base, ...adapters]) {
-      if (this.models.has(m.name)) throw new T2sError("usage", `two served models are named ${m.name}; give each adapter its own name`);
-      if (!m.tokenizer?.hasChatTemplate) throw new T2sError("no_chat_template", `model ${m.name} has no chat template, so it cannot serve chat completions`);
-      this.models.set(m.name, m);
+    for (const m of [base, ...adapters]) this.addModel(m);
+  }
+
+  /** Serves one more model (a merged adapter) under its name. */
+  addModel(m: CausalLM): void {
+    if (this.models.has(m.name)) throw new T2sError("usage", `two served models are named ${m.name}; give each adapter its own name`);
+    if (!m.tokenizer?.hasChatTemplate) throw new T2sError("no_chat_template", `model ${m.name} has no chat template, so it cannot serve chat completions`);
+    this.models.set(m.name, m);
+  }
+
+  /**
+   * Stops serving a model: its engine is closed (what it had in flight is cancelled) and the model is
+   * returned for the caller to dispose. The base model cannot be removed.
+   */
+  async removeModel(name: string): Promise<CausalLM> {
+    const m = this.model(name);
+    if (name === this.baseName) throw new T2sError("usage", `${name} is the base model; only added models can be removed`);
+    this.models.delete(name);
+    for (const k of [...this.prefixes.keys()]) if (k.startsWith(`${name}\u0000`)) this.prefixes.delete(k);
+    const e = this.engines.get(name);
+    this.engines.delete(name);
+    if (e) {
+      const engine = await e.catch(() => null);
+      this.ready.delete(name);
+      if (engine) {
+        await engine.close();
+        for (const k of COUNTERS) this.retired[k] += engine.metrics[k];
+      }
     }
+    return m;
   }
 
   /** Returns the served model, or throws T2sError("model_not_found"). */
@@ -132,17 +187,33 @@ export class ChatEngine {
     const model = this.model(name);
     let e = this.engines.get(name);
     if (!e) {
-      e = GenerationEngine.create(model, { maxBatch: this.opts.maxBatch, adapter: this.opts.adapter });
-      void e.then((ready) => this.ready.push(ready), () => this.engines.delete(name));
+      const made = GenerationEngine.create(model, { maxBatch: this.opts.maxBatch, adapter: this.opts.adapter, maxPrefillTokens: this.opts.maxPrefillTokens });
+      e = made;
+      void made.then(
+        (ready) => this.engines.get(name) === made && this.ready.set(name, ready),
+        () => this.engines.get(name) === made && this.engines.delete(name),
+      );
       this.engines.set(name, e);
     }
     return e;
   }
 
-  /** The prompt ids of a chat request (chat template with tools, generation prompt appended). */
-  promptIds(req: Pick<ChatRequest, "model" | "messages" | "tools">): number[] {
+  /**
+   * The prompt ids of a chat request: the chat template (with the tools unless tool_choice is "none") and
+   * the generation prompt, then, when tool_choice forces a call, the opening of that call as if the
+   * assistant had already written it.
+   */
+  promptIds(req: Pick<ChatRequest, "model" | "messages" | "tools" | "toolChoice">): number[] {
     const tok = this.model(req.model).requireTokenizer();
-    return tok.encode(tok.applyChatTemplate(templateMessages(req.messages), { tools: req.tools, addGenerationPrompt: true }), { addSpecialTokens: false });
+    const tools = req.toolChoice === "none" ? undefined : req.tools;
+    const text = tok.applyChatTemplate(templateMessages(req.messages), { tools, addGenerationPrompt: true });
+    return tok.encode(text + this.prefill(req), { addSpecialTokens: false });
+  }
+
+  /** The forced opening of the reply ("" unless tool_choice is required or a named function). */
+  private prefill(req: Pick<ChatRequest, "tools" | "toolChoice">): string {
+    if (!req.tools?.length || req.toolChoice === undefined || req.toolChoice === "none" || req.toolChoice === "auto") return "";
+    return forcedToolCallPrefill(req.toolChoice === "required" ? undefined : req.toolChoice.name);
   }
 
   /**
@@ -151,13 +222,14 @@ export class ChatEngine {
    * followed by a placeholder turn. A property of the request alone, so a row's arithmetic never depends on
    * what else is batched with it.
    */
-  sharedPrefixLength(req: Pick<ChatRequest, "model" | "messages" | "tools">, ids: number[]): number {
+  sharedPrefixLength(req: Pick<ChatRequest, "model" | "messages" | "tools" | "toolChoice">, ids: number[]): number {
     const lead = req.messages.findIndex((m) => m.role !== "system");
     if (lead <= 0) return 0;
-    const key = `${req.model}\u0000${JSON.stringify(req.tools ?? null)}\u0000${JSON.stringify(req.messages.slice(0, lead))}`;
+    const tools = req.toolChoice === "none" ? undefined : req.tools;
+    const key = `${req.model}\u0000${JSON.stringify(tools ?? null)}\u0000${JSON.stringify(req.messages.slice(0, lead))}`;
     let n = this.prefixes.get(key);
     if (n === undefined) {
-      const probe = this.promptIds({ model: req.model, tools: req.tools, messages: [...req.messages.slice(0, lead), { role: "user", content: "\u0001" }] });
+      const probe = this.promptIds({ model: req.model, tools, messages: [...req.messages.slice(0, lead), { role: "user", content: "\u0001" }] });
       n = commonPrefix([probe, ids]);
       if (this.prefixes.size > 256) this.prefixes.clear();
       this.prefixes.set(key, n);
@@ -165,91 +237,118 @@ export class ChatEngine {
     return Math.min(n, ids.length - 1);
   }
 
+  /** The new tokens a request may have after a prompt of `promptLength` tokens (throws when none, or too many asked with refuseOverlong). */
+  newTokenBudget(name: string, promptLength: number, req: SamplingRequest): number {
+    const model = this.model(name);
+    const limit = model.config.maxPositions;
+    const room = limit - promptLength;
+    if (room <= 0) throw new T2sError("context_length_exceeded", `the prompt has ${promptLength} tokens but ${model.name} takes at most ${limit}`);
+    if (req.refuseOverlong && req.maxTokens !== undefined && req.maxTokens > room) {
+      throw new T2sError(
+        "context_length_exceeded",
+        `this model's maximum context length is ${limit} tokens, but ${promptLength + req.maxTokens} were requested (${promptLength} in the prompt, ${req.maxTokens} in the completion); reduce the prompt or max_tokens (at most ${room} here)`,
+      );
+    }
+    return Math.min(req.maxTokens ?? room, room);
+  }
+
+  /**
+   * Samples n continuations of a prompt given as token ids (rows seeded seed/0..n-1) on a served model's
+   * engine. Hooks receive each step's tokens; aborting the signal cancels the rows.
+   */
+  async generateIds(name: string, ids: number[], req: SamplingRequest, hooks: Omit<ChatHooks, "onChoice"> & { onGeneration?: (i: number, g: Generation) => void } = {}, prefixLength = 0): Promise<IdsResult> {
+    const model = this.model(name);
+    const maxTokens = this.newTokenBudget(name, ids.length, req);
+    const n = req.n ?? 1;
+    const seed = req.seed ?? randomInt(0, 2 ** 31);
+    const bias = req.logitBias ? Object.entries(req.logitBias).map(([id, b]) => [Number(id), b] as [number, number]) : undefined;
+    const engine = await this.engine(name);
+    const generations = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        engine
+          .submit({
+            ids,
+            maxTokens,
+            minTokens: req.minTokens,
+            stop: req.stop,
+            stopTokenIds: req.stopTokenIds,
+            ignoreEos: req.ignoreEos,
+            seed,
+            sampleIndex: i,
+            temperature: req.temperature ?? 1,
+            topP: req.topP ?? 1,
+            topK: req.topK ?? 0,
+            logitBias: bias,
+            presencePenalty: req.presencePenalty,
+            frequencyPenalty: req.frequencyPenalty,
+            topLogprobs: req.topLogprobs,
+            prefixLength,
+            signal: hooks.signal,
+            onDelta:
+              hooks.onText || hooks.onDelta
+                ? (d) => {
+                    hooks.onDelta?.(i, d);
+                    if (d.text) hooks.onText?.(i, d.text);
+                  }
+                : undefined,
+          })
+          .then((g) => {
+            hooks.onGeneration?.(i, g);
+            return g;
+          }),
+      ),
+    );
+    return { model: model.name, promptIds: ids, generations };
+  }
+
   /**
    * Runs a chat request through the served model's engine and returns its choices (n rows, seeds
    * seed/0..n-1). Hooks receive text and tokens as they are made; aborting the signal cancels the rows.
    */
   async complete(req: ChatRequest, hooks: ChatHooks = {}): Promise<ChatResult> {
-    const model = this.model(req.model);
     const ids = this.promptIds(req);
-    const room = model.config.maxPositions - ids.length;
-    if (room <= 0) throw new T2sError("context_length_exceeded", `the prompt has ${ids.length} tokens but ${model.name} takes at most ${model.config.maxPositions}`);
-    const n = req.n ?? 1;
-    const seed = req.seed ?? randomInt(0, 2 ** 31);
-    const maxTokens = Math.min(req.maxTokens ?? room, room);
-    const prefixLength = this.sharedPrefixLength(req, ids);
-    const bias = req.logitBias ? Object.entries(req.logitBias).map(([id, b]) => [Number(id), b] as [number, number]) : undefined;
-    const engine = await this.engine(req.model);
-    const gens: Generation[] = await Promise.all(
-      Array.from({ length: n }, (_, i) =>
-        engine.submit({
-          ids,
-          maxTokens,
-          minTokens: req.minTokens,
-          stop: req.stop,
-          stopTokenIds: req.stopTokenIds,
-          ignoreEos: req.ignoreEos,
-          seed,
-          sampleIndex: i,
-          temperature: req.temperature ?? 1,
-          topP: req.topP ?? 1,
-          topK: req.topK ?? 0,
-          logitBias: bias,
-          presencePenalty: req.presencePenalty,
-          frequencyPenalty: req.frequencyPenalty,
-          topLogprobs: req.topLogprobs,
-          prefixLength,
-          signal: hooks.signal,
-          onDelta:
-            hooks.onText || hooks.onDelta
-              ? (d) => {
-                  hooks.onDelta?.(i, d);
-                  if (d.text) hooks.onText?.(i, d.text);
-                }
-              : undefined,
-        }),
-      ),
-    );
-    const choices: ChatChoice[] = gens.map((g, i) => {
-      const parsed = req.tools?.length ? parseToolCalls(g.text) : { content: g.text, calls: [], invalid: 0 };
+    const prefill = this.prefill(req);
+    const parse = req.tools?.length && req.toolChoice !== "none";
+    const choiceOf = (i: number, g: Generation): ChatChoice => {
+      const text = prefill + g.text;
+      const parsed = !parse ? { content: g.text, calls: [], invalid: 0 } : prefill ? parseForcedToolCalls(text, req.toolChoice === "required" ? undefined : (req.toolChoice as { name: string }).name) : parseToolCalls(text);
       const finishReason = parsed.calls.length ? "tool_calls" : g.finishReason;
-      return { index: i, text: g.text, content: parsed.content, toolCalls: parsed.calls, invalidToolCalls: parsed.invalid, finishReason, ids: g.ids, logprobs: g.logprobs, topLogprobs: g.topLogprobs };
-    });
-    return { model: model.name, promptTokens: ids.length, promptIds: ids, completionTokens: gens.reduce((s, g) => s + g.ids.length, 0), choices };
+      return { index: i, text, content: parsed.content, toolCalls: parsed.calls, invalidToolCalls: parsed.invalid, finishReason, ids: g.ids, logprobs: g.logprobs, topLogprobs: g.topLogprobs };
+    };
+    const choices: ChatChoice[] = [];
+    const r = await this.generateIds(req.model, ids, req, { ...hooks, onGeneration: (i, g) => {
+      choices[i] = choiceOf(i, g);
+      hooks.onChoice?.(choices[i]);
+    } }, this.sharedPrefixLength(req, ids));
+    return { model: r.model, promptTokens: ids.length, promptIds: ids, completionTokens: r.generations.reduce((s, g) => s + g.ids.length, 0), choices };
   }
 
   /** Sequences running and waiting now, over the served models whose engines have started. */
   load(): { running: number; waiting: number } {
     const out = { running: 0, waiting: 0 };
-    for (const e of this.ready) {
+    for (const e of this.ready.values()) {
       out.running += e.load.running;
       out.waiting += e.load.waiting;
     }
     return out;
   }
 
-  /** Running and waiting sequences and the engines' counters, summed over the served models. */
-  async metrics(): Promise<EngineMetrics> {
-    const total: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0 };
-    for (const e of this.engines.values()) {
-      const m = (await e).metrics;
-      const load = (await e).load;
-      total.running += load.running;
-      total.waiting += load.waiting;
-      for (const k of ["steps", "promptTokens", "generatedTokens", "batchRows", "finished", "cancelled"] as const) total[k] += m[k];
-    }
+  /** Running and waiting sequences and the engines' counters, summed over the served models (removed ones included). */
+  metrics(): EngineMetrics {
+    const total: EngineMetrics = { ...this.retired, ...this.load() };
+    for (const e of this.ready.values()) for (const k of COUNTERS) total[k] += e.metrics[k];
     return total;
   }
 
   /** The served weights changed (a training step): engines drop what they derived from the old ones. */
   weightsChanged(): void {
-    for (const e of this.ready) e.weightsChanged();
+    for (const e of this.ready.values()) e.weightsChanged();
   }
 
   /** Cancels what is in flight and frees the engines. */
   async close(): Promise<void> {
     for (const e of this.engines.values()) await (await e).close();
     this.engines.clear();
-    this.ready.length = 0;
+    this.ready.clear();
   }
 }

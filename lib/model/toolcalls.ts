@@ -32,3 +32,116 @@ export function parseToolCalls(text: string): { content: string | null; calls: P
   const trimmed = content.trim();
   return { content: trimmed === "" ? null : trimmed, calls, invalid };
 }
+
+const OPEN = "<tool_call>";
+const CLOSE = "</tool_call>";
+
+/**
+ * The opening of a hermes call that a forced tool_choice writes into the assistant turn (through the prompt
+ * ids) so the model can only continue a call: `<tool_call>\n{"name": "` and, for a named function, the name
+ * and the start of its arguments.
+ */
+export function forcedToolCallPrefill(name?: string): string {
+  return name === undefined ? `${OPEN}\n{"name": "` : `${OPEN}\n{"name": ${JSON.stringify(name)}, "arguments": `;
+}
+
+/**
+ * Parses a reply that began with forcedToolCallPrefill: always at least one call. Well-formed blocks are
+ * taken as they are; otherwise the first block is read leniently (the name up to its closing quote, or the
+ * forced name; the arguments as the model wrote them, which, as OpenAI warns, need not be valid JSON).
+ */
+export function parseForcedToolCalls(text: string, name?: string): { content: string | null; calls: ParsedToolCall[]; invalid: number } {
+  const strict = parseToolCalls(text.includes(CLOSE) ? text : `${text}\n${CLOSE}`);
+  if (strict.calls.length && (name === undefined || strict.calls[0].name === name)) return strict;
+  let body = text.slice(OPEN.length);
+  const end = body.indexOf(CLOSE);
+  if (end >= 0) body = body.slice(0, end);
+  let callName = name;
+  let args: string;
+  if (callName === undefined) {
+    const m = /^\s*\{\s*"name"\s*:\s*"([^"]*)"?\s*,?\s*(?:"arguments"\s*:\s*)?([\s\S]*)$/.exec(body);
+    callName = m?.[1] ?? "";
+    args = m?.[2] ?? "";
+  } else {
+    args = body.replace(/^\s*\{\s*"name"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"arguments"\s*:\s*/, "");
+  }
+  args = args.trim();
+  // the wrapper object's own closing brace follows the arguments
+  const opens = (args.match(/\{/g) ?? []).length;
+  const closes = (args.match(/\}/g) ?? []).length;
+  if (closes > opens && args.endsWith("}")) args = args.slice(0, -1).trimEnd();
+  return { content: null, calls: [{ name: callName, arguments: args }], invalid: 1 };
+}
+
+/** A piece of a streamed reply: content to show, or a finished tool call. */
+export type ToolStreamEvent = { content: string } | { call: ParsedToolCall };
+
+/**
+ * Splits a streamed reply into content and tool calls as it arrives. Content is released at once except
+ * the part that may be the start of a `<tool_call>` block (held until it is one or cannot be) and the
+ * blocks themselves (held until they close, then sent as one call; a malformed block goes out as content).
+ * Leading and trailing whitespace is held the way parseToolCalls trims it, so the content pieces
+ * concatenate to parseToolCalls(text).content.
+ */
+export class ToolCallStream {
+  private buf = "";
+  private started = false;
+  private trailing = "";
+  calls = 0;
+  invalid = 0;
+
+  /** Takes the next piece of text and returns what can be released. */
+  push(text: string): ToolStreamEvent[] {
+    this.buf += text;
+    const out: ToolStreamEvent[] = [];
+    for (;;) {
+      const open = this.buf.indexOf(OPEN);
+      if (open < 0) {
+        const keep = heldTail(this.buf);
+        this.content(this.buf.slice(0, this.buf.length - keep), out);
+        this.buf = this.buf.slice(this.buf.length - keep);
+        return out;
+      }
+      this.content(this.buf.slice(0, open), out);
+      this.buf = this.buf.slice(open);
+      const close = this.buf.indexOf(CLOSE);
+      if (close < 0) return out;
+      const block = this.buf.slice(0, close + CLOSE.length);
+      this.buf = this.buf.slice(block.length);
+      const parsed = parseToolCalls(block);
+      if (parsed.calls.length) {
+        this.calls++;
+        out.push({ call: parsed.calls[0] });
+      } else {
+        this.invalid++;
+        this.content(block, out);
+      }
+    }
+  }
+
+  /** The end of the reply: whatever was held is content (an unclosed block stays text, as parseToolCalls leaves it). */
+  end(): ToolStreamEvent[] {
+    const out: ToolStreamEvent[] = [];
+    this.content(this.buf, out);
+    this.buf = "";
+    return out;
+  }
+
+  private content(piece: string, out: ToolStreamEvent[]): void {
+    if (!this.started) {
+      piece = piece.trimStart();
+      if (!piece) return;
+      this.started = true;
+    }
+    const text = this.trailing + piece;
+    const body = text.trimEnd();
+    this.trailing = text.slice(body.length);
+    if (body) out.push({ content: body });
+  }
+}
+
+/** How many characters at the end of `text` may begin a `<tool_call>` tag. */
+function heldTail(text: string): number {
+  for (let n = Math.min(OPEN.length - 1, text.length); n > 0; n--) if (OPEN.startsWith(text.slice(-n))) return n;
+  return 0;
+}

@@ -2,22 +2,10 @@
  * The OpenAI chat-completions wire format: validating a request body (every problem is a 400 naming the
  * field) and shaping responses, stream chunks and errors.
  */
-import type { ChatRequest, ChatResult } from "../model/chat.js";
+import type { ChatRequest, ChatResult, ToolChoice } from "../model/chat.js";
+import { bad, optNumber, parseSampling, refuseUnsupported, RequestError, SAMPLING_KEYS, type StreamOptions } from "./params.js";
 
-/** A request problem the client can fix: answered with `status` and an OpenAI-style error body. */
-export class RequestError extends Error {
-  readonly status: number;
-  readonly param: string | null;
-  readonly code: string | null;
-  readonly type: string;
-  constructor(status: number, message: string, opts: { param?: string; code?: string; type?: string } = {}) {
-    super(message);
-    this.status = status;
-    this.param = opts.param ?? null;
-    this.code = opts.code ?? null;
-    this.type = opts.type ?? (status >= 500 ? "server_error" : "invalid_request_error");
-  }
-}
+export { RequestError } from "./params.js";
 
 /** The JSON body of an error response. */
 export function errorBody(e: RequestError): Record<string, unknown> {
@@ -26,33 +14,25 @@ export function errorBody(e: RequestError): Record<string, unknown> {
 
 const ROLES = new Set(["system", "user", "assistant", "tool", "developer"]);
 
-function bad(param: string, message: string): RequestError {
-  return new RequestError(400, message, { param });
-}
-
-function optNumber(body: Record<string, unknown>, key: string, min: number, max: number, integer = false): number | undefined {
-  const v = body[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min || v > max) {
-    throw bad(key, `'${key}' must be ${integer ? "an integer" : "a number"} in [${min}, ${max}], got ${JSON.stringify(v)}`);
-  }
-  return v;
-}
-
-export interface ParsedRequest extends ChatRequest {
-  stream: boolean;
-  includeUsage: boolean;
-  /** Return the log-probability of each sampled token (non-streaming responses). */
+export interface ParsedRequest extends ChatRequest, StreamOptions {
+  /** Return the log-probability of each sampled token. */
   logprobs: boolean;
 }
 
-/** Returns the chat request a body describes, or throws RequestError(400) naming the first bad field. */
-export function parseChatBody(raw: unknown): ParsedRequest {
+const CHAT_KEYS = new Set([...SAMPLING_KEYS, "messages", "tools", "tool_choice", "top_logprobs", "max_completion_tokens"]);
+
+/** The body as an object with a model name, or a 400. */
+export function requestObject(raw: unknown): Record<string, unknown> & { model: string } {
   if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw bad("body", "the request body must be a JSON object");
   const body = raw as Record<string, unknown>;
   if (typeof body.model !== "string" || body.model === "") throw bad("model", "'model' is required (a served model name; see GET /v1/models)");
+  return body as Record<string, unknown> & { model: string };
+}
+
+/** The messages of a chat body (text parts only), or a 400 naming the bad one. */
+export function parseMessages(body: Record<string, unknown>): ChatRequest["messages"] {
   if (!Array.isArray(body.messages) || body.messages.length === 0) throw bad("messages", "'messages' must be a non-empty array");
-  const messages = body.messages.map((m, i) => {
+  return body.messages.map((m, i) => {
     if (!m || typeof m !== "object") throw bad(`messages[${i}]`, `messages[${i}] must be an object`);
     const msg = m as Record<string, unknown>;
     if (typeof msg.role !== "string" || !ROLES.has(msg.role)) throw bad(`messages[${i}].role`, `messages[${i}].role must be one of ${[...ROLES].join(", ")}`);
@@ -70,12 +50,24 @@ export function parseChatBody(raw: unknown): ParsedRequest {
     if (msg.tool_calls !== undefined && !Array.isArray(msg.tool_calls)) throw bad(`messages[${i}].tool_calls`, "tool_calls must be an array");
     return { role: msg.role === "developer" ? "system" : msg.role, content: (content as string | null | undefined) ?? null, tool_calls: msg.tool_calls as ChatRequest["messages"][number]["tool_calls"], tool_call_id: typeof msg.tool_call_id === "string" ? msg.tool_call_id : undefined, name: typeof msg.name === "string" ? msg.name : undefined };
   });
-  let stop: string[] | undefined;
-  if (typeof body.stop === "string") stop = [body.stop];
-  else if (Array.isArray(body.stop)) {
-    if (body.stop.length > 4 || body.stop.some((s) => typeof s !== "string")) throw bad("stop", "'stop' must be a string or an array of at most 4 strings");
-    stop = body.stop as string[];
-  } else if (body.stop !== undefined && body.stop !== null) throw bad("stop", "'stop' must be a string or an array of strings");
+}
+
+function parseToolChoice(v: unknown, tools: unknown[] | undefined): ToolChoice | undefined {
+  if (v === undefined || v === null) return undefined;
+  const names = (tools ?? []).map((t) => (t as { function: { name: string } }).function.name);
+  if (v === "none" || v === "auto") return v;
+  if (v === "required") {
+    if (!names.length) throw bad("tool_choice", "tool_choice 'required' needs 'tools'");
+    return v;
+  }
+  const named = v as { type?: unknown; function?: { name?: unknown } };
+  if (named?.type !== "function" || typeof named.function?.name !== "string") throw bad("tool_choice", `'tool_choice' must be "none", "auto", "required" or {"type": "function", "function": {"name": ...}}`);
+  if (!names.includes(named.function.name)) throw bad("tool_choice", `tool_choice names '${named.function.name}', which is not among the tools (${names.join(", ") || "none given"})`);
+  return { name: named.function.name };
+}
+
+/** The tools of a body (undefined when none), or a 400 naming the bad one. */
+export function parseTools(body: Record<string, unknown>): unknown[] | undefined {
   let tools: unknown[] | undefined;
   if (body.tools !== undefined && body.tools !== null) {
     if (!Array.isArray(body.tools)) throw bad("tools", "'tools' must be an array");
@@ -85,22 +77,20 @@ export function parseChatBody(raw: unknown): ParsedRequest {
     });
     tools = body.tools.length ? body.tools : undefined;
   }
-  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") throw bad("stream", "'stream' must be a boolean");
-  const streamOptions = body.stream_options as { include_usage?: boolean } | undefined;
-  return {
-    model: body.model,
-    messages,
-    tools,
-    n: optNumber(body, "n", 1, 64, true),
-    temperature: optNumber(body, "temperature", 0, 2),
-    topP: optNumber(body, "top_p", Number.MIN_VALUE, 1),
-    maxTokens: optNumber(body, "max_completion_tokens", 1, 1e7, true) ?? optNumber(body, "max_tokens", 1, 1e7, true),
-    stop,
-    seed: optNumber(body, "seed", -(2 ** 53), 2 ** 53, true),
-    stream: body.stream === true,
-    includeUsage: streamOptions?.include_usage === true,
-    logprobs: body.logprobs === true,
-  };
+  return tools;
+}
+
+/** Returns the chat request a body describes, or throws RequestError(400) naming the first bad field. */
+export function parseChatBody(raw: unknown, vocab: number): ParsedRequest {
+  const body = requestObject(raw);
+  refuseUnsupported(body, CHAT_KEYS);
+  const messages = parseMessages(body);
+  const tools = parseTools(body);
+  const logprobs = body.logprobs ?? false;
+  if (typeof logprobs !== "boolean") throw bad("logprobs", "'logprobs' must be a boolean (use top_logprobs for a count)");
+  const topLogprobs = optNumber(body, "top_logprobs", 0, 20, true);
+  if (topLogprobs && !logprobs) throw bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  return { model: body.model, messages, tools, toolChoice: parseToolChoice(body.tool_choice, tools), ...parseSampling(body, vocab), logprobs, topLogprobs: topLogprobs || undefined };
 }
 
 let counter = 0;
@@ -114,6 +104,17 @@ function toolCallsJson(calls: ChatResult["choices"][number]["toolCalls"]) {
   return calls.map((c) => ({ id: newId("call"), type: "function" as const, function: { name: c.name, arguments: c.arguments } }));
 }
 
+type Top = { id: number; logprob: number }[];
+
+/** The OpenAI `logprobs.content` entries of some sampled tokens, named by `tokenText`. */
+export function logprobsContent(ids: number[], logprobs: number[], top: Top[] | undefined, tokenText: (id: number) => string): Record<string, unknown>[] {
+  const entry = (id: number, logprob: number) => {
+    const token = tokenText(id);
+    return { token, logprob, bytes: [...Buffer.from(token, "utf8")] };
+  };
+  return ids.map((id, j) => ({ ...entry(id, logprobs[j]), top_logprobs: (top?.[j] ?? []).map((t) => entry(t.id, t.logprob)) }));
+}
+
 /** The body of a non-streaming chat completion; `tokenText` names sampled tokens when logprobs are asked for. */
 export function completionBody(id: string, created: number, r: ChatResult, tokenText?: (id: number) => string): Record<string, unknown> {
   return {
@@ -124,8 +125,7 @@ export function completionBody(id: string, created: number, r: ChatResult, token
     choices: r.choices.map((c) => ({
       index: c.index,
       message: { role: "assistant", content: c.content, ...(c.toolCalls.length ? { tool_calls: toolCallsJson(c.toolCalls) } : {}) },
-      // top_logprobs stay empty: only the sampled token's log-probability is kept
-      logprobs: tokenText ? { content: c.ids.map((t, j) => ({ token: tokenText(t), logprob: c.logprobs[j], bytes: [...Buffer.from(tokenText(t), "utf8")], top_logprobs: [] })) } : null,
+      logprobs: tokenText ? { content: logprobsContent(c.ids, c.logprobs, c.topLogprobs, tokenText) } : null,
       finish_reason: c.finishReason,
     })),
     usage: usageBody(r),
@@ -137,12 +137,12 @@ export function usageBody(r: ChatResult): Record<string, number> {
   return { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens };
 }
 
-/** One streaming chunk. */
-export function chunkBody(id: string, created: number, model: string, index: number, delta: Record<string, unknown>, finishReason: string | null): Record<string, unknown> {
-  return { id, object: "chat.completion.chunk", created, model, choices: [{ index, delta, logprobs: null, finish_reason: finishReason }] };
+/** One streaming chunk (`logprobs` = the logprobs.content entries of the chunk's tokens). */
+export function chunkBody(id: string, created: number, model: string, index: number, delta: Record<string, unknown>, finishReason: string | null, logprobs?: Record<string, unknown>[]): Record<string, unknown> {
+  return { id, object: "chat.completion.chunk", created, model, choices: [{ index, delta, logprobs: logprobs ? { content: logprobs } : null, finish_reason: finishReason }] };
 }
 
-/** The tool_calls delta of a finished streamed choice. */
-export function toolCallsDelta(calls: ChatResult["choices"][number]["toolCalls"]): Record<string, unknown> {
-  return { tool_calls: toolCallsJson(calls).map((c, i) => ({ index: i, ...c })) };
+/** The tool_calls delta of streamed calls, numbered from `first` within their choice. */
+export function toolCallsDelta(calls: ChatResult["choices"][number]["toolCalls"], first = 0): Record<string, unknown> {
+  return { tool_calls: toolCallsJson(calls).map((c, i) => ({ index: first + i, ...c })) };
 }

@@ -1,16 +1,20 @@
 /**
- * `t2s serve`: an OpenAI-compatible HTTP server on node:http. POST /v1/chat/completions (streaming and
- * not), GET /v1/models, GET /health. The base model is served under its name and each LoRA adapter under
- * its own (merged into a copy of the weights that shares everything else with the base). Requests that
- * arrive together are generated as one batch.
+ * `t2s serve`: an OpenAI- and vLLM-compatible HTTP server on fastify (routing, body limits, graceful close).
+ * Every served model (the base under its name, each LoRA adapter merged into a copy of the weights under
+ * its own) has one generation engine that batches requests continuously: a request joins the running batch
+ * at the next decode step, in arrival order within `maxBatch` rows.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { AddressInfo } from "node:net";
-import { isT2sError } from "../errors.js";
+import { ChatEngine, templateMessages } from "../model/chat.js";
 import { mergedModel } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
-import { ChatEngine } from "../model/chat.js";
-import { chunkBody, completionBody, errorBody, newId, parseChatBody, RequestError, toolCallsDelta, usageBody } from "./protocol.js";
+import { chatCompletions, type ServeContext } from "./chat-route.js";
+import { completions } from "./completions.js";
+import { asRequestError } from "./errors.js";
+import { ServeMetrics } from "./metrics.js";
+import { bad, optTokenIds, refuseUnsupported, RequestError } from "./params.js";
+import { errorBody, parseMessages, parseTools, requestObject } from "./protocol.js";
 
 export interface ServerOptions {
   model: CausalLM;
@@ -20,6 +24,11 @@ export interface ServerOptions {
   host?: string;
   /** Sequences decoded together per served model (default 64); later requests wait their turn. */
   maxBatch?: number;
+  /**
+   * Prompt tokens prefilled in one engine call at most (vLLM's --max-num-batched-tokens): a smaller budget
+   * admits a burst of prompts over several steps, so running streams and /health are never held up long.
+   */
+  maxPrefillTokens?: number;
   /** Request bodies larger than this are refused (default 8 MiB). */
   maxBodyBytes?: number;
 }
@@ -30,138 +39,114 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        reject(new RequestError(413, `request body over ${limit} bytes`));
-        req.destroy();
-      } else chunks.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-}
-
-/** Maps any failure to the RequestError the client sees. */
-function asRequestError(e: unknown): RequestError {
-  if (e instanceof RequestError) return e;
-  if (isT2sError(e, "model_not_found")) return new RequestError(404, e.message, { param: "model", code: "model_not_found" });
-  if (isT2sError(e, "context_length_exceeded")) return new RequestError(400, e.message, { param: "messages", code: "context_length_exceeded" });
-  if (isT2sError(e, "chat_template_failed") || isT2sError(e, "usage")) return new RequestError(400, e.message);
-  return new RequestError(500, e instanceof Error ? e.message : String(e));
-}
-
-async function chatCompletions(engine: ChatEngine, req: IncomingMessage, res: ServerResponse, maxBody: number): Promise<void> {
-  let body: unknown;
-  const text = await readBody(req, maxBody);
-  try {
-    body = JSON.parse(text);
-  } catch (e) {
-    throw new RequestError(400, `the request body is not valid JSON: ${(e as Error).message}`, { param: "body" });
-  }
-  const parsed = parseChatBody(body);
-  engine.model(parsed.model);
-  const id = newId("chatcmpl");
-  const created = Math.floor(Date.now() / 1000);
-  if (!parsed.stream) {
-    const abort = new AbortController();
-    res.on("close", () => !res.writableFinished && abort.abort());
-    const result = await engine.complete(parsed, { signal: abort.signal });
-    const tok = engine.model(parsed.model).requireTokenizer();
-    sendJson(res, 200, completionBody(id, created, result, parsed.logprobs ? (t) => tok.decode([t]) : undefined));
-    return;
-  }
-  // validate the prompt before the 200 header goes out, so template errors are still plain 400s
-  engine.promptIds(parsed);
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-  const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
-  const n = parsed.n ?? 1;
-  for (let i = 0; i < n; i++) send(chunkBody(id, created, parsed.model, i, { role: "assistant", content: "" }, null));
-  // with tools the reply is held back until it can be split into content and tool calls
-  const live = !parsed.tools;
-  try {
-    const abort = new AbortController();
-    res.on("close", () => !res.writableFinished && abort.abort());
-    const result = await engine.complete(parsed, { signal: abort.signal, onText: live ? (i, delta) => send(chunkBody(id, created, parsed.model, i, { content: delta }, null)) : undefined });
-    for (const c of result.choices) {
-      if (!live) {
-        if (c.content) send(chunkBody(id, created, parsed.model, c.index, { content: c.content }, null));
-        if (c.toolCalls.length) send(chunkBody(id, created, parsed.model, c.index, toolCallsDelta(c.toolCalls), null));
-      }
-      send(chunkBody(id, created, parsed.model, c.index, {}, c.finishReason));
-    }
-    if (parsed.includeUsage) send({ id, object: "chat.completion.chunk", created, model: parsed.model, choices: [], usage: usageBody(result) });
-  } catch (e) {
-    send(errorBody(asRequestError(e)));
-  }
-  res.write("data: [DONE]\n\n");
-  res.end();
-}
+const ROUTES = "POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/{id}], POST /tokenize, POST /detokenize, POST /v1/load_lora_adapter, POST /v1/unload_lora_adapter, GET /metrics, GET /health";
+const TOKENIZE_KEYS = new Set(["model", "prompt", "messages", "tools", "add_generation_prompt", "add_special_tokens", "return_token_strs"]);
 
 /** Starts the server and returns its URL (port 0 picks a free port) and a close function. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const adapters = Array.isArray(opts.adapters) ? opts.adapters : Object.entries(opts.adapters ?? {}).map(([name, dir]) => mergedModel(opts.model, dir, { name }));
-  const engine = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch });
-  const maxBody = opts.maxBodyBytes ?? 8 * 1024 * 1024;
+  const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens });
+  const ctx: ServeContext = { chat, metrics: new ServeMetrics(chat) };
   const created = Math.floor(Date.now() / 1000);
-  const server = createServer((req, res) => {
-    const path = (req.url ?? "/").split("?")[0].replace(/\/+$/, "") || "/";
-    const handle = async () => {
-      if (path === "/health" && req.method === "GET") {
-        return sendJson(res, 200, { status: "ok", model: engine.baseName, backend: opts.model.backend, models: [...engine.models.keys()], ...engine.load() });
-      }
-      if (path === "/v1/models" && req.method === "GET") {
-        return sendJson(res, 200, {
-          object: "list",
-          data: [...engine.models.values()].map((m) => ({ id: m.name, object: "model", created, owned_by: "t2s-lab", root: m.name, parent: m.name === engine.baseName ? null : engine.baseName })),
-        });
-      }
-      if (path === "/v1/chat/completions") {
-        if (req.method !== "POST") throw new RequestError(405, "use POST for /v1/chat/completions");
-        return await chatCompletions(engine, req, res, maxBody);
-      }
-      throw new RequestError(404, `no route ${req.method} ${path}; this server has POST /v1/chat/completions, GET /v1/models, GET /health`);
-    };
-    handle().catch((e) => {
-      const err = asRequestError(e);
-      if (res.headersSent) res.end();
-      else sendJson(res, err.status, errorBody(err));
-    });
+  const loading = new Set<string>();
+  const app = Fastify({
+    bodyLimit: opts.maxBodyBytes ?? 8 * 1024 * 1024,
+    // clients keep connections open between requests while their episodes wait; Node's 5 s keep-alive
+    // default closes such a socket just as a client reuses it, and a request may queue for minutes
+    keepAliveTimeout: 65_000,
+    requestTimeout: 0,
+    forceCloseConnections: true,
+    routerOptions: { ignoreTrailingSlash: true },
+    logger: false,
   });
-  // clients keep connections open between requests while their episodes wait for a batch; Node's 5 s
-  // keep-alive default closes such a socket just as a client reuses it (a reset the client must retry),
-  // and a request may legitimately queue for minutes behind big batches
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.requestTimeout = 0;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 8000, opts.host ?? "127.0.0.1", () => resolve());
+  app.server.headersTimeout = 66_000;
+  // every body is JSON whatever its content type says (curl -d sends form encoding)
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => {
+    const text = String(body);
+    if (text.trim() === "") return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (e) {
+      done(new RequestError(400, `the request body is not valid JSON: ${(e as Error).message}`, { param: "body" }), undefined);
+    }
   });
-  const addr = server.address() as AddressInfo;
+  app.setErrorHandler((e, _req, reply) => {
+    const err = asRequestError(e);
+    void reply.code(err.status).send(errorBody(err));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).send(errorBody(new RequestError(404, `no route ${req.method} ${req.url.split("?")[0]}; this server has ${ROUTES}`)));
+  });
+
+  const modelCard = (m: CausalLM) => ({ id: m.name, object: "model", created, owned_by: "t2s-lab", root: m.name, parent: m.name === chat.baseName ? null : chat.baseName, max_model_len: m.config.maxPositions });
+  app.get("/health", async () => ({ status: "ok", model: chat.baseName, backend: opts.model.backend, models: [...chat.models.keys()], ...chat.load() }));
+  app.get("/v1/models", async () => ({ object: "list", data: [...chat.models.values()].map(modelCard) }));
+  app.get<{ Params: { id: string } }>("/v1/models/:id", async (req) => modelCard(chat.model(req.params.id)));
+  app.get("/metrics", async (_req, reply) => reply.type("text/plain; version=0.0.4; charset=utf-8").send(ctx.metrics.text()));
+  app.post("/v1/chat/completions", (req: FastifyRequest, reply: FastifyReply) => chatCompletions(ctx, req.body, reply));
+  app.post("/v1/completions", (req: FastifyRequest, reply: FastifyReply) => completions(ctx, req.body, reply));
+
+  app.post("/tokenize", async (req) => {
+    const body = requestObject(req.body);
+    refuseUnsupported(body, TOKENIZE_KEYS);
+    const model = chat.model(body.model);
+    const tok = model.requireTokenizer();
+    let ids: number[];
+    if (body.messages !== undefined) {
+      const text = tok.applyChatTemplate(templateMessages(parseMessages(body)), { tools: parseTools(body), addGenerationPrompt: body.add_generation_prompt !== false });
+      ids = tok.encode(text, { addSpecialTokens: body.add_special_tokens === true });
+    } else if (typeof body.prompt === "string") {
+      ids = tok.encode(body.prompt, { addSpecialTokens: body.add_special_tokens !== false });
+    } else throw bad("prompt", "give 'prompt' (a string) or 'messages'");
+    return { count: ids.length, max_model_len: model.config.maxPositions, tokens: ids, ...(body.return_token_strs === true ? { token_strs: ids.map((t) => tok.decode([t], { skipSpecialTokens: false })) } : {}) };
+  });
+  app.post("/detokenize", async (req) => {
+    const body = requestObject(req.body);
+    refuseUnsupported(body, new Set(["model", "tokens"]));
+    const model = chat.model(body.model);
+    const ids = optTokenIds(body, "tokens", model.config.vocabSize);
+    if (!ids) throw bad("tokens", "'tokens' (a list of token ids) is required");
+    return { prompt: model.requireTokenizer().decode(ids, { skipSpecialTokens: false }) };
+  });
+
+  // vLLM's runtime adapter routes: an adapter is merged into a copy of the base weights and served by name
+  app.post("/v1/load_lora_adapter", async (req, reply) => {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const name = body.lora_name;
+    const path = body.lora_path;
+    if (typeof name !== "string" || name === "") throw bad("lora_name", "'lora_name' is required");
+    if (typeof path !== "string" || path === "") throw bad("lora_path", "'lora_path' is required (a PEFT adapter folder)");
+    if (chat.models.has(name) || loading.has(name)) throw new RequestError(400, `The lora adapter '${name}' has already been loaded.`, { param: "lora_name" });
+    loading.add(name);
+    try {
+      chat.addModel(mergedModel(opts.model, path, { name }));
+    } finally {
+      loading.delete(name);
+    }
+    return reply.type("text/plain; charset=utf-8").send(`Success: LoRA adapter '${name}' added successfully.`);
+  });
+  app.post("/v1/unload_lora_adapter", async (req, reply) => {
+    const name = ((req.body ?? {}) as Record<string, unknown>).lora_name;
+    if (typeof name !== "string" || name === "") throw bad("lora_name", "'lora_name' is required");
+    if (name === chat.baseName) throw bad("lora_name", `'${name}' is the base model, not an adapter`);
+    if (!chat.models.has(name)) throw new RequestError(404, `The lora adapter '${name}' cannot be found.`, { param: "lora_name", code: "model_not_found" });
+    (await chat.removeModel(name)).dispose();
+    return reply.type("text/plain; charset=utf-8").send(`Success: LoRA adapter '${name}' removed successfully.`);
+  });
+
+  await app.listen({ port: opts.port ?? 8000, host: opts.host ?? "127.0.0.1" });
+  const addr = app.server.address() as AddressInfo;
   const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${host}:${addr.port}`,
-    engine,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections?.();
-        server.close(() => {
-          void engine.close().then(() => {
-            for (const m of adapters) m.dispose();
-            resolve();
-          });
-        });
-      }),
+    engine: chat,
+    close: async () => {
+      // connections are closed at once (their generations are cancelled), then the engines stop
+      await app.close();
+      ctx.metrics.close();
+      await chat.close();
+      for (const m of chat.models.values()) if (m !== opts.model) m.dispose();
+    },
   };
 }

@@ -1,0 +1,249 @@
+/**
+ * `npm run bench:serve`: a bounded load test of `t2s serve` on loopback. It starts the server as its own
+ * process over a model folder, sends realistic shop prompts (the kit's episode prompts: instructions, schema,
+ * notes, question) and prints, for 1/16/64 concurrent clients, streaming and not: p50/p95 latency, time to
+ * first token, tokens/s, errors and /health latency under that load. Then a fairness probe (a short request
+ * sent while a request with a huge max_tokens runs, against the short one alone), the first-token share of a
+ * 100-token stream, and the HTTP framework's own cost (fastify against bare node:http, same handler).
+ * Options:
+ *   --model <dir>        model folder (default data/models/shop-sql-4m)
+ *   --backend <name>     tfjs backend for the server (default auto)
+ *   --max-tokens <n>     new tokens per load request at most (default 64)
+ *   --rounds <n>         requests per client per load configuration (default 2)
+ *   --max-num-batched-tokens <n>  the server's prefill budget per step (default 8192, as t2s serve)
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { cpus } from "node:os";
+import Fastify from "fastify";
+import { schemaDdl } from "../lib/db/schema.js";
+import { buildShopDatabase, defaultShopPath } from "../lib/db/shop/build.js";
+import { openingMessages } from "../lib/episode/prompt.js";
+import { kitPath } from "../lib/paths.js";
+import { notesFor } from "../lib/runs/env.js";
+import { readTasks } from "../lib/tasks/io.js";
+import { flag, intFlag } from "./args.js";
+
+const QUESTIONS = ["How many orders were delivered?", "How many customers are there per country?", "What is the average review rating?", "Which five products have the highest margin?"];
+
+type Message = { role: string; content: string };
+
+/** The served model's name (read from GET /v1/models once the server is up). */
+let served = "";
+
+function shopPrompts(): Message[][] {
+  const db = defaultShopPath();
+  if (!existsSync(db)) buildShopDatabase(db);
+  const file = kitPath("data", "shop", "tasks.jsonl");
+  const questions = existsSync(file) ? readTasks(file).slice(0, 32).map((t) => t.question) : QUESTIONS;
+  const ddl = schemaDdl(db);
+  const notes = notesFor({ db_id: "shop", db_path: db });
+  return questions.map((q) => openingMessages({ style: "single" }, ddl, notes, q) as Message[]);
+}
+
+async function startServe(model: string, backend: string, prefill: number): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [kitPath("bin", "t2s.js"), "serve", "--model", model, "--port", "0", "--backend", backend, "--max-batch", "64", "--max-num-batched-tokens", String(prefill)], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`t2s serve printed no banner in 120 s: ${out}`)), 120_000);
+    child.stdout!.on("data", (d) => {
+      out += d;
+      const m = /at (http:\/\/\S+)\/v1/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`t2s serve exited ${code}: ${out}`)));
+  });
+  return { url, child };
+}
+
+interface Outcome {
+  seconds: number;
+  firstToken?: number;
+  tokens: number;
+  error?: string;
+}
+
+/** One chat request; streaming requests time their first content chunk. */
+async function ask(url: string, body: Record<string, unknown>, signal?: AbortSignal, onToken?: () => void): Promise<Outcome> {
+  const t0 = performance.now();
+  const s = () => (performance.now() - t0) / 1000;
+  try {
+    const res = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal });
+    if (!res.ok) return { seconds: s(), tokens: 0, error: `${res.status} ${await res.text()}` };
+    if (!body.stream) {
+      const j = (await res.json()) as { usage: { completion_tokens: number } };
+      return { seconds: s(), tokens: j.usage.completion_tokens };
+    }
+    let firstToken: number | undefined;
+    let tokens = 0;
+    let buf = "";
+    const decoder = new TextDecoder();
+    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buf += decoder.decode(piece, { stream: true });
+      const events = buf.split("\n\n");
+      buf = events.pop()!;
+      for (const ev of events) {
+        if (!ev.startsWith("data: {")) continue;
+        const j = JSON.parse(ev.slice(6)) as { choices: { delta?: { content?: string } }[]; usage?: { completion_tokens: number } };
+        if (j.usage) tokens = j.usage.completion_tokens;
+        if (j.choices[0]?.delta?.content) {
+          firstToken ??= s();
+          onToken?.();
+        }
+      }
+    }
+    return { seconds: s(), firstToken, tokens };
+  } catch (e) {
+    return { seconds: s(), tokens: 0, error: (e as Error).message };
+  }
+}
+
+function pct(xs: number[], p: number): number {
+  if (!xs.length) return NaN;
+  const v = [...xs].sort((a, b) => a - b);
+  return v[Math.min(v.length - 1, Math.floor((p / 100) * v.length))];
+}
+
+/** Polls /health back to back until `stop` resolves; returns each answer's latency in ms. */
+async function healthProbe(url: string, stop: Promise<unknown>): Promise<number[]> {
+  const times: number[] = [];
+  let done = false;
+  void stop.then(() => (done = true));
+  while (!done) {
+    const t0 = performance.now();
+    await (await fetch(`${url}/health`)).json();
+    times.push(performance.now() - t0);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return times;
+}
+
+const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "-");
+
+async function load(url: string, prompts: Message[][], clients: number, stream: boolean, rounds: number, maxTokens: number): Promise<string> {
+  const total = clients * rounds;
+  let next = 0;
+  const outcomes: Outcome[] = [];
+  const t0 = performance.now();
+  const work = Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next < total) {
+        const i = next++;
+        const body = { model: served, messages: prompts[i % prompts.length], max_tokens: maxTokens, temperature: 0.7, seed: i, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
+        outcomes.push(await ask(url, body));
+      }
+    }),
+  );
+  const health = await healthProbe(url, work);
+  const wall = (performance.now() - t0) / 1000;
+  const ok = outcomes.filter((o) => !o.error);
+  const lat = ok.map((o) => o.seconds);
+  const ttft = ok.flatMap((o) => (o.firstToken === undefined ? [] : [o.firstToken]));
+  const tokens = ok.reduce((s, o) => s + o.tokens, 0);
+  const p50 = pct(lat, 50);
+  const p95 = pct(lat, 95);
+  return `| ${stream ? "stream" : "plain "} | ${String(clients).padStart(7)} | ${String(total).padStart(8)} | ${outcomes.length - ok.length} | ${f(p50)} | ${f(p95)} | ${f(p95 / p50)} | ${stream ? f(pct(ttft, 50)) : "-"} | ${f(tokens / wall, 0)} | ${f(pct(health, 50), 0)} / ${f(Math.max(...health), 0)} |`;
+}
+
+/** A short request alone, then the same request while one with a huge max_tokens is running. */
+async function fairness(url: string, prompts: Message[][]): Promise<string[]> {
+  const short = { model: served, messages: prompts[1 % prompts.length], max_tokens: 24, ignore_eos: true, temperature: 0.7, seed: 5 };
+  const solo: number[] = [];
+  for (let i = 0; i < 3; i++) solo.push((await ask(url, short)).seconds);
+  const tok = (await (await fetch(`${url}/tokenize`, { method: "POST", body: JSON.stringify({ model: served, messages: prompts[0] }) })).json()) as { count: number; max_model_len: number };
+  const abort = new AbortController();
+  let started!: () => void;
+  const first = new Promise<void>((r) => (started = r));
+  const long = ask(url, { model: served, messages: prompts[0], max_tokens: tok.max_model_len - tok.count, ignore_eos: true, stream: true, temperature: 0.7, seed: 1 }, abort.signal, () => started());
+  await first;
+  const behind = await ask(url, short);
+  abort.abort();
+  await long;
+  const soloS = pct(solo, 50);
+  return [`| short request alone (median of 3) | ${f(soloS)} s |`, `| same, sent while a ${tok.max_model_len - tok.count}-token request runs | ${f(behind.seconds)} s (${f(behind.seconds / soloS)}x alone; target <= 2x) |`];
+}
+
+/** The first token's share of a 100-token stream's total time, alone and among 15 others. */
+async function firstTokenShare(url: string, prompts: Message[][]): Promise<string[]> {
+  const rows: string[] = [];
+  for (const clients of [1, 16]) {
+    const outs = await Promise.all(Array.from({ length: clients }, (_, i) => ask(url, { model: served, messages: prompts[i % prompts.length], max_tokens: 100, ignore_eos: true, stream: true, temperature: 0.7, seed: i })));
+    const share = outs.map((o) => (o.firstToken ?? o.seconds) / o.seconds);
+    rows.push(`| 100-token stream, ${clients} client(s) | first token at ${f(pct(outs.map((o) => o.firstToken ?? NaN), 50))} s of ${f(pct(outs.map((o) => o.seconds), 50))} s: ${f(100 * pct(share, 50), 0)}% (max ${f(100 * Math.max(...share), 0)}%; target <= 20%) |`);
+  }
+  return rows;
+}
+
+/** The same tiny JSON answer from bare node:http and from fastify: per-request latency at 16 clients. */
+async function frameworkCost(): Promise<string[]> {
+  const body = { status: "ok", running: 0, waiting: 0 };
+  const bare = createServer((_req, res) => {
+    const text = JSON.stringify(body);
+    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+    res.end(text);
+  });
+  await new Promise<void>((r) => bare.listen(0, "127.0.0.1", () => r()));
+  const fast = Fastify({ logger: false });
+  fast.get("/health", async () => body);
+  await fast.listen({ port: 0, host: "127.0.0.1" });
+  const measure = async (url: string) => {
+    const times: number[] = [];
+    let left = 3000;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (left-- > 0) {
+          const t0 = performance.now();
+          await (await fetch(url)).json();
+          times.push(performance.now() - t0);
+        }
+      }),
+    );
+    return times.slice(500);
+  };
+  const rows: string[] = [];
+  const urls = { "node:http": `http://127.0.0.1:${(bare.address() as AddressInfo).port}/health`, fastify: `http://127.0.0.1:${(fast.server.address() as AddressInfo).port}/health` };
+  // alternate twice so neither gets the warmer machine
+  const res: Record<string, number[]> = { "node:http": [], fastify: [] };
+  for (let k = 0; k < 2; k++) for (const [name, url] of Object.entries(urls)) res[name].push(...(await measure(url)));
+  for (const [name, t] of Object.entries(res)) rows.push(`| ${name} | ${f(pct(t, 50), 3)} ms | ${f(pct(t, 95), 3)} ms |`);
+  bare.close();
+  await fast.close();
+  return rows;
+}
+
+async function main(): Promise<void> {
+  const model = flag("--model") ?? kitPath("data", "models", "shop-sql-4m");
+  const backend = flag("--backend") ?? "auto";
+  const maxTokens = intFlag("--max-tokens", 64);
+  const rounds = intFlag("--rounds", 2);
+  const prompts = shopPrompts();
+  const framework = await frameworkCost();
+  const prefill = intFlag("--max-num-batched-tokens", 8192);
+  const { url, child } = await startServe(model, backend, prefill);
+  try {
+    const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
+    served = models.data[0].id;
+    const health = (await (await fetch(`${url}/health`)).json()) as { backend: string };
+    process.stdout.write(`t2s serve over ${model} (backend ${health.backend}), ${cpus().length} CPUs, ${prompts.length} shop prompts, max_tokens ${maxTokens}, ${rounds} requests per client, --max-num-batched-tokens ${prefill}\n\n`);
+    // one request first, so engine creation and first-call compilation are not in the figures
+    await ask(url, { model: served, messages: prompts[0], max_tokens: 4 });
+    process.stdout.write("| mode   | clients | requests | errors | p50 s | p95 s | p95/p50 | TTFT p50 s | tokens/s | /health p50 / max ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    for (const clients of [1, 16, 64]) for (const stream of [false, true]) process.stdout.write(`${await load(url, prompts, clients, stream, rounds, maxTokens)}\n`);
+    process.stdout.write("\n| probe | result |\n|---|---|\n");
+    for (const row of [...(await fairness(url, prompts)), ...(await firstTokenShare(url, prompts))]) process.stdout.write(`${row}\n`);
+    process.stdout.write("\n| HTTP layer, GET /health at 16 clients | p50 | p95 |\n|---|---|---|\n");
+    for (const row of framework) process.stdout.write(`${row}\n`);
+  } finally {
+    child.kill("SIGINT");
+  }
+}
+
+main().catch((e) => {
+  process.stderr.write(`bench:serve failed: ${(e as Error).message}\n`);
+  process.exit(1);
+});

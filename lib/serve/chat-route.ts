@@ -1,0 +1,88 @@
+/**
+ * POST /v1/chat/completions. Streaming sends each engine step's new text as it is made. With tools
+ * (tool_choice auto) the text goes through a ToolCallStream: content flows until a `<tool_call>` may be
+ * starting, and each block goes out as one tool-call delta when it closes. When tool_choice forces a call
+ * (required or a named function) the whole reply is that call, sent as a tool-call delta when it ends.
+ */
+import type { FastifyReply } from "fastify";
+import type { ChatChoice, ChatEngine } from "../model/chat.js";
+import { ToolCallStream, type ToolStreamEvent } from "../model/toolcalls.js";
+import type { ServeMetrics } from "./metrics.js";
+import { asRequestError } from "./errors.js";
+import { chunkBody, completionBody, errorBody, logprobsContent, newId, parseChatBody, requestObject, toolCallsDelta, usageBody } from "./protocol.js";
+import { disconnectSignal, EventStream } from "./sse.js";
+
+export interface ServeContext {
+  chat: ChatEngine;
+  metrics: ServeMetrics;
+}
+
+/** The outcome a failed request is counted under. */
+export function failure(signal: AbortSignal): string[] {
+  return [signal.aborted ? "cancelled" : "error"];
+}
+
+export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: FastifyReply): Promise<unknown> {
+  const started = performance.now();
+  const seconds = () => (performance.now() - started) / 1000;
+  const model = ctx.chat.model(requestObject(raw).model);
+  const req = parseChatBody(raw, model.config.vocabSize);
+  const tok = model.requireTokenizer();
+  const tokenText = (t: number) => tok.decode([t]);
+  const id = newId("chatcmpl");
+  const created = Math.floor(Date.now() / 1000);
+  const signal = disconnectSignal(reply);
+  if (!req.stream) {
+    try {
+      const result = await ctx.chat.complete(req, { signal });
+      ctx.metrics.record({ seconds: seconds(), outcome: result.choices.map((c) => c.finishReason) });
+      return completionBody(id, created, result, req.logprobs ? tokenText : undefined);
+    } catch (e) {
+      ctx.metrics.record({ seconds: seconds(), outcome: failure(signal) });
+      throw e;
+    }
+  }
+  // everything that can be a 400 is checked before the 200 header goes out
+  ctx.chat.newTokenBudget(req.model, ctx.chat.promptIds(req).length, req);
+  const mode = !req.tools?.length || req.toolChoice === "none" ? "plain" : req.toolChoice === undefined || req.toolChoice === "auto" ? "auto" : "forced";
+  const stream = new EventStream(reply);
+  const n = req.n ?? 1;
+  const splitters = Array.from({ length: n }, () => new ToolCallStream());
+  const callsSent = new Array<number>(n).fill(0);
+  let firstToken: number | undefined;
+  const send = (i: number, delta: Record<string, unknown>, finish: string | null = null, lp?: Record<string, unknown>[]) => stream.send(chunkBody(id, created, req.model, i, delta, finish, lp));
+  const sendEvents = (i: number, events: ToolStreamEvent[], lp?: Record<string, unknown>[]) => {
+    for (const ev of events) {
+      if ("content" in ev) send(i, { content: ev.content }, null, lp);
+      else send(i, toolCallsDelta([ev.call], callsSent[i]++), null, lp);
+      lp = undefined;
+    }
+    if (lp) send(i, {}, null, lp);
+  };
+  for (let i = 0; i < n; i++) send(i, { role: "assistant", content: "" });
+  try {
+    const result = await ctx.chat.complete(req, {
+      signal,
+      onDelta: (i, d) => {
+        firstToken ??= seconds();
+        const lp = req.logprobs ? logprobsContent(d.ids, d.logprobs, d.top, tokenText) : undefined;
+        if (mode === "plain") {
+          if (d.text || lp) send(i, { content: d.text }, null, lp);
+        } else if (mode === "auto") sendEvents(i, splitters[i].push(d.text), lp);
+        else if (lp) send(i, {}, null, lp);
+      },
+      onChoice: (c: ChatChoice) => {
+        if (mode === "auto") sendEvents(c.index, splitters[c.index].end());
+        if (mode === "forced") send(c.index, toolCallsDelta(c.toolCalls));
+        send(c.index, {}, c.finishReason);
+      },
+    });
+    if (req.includeUsage) stream.send({ id, object: "chat.completion.chunk", created, model: req.model, choices: [], usage: usageBody(result) });
+    ctx.metrics.record({ seconds: seconds(), firstTokenSeconds: firstToken, outcome: result.choices.map((c) => c.finishReason) });
+  } catch (e) {
+    ctx.metrics.record({ seconds: seconds(), outcome: failure(signal) });
+    if (!signal.aborted) stream.send(errorBody(asRequestError(e)));
+  }
+  stream.end();
+  return reply;
+}

@@ -1,0 +1,149 @@
+/**
+ * POST /v1/completions: plain-text completions of a prompt given as a string, a list of strings, token
+ * ids, or a list of token-id lists (vLLM's forms), with n, stream, echo, and `logprobs` as a count of top
+ * tokens per position. No chat template is applied.
+ */
+import type { FastifyReply } from "fastify";
+import type { SamplingRequest } from "../model/chat.js";
+import type { Generation } from "../model/engine/types.js";
+import type { ChatTokenizer } from "../model/tokenizer.js";
+import { failure, type ServeContext } from "./chat-route.js";
+import { asRequestError } from "./errors.js";
+import { bad, optNumber, parseSampling, refuseUnsupported, SAMPLING_KEYS, type StreamOptions } from "./params.js";
+import { errorBody, newId, requestObject } from "./protocol.js";
+import { disconnectSignal, EventStream } from "./sse.js";
+
+const COMPLETION_KEYS = new Set([...SAMPLING_KEYS, "prompt", "echo", "best_of", "add_special_tokens"]);
+
+interface Prompt {
+  ids: number[];
+  /** What echo prepends. */
+  text: string;
+}
+
+interface CompletionRequest extends SamplingRequest, StreamOptions {
+  model: string;
+  prompts: Prompt[];
+  echo: boolean;
+}
+
+function isIds(v: unknown): v is number[] {
+  return Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === "number");
+}
+
+/** The request a completions body describes, or a 400 naming the first bad field. */
+export function parseCompletionBody(raw: unknown, tok: ChatTokenizer, vocab: number): CompletionRequest {
+  const body = requestObject(raw);
+  refuseUnsupported(body, COMPLETION_KEYS);
+  const p = body.prompt;
+  const addSpecial = body.add_special_tokens !== false;
+  const fromText = (t: string): Prompt => ({ ids: tok.encode(t, { addSpecialTokens: addSpecial }), text: t });
+  const fromIds = (ids: number[]): Prompt => {
+    if (ids.some((id) => !Number.isInteger(id) || id < 0 || id >= vocab)) throw bad("prompt", `token ids in 'prompt' must be integers in [0, ${vocab})`);
+    return { ids, text: tok.decode(ids, { skipSpecialTokens: false }) };
+  };
+  let prompts: Prompt[];
+  if (typeof p === "string") prompts = [fromText(p)];
+  else if (isIds(p)) prompts = [fromIds(p)];
+  else if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === "string")) prompts = (p as string[]).map(fromText);
+  else if (Array.isArray(p) && p.length > 0 && p.every(isIds)) prompts = (p as number[][]).map(fromIds);
+  else throw bad("prompt", "'prompt' must be a string, a list of strings, a list of token ids, or a list of token-id lists");
+  if (prompts.some((x) => x.ids.length === 0)) throw bad("prompt", "every prompt needs at least one token");
+  const logprobs = optNumber(body, "logprobs", 0, 20, true);
+  const echo = body.echo === true;
+  if (echo && logprobs !== undefined) throw bad("echo", "'echo' with 'logprobs' needs the prompt's log-probabilities, which this server does not compute");
+  const sampling = parseSampling(body, vocab);
+  const bestOf = optNumber(body, "best_of", 1, 64, true);
+  if (bestOf !== undefined && bestOf !== (sampling.n ?? 1)) throw bad("best_of", `'best_of' = ${bestOf} is not supported (only best_of = n: every sampled row is returned)`);
+  // the completions protocol's default is 16 new tokens
+  return { ...sampling, maxTokens: sampling.maxTokens ?? 16, topLogprobs: logprobs, model: body.model, prompts, echo };
+}
+
+type Row = { ids: number[]; logprobs: number[]; top?: { id: number; logprob: number }[][] };
+
+/** The OpenAI completions `logprobs` object of sampled tokens, offsets counted from `offset`. */
+function logprobsBody(row: Row, tokenText: (id: number) => string, offset: number): Record<string, unknown> {
+  const tokens = row.ids.map(tokenText);
+  const textOffset: number[] = [];
+  for (const t of tokens) {
+    textOffset.push(offset);
+    offset += t.length;
+  }
+  return {
+    tokens,
+    token_logprobs: row.logprobs,
+    top_logprobs: row.top ? row.top.map((step) => Object.fromEntries(step.map((t) => [tokenText(t.id), t.logprob]))) : null,
+    text_offset: textOffset,
+  };
+}
+
+export async function completions(ctx: ServeContext, raw: unknown, reply: FastifyReply): Promise<unknown> {
+  const started = performance.now();
+  const seconds = () => (performance.now() - started) / 1000;
+  const model = ctx.chat.model(requestObject(raw).model);
+  const tok = model.requireTokenizer();
+  const req = parseCompletionBody(raw, tok, model.config.vocabSize);
+  for (const p of req.prompts) ctx.chat.newTokenBudget(req.model, p.ids.length, req);
+  const tokenText = (t: number) => tok.decode([t]);
+  const n = req.n ?? 1;
+  const id = newId("cmpl");
+  const created = Math.floor(Date.now() / 1000);
+  const signal = disconnectSignal(reply);
+  const wantLogprobs = req.topLogprobs !== undefined;
+  const usage = (gens: Generation[][]) => {
+    const prompt = req.prompts.reduce((s, p) => s + p.ids.length, 0);
+    const completion = gens.flat().reduce((s, g) => s + g.ids.length, 0);
+    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  };
+  const stream = req.stream ? new EventStream(reply) : null;
+  const chunk = (index: number, text: string, finish: string | null, logprobs: Record<string, unknown> | null = null) =>
+    stream!.send({ id, object: "text_completion", created, model: req.model, choices: [{ index, text, logprobs, finish_reason: finish }] });
+  let firstToken: number | undefined;
+  const offsets = new Array<number>(req.prompts.length * n).fill(0);
+  try {
+    if (stream && req.echo) req.prompts.forEach((p, pi) => Array.from({ length: n }, (_, i) => chunk(pi * n + i, p.text, null)));
+    const gens = await Promise.all(
+      req.prompts.map(async (p, pi) => {
+        const r = await ctx.chat.generateIds(req.model, p.ids, { ...req, topLogprobs: req.topLogprobs || undefined }, {
+          signal,
+          onDelta: stream
+            ? (i, d) => {
+                firstToken ??= seconds();
+                const index = pi * n + i;
+                const lp = wantLogprobs ? logprobsBody({ ids: d.ids, logprobs: d.logprobs, top: d.top }, tokenText, offsets[index]) : null;
+                offsets[index] += d.ids.map(tokenText).join("").length;
+                if (d.text || lp) chunk(index, d.text, null, lp);
+              }
+            : undefined,
+          onGeneration: stream ? (i, g) => chunk(pi * n + i, "", g.finishReason) : undefined,
+        });
+        return r.generations;
+      }),
+    );
+    ctx.metrics.record({ seconds: seconds(), firstTokenSeconds: firstToken, outcome: gens.flat().map((g) => g.finishReason) });
+    if (stream) {
+      if (req.includeUsage) stream.send({ id, object: "text_completion", created, model: req.model, choices: [], usage: usage(gens) });
+      stream.end();
+      return reply;
+    }
+    return {
+      id,
+      object: "text_completion",
+      created,
+      model: req.model,
+      choices: gens.flatMap((rows, pi) =>
+        rows.map((g, i) => {
+          const lead = req.echo ? req.prompts[pi].text : "";
+          return { index: pi * n + i, text: lead + g.text, logprobs: wantLogprobs ? logprobsBody({ ids: g.ids, logprobs: g.logprobs, top: g.topLogprobs }, tokenText, lead.length) : null, finish_reason: g.finishReason };
+        }),
+      ),
+      usage: usage(gens),
+    };
+  } catch (e) {
+    ctx.metrics.record({ seconds: seconds(), outcome: failure(signal) });
+    if (!stream) throw e;
+    if (!signal.aborted) stream.send(errorBody(asRequestError(e)));
+    stream.end();
+    return reply;
+  }
+}

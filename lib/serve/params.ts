@@ -1,0 +1,166 @@
+/**
+ * Request parameters shared by /v1/chat/completions and /v1/completions: the OpenAI and vLLM sampling
+ * parameters the engine honours, and the rule for everything else. A parameter that would change the
+ * output and is not honoured is a 400 naming it (never silently ignored); one that cannot change the
+ * output (`user`, `metadata`, ...) is accepted; one that is known but left at its no-op value
+ * (`repetition_penalty: 1`, `use_beam_search: false`) is accepted too, so clients that send defaults work.
+ */
+import type { SamplingRequest } from "../model/chat.js";
+
+/** A request problem the client can fix: answered with `status` and an OpenAI-style error body. */
+export class RequestError extends Error {
+  readonly status: number;
+  readonly param: string | null;
+  readonly code: string | null;
+  readonly type: string;
+  constructor(status: number, message: string, opts: { param?: string; code?: string; type?: string } = {}) {
+    super(message);
+    this.status = status;
+    this.param = opts.param ?? null;
+    this.code = opts.code ?? null;
+    this.type = opts.type ?? (status >= 500 ? "server_error" : status === 404 ? "not_found_error" : "invalid_request_error");
+  }
+}
+
+/** A 400 naming the field. */
+export function bad(param: string, message: string): RequestError {
+  return new RequestError(400, message, { param });
+}
+
+/** An optional number field in [min, max] (an integer when asked), or undefined when absent or null. */
+export function optNumber(body: Record<string, unknown>, key: string, min: number, max: number, integer = false): number | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min || v > max) {
+    throw bad(key, `'${key}' must be ${integer ? "an integer" : "a number"} in [${min}, ${max}], got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+function optBoolean(body: Record<string, unknown>, key: string): boolean | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "boolean") throw bad(key, `'${key}' must be a boolean`);
+  return v;
+}
+
+/** An optional list of token ids (each an integer in [0, vocab)). */
+export function optTokenIds(body: Record<string, unknown>, key: string, vocab: number): number[] | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v) || v.some((id) => !Number.isInteger(id) || id < 0 || id >= vocab)) throw bad(key, `'${key}' must be an array of token ids in [0, ${vocab})`);
+  return v as number[];
+}
+
+/** Parameters that never change the output. */
+const HARMLESS = new Set(["user", "metadata", "store", "parallel_tool_calls", "service_tier", "stream_options", "request_id", "priority", "prompt_cache_key", "safety_identifier"]);
+
+/** Known parameters the engine does not implement, with the values that leave the output unchanged. */
+const NO_OP: Record<string, (v: unknown) => boolean> = {
+  repetition_penalty: (v) => v === 1,
+  min_p: (v) => v === 0,
+  top_a: (v) => v === 0,
+  typical_p: (v) => v === 1,
+  length_penalty: (v) => v === 1,
+  use_beam_search: (v) => v === false,
+  early_stopping: (v) => v === false,
+  response_format: (v) => (v as { type?: unknown })?.type === "text",
+  skip_special_tokens: (v) => v === true,
+  spaces_between_special_tokens: (v) => v === true,
+  include_stop_str_in_output: (v) => v === false,
+  prompt_logprobs: (v) => v === 0,
+  bad_words: (v) => Array.isArray(v) && v.length === 0,
+  allowed_token_ids: () => false,
+  truncate_prompt_tokens: () => false,
+  guided_json: () => false,
+  guided_regex: () => false,
+  guided_choice: () => false,
+  guided_grammar: () => false,
+  guided_decoding_backend: () => false,
+  guided_whitespace_pattern: () => false,
+  structured_outputs: () => false,
+  logits_processors: () => false,
+  functions: () => false,
+  function_call: () => false,
+  modalities: (v) => Array.isArray(v) && v.length === 1 && v[0] === "text",
+  audio: () => false,
+  prediction: () => false,
+  reasoning_effort: () => false,
+  web_search_options: () => false,
+  chat_template: () => false,
+  chat_template_kwargs: (v) => typeof v === "object" && v !== null && Object.keys(v).length === 0,
+  mm_processor_kwargs: () => false,
+  documents: () => false,
+  continue_final_message: (v) => v === false,
+  add_generation_prompt: (v) => v === true,
+  return_tokens_as_token_ids: (v) => v === false,
+  suffix: () => false,
+  echo: (v) => v === false,
+  best_of: (v) => v === 1,
+};
+
+/**
+ * Refuses every field of `body` that is neither honoured by this route (`honoured`) nor harmless nor at a
+ * no-op value; null counts as absent. The error names the parameter.
+ */
+export function refuseUnsupported(body: Record<string, unknown>, honoured: ReadonlySet<string>): void {
+  for (const [key, v] of Object.entries(body)) {
+    if (honoured.has(key) || HARMLESS.has(key) || v === null || v === undefined) continue;
+    const noOp = NO_OP[key];
+    if (noOp) {
+      if (noOp(v)) continue;
+      throw bad(key, `'${key}' = ${JSON.stringify(v)} is not supported by this server (it would change the output and the engine does not implement it); leave it out`);
+    }
+    throw bad(key, `'${key}' is not a parameter this server knows; it is refused rather than ignored, since it may be meant to change the output`);
+  }
+}
+
+/** Parameters every generating route honours. */
+export const SAMPLING_KEYS = ["model", "n", "temperature", "top_p", "top_k", "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos", "seed", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs", "stream"];
+
+export interface StreamOptions {
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+/** The sampling part of a request body (stop strings, penalties, vLLM's extras); `vocab` bounds token ids. */
+export function parseSampling(body: Record<string, unknown>, vocab: number): SamplingRequest & StreamOptions {
+  let stop: string[] | undefined;
+  if (typeof body.stop === "string") stop = [body.stop];
+  else if (Array.isArray(body.stop)) {
+    if (body.stop.length > 16 || body.stop.some((s) => typeof s !== "string")) throw bad("stop", "'stop' must be a string or an array of at most 16 strings");
+    stop = body.stop as string[];
+  } else if (body.stop !== undefined && body.stop !== null) throw bad("stop", "'stop' must be a string or an array of strings");
+  let logitBias: Record<string, number> | undefined;
+  if (body.logit_bias !== undefined && body.logit_bias !== null) {
+    if (typeof body.logit_bias !== "object" || Array.isArray(body.logit_bias)) throw bad("logit_bias", "'logit_bias' must be an object of token id -> bias");
+    logitBias = {};
+    for (const [k, b] of Object.entries(body.logit_bias as Record<string, unknown>)) {
+      const id = Number(k);
+      if (!/^\d+$/.test(k) || id >= vocab) throw bad("logit_bias", `logit_bias key '${k}' is not a token id in [0, ${vocab})`);
+      if (typeof b !== "number" || !(b >= -100 && b <= 100)) throw bad("logit_bias", `logit_bias['${k}'] must be a number in [-100, 100]`);
+      logitBias[k] = b;
+    }
+  }
+  const topK = optNumber(body, "top_k", -1, vocab, true);
+  const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
+  return {
+    n: optNumber(body, "n", 1, 64, true),
+    temperature: optNumber(body, "temperature", 0, 2),
+    topP: optNumber(body, "top_p", Number.MIN_VALUE, 1),
+    // vLLM: -1 (and 0) mean no top-k cut
+    topK: topK === undefined || topK <= 0 ? undefined : topK,
+    maxTokens: optNumber(body, "max_completion_tokens", 1, 1e9, true) ?? optNumber(body, "max_tokens", 1, 1e9, true),
+    minTokens: optNumber(body, "min_tokens", 0, 1e9, true),
+    stop,
+    stopTokenIds: optTokenIds(body, "stop_token_ids", vocab),
+    ignoreEos: optBoolean(body, "ignore_eos"),
+    seed: optNumber(body, "seed", -(2 ** 53), 2 ** 53, true),
+    logitBias,
+    presencePenalty: optNumber(body, "presence_penalty", -2, 2),
+    frequencyPenalty: optNumber(body, "frequency_penalty", -2, 2),
+    refuseOverlong: true,
+    stream: optBoolean(body, "stream") ?? false,
+    includeUsage: streamOptions?.include_usage === true,
+  };
+}
