@@ -55,6 +55,13 @@ export interface DecodeRow {
 export interface StepRunner {
   /** Sequences it holds at once. */
   readonly slots: number;
+  /**
+   * Prompt tokens one prefill call should hold at most (a CPU call blocks for its whole length; a GPU one
+   * wants as many as can be admitted). The engine's `maxPrefillTokens` overrides it. Default 8192.
+   */
+  readonly prefillTokens?: number;
+  /** Decode steps one decodeSteps call should chain when nothing waits for a slot (default 4). */
+  readonly chainSteps?: number;
   /** Fills the rows' slots with their prompts and samples each row's first new token (results in row order). */
   prefill(rows: PrefillRow[]): Promise<SampledToken[]>;
   /** Appends one token per row to its slot and samples the next (results in row order). */

@@ -20,9 +20,9 @@ export interface EngineOptions {
   adapter?: string | null;
   /** Sequences decoded together at most (default 64). */
   maxBatch?: number;
-  /** Prompt tokens prefilled in one call at most, so admission never stalls running rows for long (default 8192). */
+  /** Prompt tokens (not counting a shared prefix) prefilled in one call at most (default: the runner's). */
   maxPrefillTokens?: number;
-  /** Decode steps per runner call when the runner can chain them on the device (default 4). */
+  /** Decode steps per runner call when the runner can chain them on the device (default: the runner's). */
   stepsPerCall?: number;
   /** Ids that end a sequence (default: the tokenizer's eos ids, else config.json's). */
   eosIds?: number[];
@@ -163,20 +163,22 @@ export class GenerationEngine {
 
   /** Moves waiting sequences into free slots (first come, first served) and prefills them. */
   private async admit(): Promise<void> {
-    const budget = this.opts.maxPrefillTokens ?? 8192;
+    const budget = this.opts.maxPrefillTokens ?? this.runner.prefillTokens ?? 8192;
     const batch: Sequence[] = [];
     let tokens = 0;
     while (this.waiting.length && this.freeSlots.length) {
       const next = this.waiting[0];
-      if (batch.length > 0 && tokens + next.req.ids.length > budget) break;
+      // a shared prefix is computed once, so only a row's own tokens weigh on the call
+      const own = next.req.ids.length - Math.min(next.req.prefixLength ?? 0, next.req.ids.length - 1);
+      if (batch.length > 0 && tokens + own > budget) break;
       this.waiting.shift();
       next.slot = this.freeSlots.pop()!;
       batch.push(next);
-      tokens += next.req.ids.length;
+      tokens += own;
     }
     if (!batch.length) return;
     this.running.push(...batch);
-    this.metrics.promptTokens += tokens;
+    this.metrics.promptTokens += batch.reduce((n, s) => n + s.req.ids.length, 0);
     const sampled = await this.runner.prefill(batch.map((s) => ({ slot: s.slot, ids: s.req.ids, prefixLength: s.req.prefixLength ?? 0, sampling: this.sampling(s) })));
     batch.forEach((s, i) => this.accept(s, sampled[i]));
   }
@@ -206,8 +208,9 @@ export class GenerationEngine {
    * min_tokens do), and a row that stops early only wastes the rest of the chain.
    */
   private chainLength(rows: Sequence[]): number {
-    const want = Math.max(1, this.opts.stepsPerCall ?? 4);
-    if (want === 1 || this.waiting.length) return 1;
+    const want = Math.max(1, this.opts.stepsPerCall ?? this.runner.chainSteps ?? 4);
+    // a sequence waiting for a free slot gets it at the next step, not after a chain
+    if (want === 1 || (this.waiting.length && this.freeSlots.length)) return 1;
     let n = want;
     for (const s of rows) {
       const r = s.req;

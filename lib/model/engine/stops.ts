@@ -1,14 +1,23 @@
 /**
- * Stop strings and streamed text for one sequence. Text is decoded from the ids generated so far; a piece
- * is released to a listener only when it can no longer turn out to be the start of a stop string or an
- * unfinished UTF-8 character, so streamed pieces always concatenate to the final text.
+ * Stop strings and streamed text for one sequence. A piece of text is released to a listener only when it
+ * can no longer turn out to be the start of a stop string or an unfinished UTF-8 character, so streamed
+ * pieces always concatenate to the final text.
+ *
+ * Streamed text is decoded incrementally: each step decodes only the few tokens since the last complete
+ * piece (with the tokens before them as context, for decoders whose output depends on a token's
+ * neighbours), so a stream costs time in proportion to its length, not its square.
  */
 import type { ChatTokenizer } from "../tokenizer.js";
 
 export class StopWatcher {
   private readonly ids: number[] = [];
   private readonly longest: number;
-  private emitted = 0;
+  /** Text of ids[0, readOffset), decoded piece by piece. */
+  private decoded = "";
+  private prefixOffset = 0;
+  private readOffset = 0;
+  /** What listeners have received so far. */
+  private emitted = "";
   /** The final text when a stop string ended the sequence (cut before it). */
   private cut: string | null = null;
 
@@ -19,6 +28,16 @@ export class StopWatcher {
 
   private decode(ids: number[]): string {
     return this.tok && ids.length ? this.tok.decode(ids, { skipSpecialTokens: true }) : "";
+  }
+
+  /** Extends `decoded` by the tokens since the last complete piece (none while a character is unfinished). */
+  private catchUp(): void {
+    const before = this.decode(this.ids.slice(this.prefixOffset, this.readOffset));
+    const after = this.decode(this.ids.slice(this.prefixOffset));
+    if (after.length <= before.length || after.endsWith("\uFFFD") || !after.startsWith(before)) return;
+    this.decoded += after.slice(before.length);
+    this.prefixOffset = this.readOffset;
+    this.readOffset = this.ids.length;
   }
 
   /** Adds a token; returns the stop string and the last piece of text when the text now contains one. */
@@ -40,34 +59,36 @@ export class StopWatcher {
     }
     if (at < 0) return null;
     this.cut = full.slice(0, at);
-    const delta = this.streaming ? this.cut.slice(this.emitted) : "";
-    this.emitted = this.cut.length;
-    return { stop: by, delta };
+    return { stop: by, delta: this.release(this.cut) };
   }
 
   /** New text that is safe to show now ("" when nobody listens). */
   safeDelta(): string {
     if (!this.streaming) return "";
-    let text = this.decode(this.ids);
-    while (text.endsWith("\uFFFD")) text = text.slice(0, -1);
-    const safe = text.length - Math.max(0, this.longest - 1);
-    if (safe <= this.emitted) return "";
-    const piece = text.slice(this.emitted, safe);
-    this.emitted = safe;
-    return piece;
+    this.catchUp();
+    const safe = this.decoded.length - Math.max(0, this.longest - 1);
+    return safe > this.emitted.length ? this.release(this.decoded.slice(0, safe)) : "";
   }
 
   /** The rest of the text at the end of the sequence, without the last token when it was an end id. */
   flush(dropLast: boolean): string {
     if (!this.streaming) return "";
-    const text = this.decode(dropLast ? this.ids.slice(0, -1) : this.ids);
-    const piece = text.slice(this.emitted);
-    this.emitted = text.length;
-    return piece;
+    return this.release(this.text(dropLast ? this.ids.slice(0, -1) : this.ids));
   }
 
   /** The final text of `ids` (the sequence's tokens, without an end id), cut before a stop string. */
   text(ids: number[]): string {
-    return this.cut ?? this.decode(ids);
+    if (this.cut !== null) return this.cut;
+    const full = this.decode(ids);
+    // streamed pieces are final: in the rare case a whole decode reads differently, the stream's text stands
+    return this.streaming && !full.startsWith(this.emitted) ? this.emitted + full.slice(this.emitted.length) : full;
+  }
+
+  /** Sends what `text` adds to the emitted text (text extends it). */
+  private release(text: string): string {
+    if (!text.startsWith(this.emitted)) return "";
+    const piece = text.slice(this.emitted.length);
+    this.emitted = text;
+    return piece;
   }
 }

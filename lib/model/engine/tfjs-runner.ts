@@ -195,6 +195,9 @@ export class TfjsRunner implements StepRunner {
         });
         x.dispose();
         x = next;
+        // on CPU backends a read-back resolves without a turn of the event loop: yield one per layer, so a
+        // server answers /health and takes new requests in the middle of a long prefill
+        await new Promise((r) => setImmediate(r));
       }
       ids.forEach((row, r) => this.cache.advance(slots[r], row.length));
       const logits = tf.tidy(() => {

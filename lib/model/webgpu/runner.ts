@@ -37,6 +37,10 @@ class HostBuffer {
 
 export class WebgpuRunner implements MultiStepRunner {
   readonly slots: number;
+  /** Prefill runs in chunks of PREFILL_CHUNK tokens inside one call, so one call may take every admitted row. */
+  readonly prefillTokens = 1 << 20;
+  /** Each call ends in a read-back that waits for the device; chaining 16 steps pays it once per 16 tokens. */
+  readonly chainSteps = 16;
   private readonly fwd: WebgpuForward;
   private readonly sampler: GPUComputePipeline;
   private readonly advance: GPUComputePipeline;
