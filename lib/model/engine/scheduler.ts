@@ -140,6 +140,9 @@ export class GenerationEngine {
   }
 
   private async run(): Promise<void> {
+    // requests made together (a step's episodes, a batch of clients) arrive within one turn of the event
+    // loop: let them all queue before the first admission, so they share one prefill
+    await new Promise((r) => setImmediate(r));
     while (this.waiting.length || this.running.length) {
       this.sweepCancelled();
       try {
