@@ -105,6 +105,9 @@ export interface ChatEngineOptions {
   maxPrefillTokens?: number;
 }
 
+/** Rendered prompts kept (a GRPO step has prompts_per_step distinct ones, an eval a few hundred). */
+const RENDERED_PROMPTS = 1024;
+
 /** Tool call arguments arrive as JSON text; templates expect objects, so parse what parses. */
 export function templateMessages(messages: ChatMessageIn[]): TemplateMessage[] {
   return messages.map((m) => {
@@ -138,6 +141,8 @@ export class ChatEngine {
   private readonly ready = new Map<string, GenerationEngine>();
   /** Prompt-prefix lengths by the system part they were measured on. */
   private readonly prefixes = new Map<string, number>();
+  /** Token ids of recently rendered prompts, least recently used first. */
+  private readonly rendered = new Map<string, number[]>();
   /** Counters of the engines of removed models, so the totals never go down. */
   private readonly retired: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0 };
 
@@ -206,8 +211,19 @@ export class ChatEngine {
   promptIds(req: Pick<ChatRequest, "model" | "messages" | "tools" | "toolChoice">): number[] {
     const tok = this.model(req.model).requireTokenizer();
     const tools = req.toolChoice === "none" ? undefined : req.tools;
+    // a GRPO step samples each prompt G times and an eval k times: render and tokenize it once
+    const key = JSON.stringify([req.model, tools ?? null, req.toolChoice ?? null, req.messages]);
+    const hit = this.rendered.get(key);
+    if (hit) {
+      this.rendered.delete(key);
+      this.rendered.set(key, hit);
+      return hit.slice();
+    }
     const text = tok.applyChatTemplate(templateMessages(req.messages), { tools, addGenerationPrompt: true });
-    return tok.encode(text + this.prefill(req), { addSpecialTokens: false });
+    const ids = tok.encode(text + this.prefill(req), { addSpecialTokens: false });
+    this.rendered.set(key, ids);
+    if (this.rendered.size > RENDERED_PROMPTS) this.rendered.delete(this.rendered.keys().next().value as string);
+    return ids.slice();
   }
 
   /** The forced opening of the reply ("" unless tool_choice is required or a named function). */

@@ -39,6 +39,7 @@ export class CausalLM {
   /** Adapters folded into the weights (merged), in order. */
   readonly merged: string[] = [];
   private disposed = false;
+  private readonly cleanups: (() => void)[] = [];
   /** When set, the only tensors this model owns (a merged copy shares the rest with its base). */
   private readonly owned: Set<tf.Tensor> | null;
 
@@ -128,10 +129,16 @@ export class CausalLM {
     return out;
   }
 
+  /** Runs `fn` when the model is disposed (resources built for it, e.g. a device runner). */
+  onDispose(fn: () => void): void {
+    this.cleanups.push(fn);
+  }
+
   /** Releases the model's tensors (shared ones once). */
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    for (const fn of this.cleanups.splice(0)) fn();
     const mine = this.owned ?? new Set(this.tensors());
     releaseTransposed(mine);
     for (const t of mine) if (!t.isDisposed) t.dispose();

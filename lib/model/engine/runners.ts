@@ -2,16 +2,49 @@
  * Picks the step runner for a model's backend: on WebGPU the device runner of lib/model/webgpu/ (cache in GPU
  * buffers, sampling on the device), everywhere else the tfjs-ops runner. `T2S_WEBGPU_RUNNER=0` keeps WebGPU
  * on the tfjs-ops runner (for comparisons; it reads every layer's projections back, so it is slow there).
+ *
+ * Building a device runner compiles its kernels and allocates its caches (about a second for a 0.5B model),
+ * so an engine that closes hands it back and the next engine of the same model and adapter reuses it; the
+ * model frees its idle runners when it is disposed. CPU runners are cheap and hold prefixes computed from
+ * the weights of their time, so each engine gets a fresh one.
  */
 import type { CausalLM } from "../model.js";
 import type { StepRunner } from "./runner.js";
 import { TfjsRunner } from "./tfjs-runner.js";
 
-/** A runner holding `slots` sequences of `model` with the named unmerged adapter applied. */
-export async function createRunner(model: CausalLM, opts: { adapter: string | null; slots: number }): Promise<StepRunner> {
-  if (model.backend === "webgpu" && process.env.T2S_WEBGPU_RUNNER !== "0") {
-    const { createWebgpuRunner } = await import("../webgpu/runner.js");
-    return createWebgpuRunner(model, { adapter: opts.adapter, slots: opts.slots });
+/** A runner lent to one engine; release() hands it back (or frees it). */
+export interface RunnerLease {
+  runner: StepRunner;
+  release(): void;
+}
+
+interface IdleRunner {
+  adapter: string | null;
+  runner: StepRunner;
+}
+
+const idle = new WeakMap<CausalLM, IdleRunner[]>();
+
+/** A runner holding at least `slots` sequences of `model` with the named unmerged adapter applied. */
+export async function leaseRunner(model: CausalLM, opts: { adapter: string | null; slots: number }): Promise<RunnerLease> {
+  if (model.backend !== "webgpu" || process.env.T2S_WEBGPU_RUNNER === "0") {
+    const runner = new TfjsRunner(model, opts.slots, opts.adapter);
+    return { runner, release: () => runner.dispose() };
   }
-  return new TfjsRunner(model, opts.slots, opts.adapter);
+  let kept = idle.get(model);
+  if (!kept) {
+    const list: IdleRunner[] = [];
+    kept = list;
+    idle.set(model, list);
+    model.onDispose(() => list.splice(0).forEach((e) => e.runner.dispose()));
+  }
+  const i = kept.findIndex((e) => e.adapter === opts.adapter && e.runner.slots >= opts.slots);
+  let runner: StepRunner;
+  if (i >= 0) runner = kept.splice(i, 1)[0].runner;
+  else {
+    const { createWebgpuRunner } = await import("../webgpu/runner.js");
+    runner = await createWebgpuRunner(model, { adapter: opts.adapter, slots: opts.slots });
+  }
+  const list = kept;
+  return { runner, release: () => list.push({ adapter: opts.adapter, runner }) };
 }

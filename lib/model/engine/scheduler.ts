@@ -11,7 +11,7 @@ import type { CausalLM } from "../model.js";
 import { sequenceRandom } from "../sampler.js";
 import type { Random } from "../../stats/prng.js";
 import { isMultiStep, type RowSampling, type SampledToken, type StepRunner } from "./runner.js";
-import { createRunner } from "./runners.js";
+import { leaseRunner, type RunnerLease } from "./runners.js";
 import { StopWatcher } from "./stops.js";
 import type { Generation, SequenceRequest, TokenDelta } from "./types.js";
 
@@ -66,17 +66,21 @@ export class GenerationEngine {
   readonly maxBatch: number;
   private readonly eos: Set<number>;
 
-  private constructor(readonly model: CausalLM, private readonly runner: StepRunner, private readonly opts: EngineOptions) {
-    this.maxBatch = runner.slots;
-    this.freeSlots = Array.from({ length: runner.slots }, (_, i) => runner.slots - 1 - i);
+  private readonly runner: StepRunner;
+
+  private constructor(readonly model: CausalLM, private readonly lease: RunnerLease, slots: number, private readonly opts: EngineOptions) {
+    this.runner = lease.runner;
+    // a reused runner may hold more slots than asked for
+    this.maxBatch = Math.min(slots, this.runner.slots);
+    this.freeSlots = Array.from({ length: this.maxBatch }, (_, i) => this.maxBatch - 1 - i);
     this.eos = new Set(opts.eosIds ?? (model.tokenizer ? model.tokenizer.eosIds : model.config.eosTokenIds));
   }
 
   /** An engine over `model` on its backend's best runner. */
   static async create(model: CausalLM, opts: EngineOptions = {}): Promise<GenerationEngine> {
     const slots = Math.max(1, Math.floor(opts.maxBatch ?? 64));
-    const runner = await createRunner(model, { adapter: opts.adapter ?? null, slots });
-    return new GenerationEngine(model, runner, opts);
+    const lease = await leaseRunner(model, { adapter: opts.adapter ?? null, slots });
+    return new GenerationEngine(model, lease, slots, opts);
   }
 
   /** Queues a sequence; resolves with its generation when it finishes (rejects with `cancelled` if aborted). */
@@ -128,11 +132,12 @@ export class GenerationEngine {
 
   /** Cancels everything queued or running and frees the runner. */
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     for (const s of [...this.waiting, ...this.running]) this.cancel(s);
     this.waiting.length = 0;
     await this.loop;
-    this.runner.dispose();
+    this.lease.release();
   }
 
   private kick(): void {
