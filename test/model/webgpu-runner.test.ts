@@ -179,3 +179,28 @@ test("WebGPU runner: sampled tokens follow the exact inverse CDF of the top-k/to
   runner.dispose();
   model.dispose();
 });
+
+test("WebGPU runner: rows sharing a prefix copy its keys and values and decode as if they had computed them", async (t) => {
+  if (reason) return t.skip(reason);
+  const { createWebgpuRunner } = await import("../../lib/model/webgpu/runner.js");
+  const model = await load("qwen2", null, "webgpu");
+  const system = Array.from({ length: 20 }, (_, i) => 30 + i * 7);
+  const prompts = [system.concat([5, 6]), system.concat([9]), system.concat([100, 101, 102])];
+  const runner = await createWebgpuRunner(model, { adapter: null, slots: 3, maxLength: 64 });
+  const decodeAll = async (prefixLength: number) => {
+    const first = await runner.prefill(prompts.map((ids, slot) => ({ slot, ids, prefixLength, sampling: greedy() })));
+    const rows = prompts.map((ids, slot) => ({ slot, id: first[slot].id, position: ids.length }));
+    const next = await runner.decodeSteps(rows, Array.from({ length: 4 }, () => prompts.map(() => greedy())));
+    return prompts.map((_, r) => [first[r], ...next[r]]);
+  };
+  const whole = await decodeAll(0);
+  const shared = await decodeAll(system.length);
+  shared.forEach((toks, r) =>
+    toks.forEach((tk, s) => {
+      assert.equal(tk.id, whole[r][s].id, `row ${r} step ${s}`);
+      assert.ok(Math.abs(tk.logprob - whole[r][s].logprob) < 1e-4);
+    }),
+  );
+  runner.dispose();
+  model.dispose();
+});

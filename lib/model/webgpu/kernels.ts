@@ -148,3 +148,26 @@ export function ropeTable(L: number, invFreq: Float32Array): Float32Array {
   }
   return out;
 }
+
+/**
+ * Copies a prefix of keys and values between slots of one layer's cache ([slot, kvHead, position, hd]):
+ * workgroup (x, i, j) copies 256 values of kv head j for copy i, whose (src slot, dst slot, length) are the
+ * first three words of entry i of `Copies`. One kernel instead of copyBufferToBuffer, which cannot copy
+ * within one buffer.
+ */
+export function prefixCopyWgsl(KV: number, L: number, hd: number): string {
+  return `
+@group(0) @binding(0) var<storage, read> Copies : array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> Kc : array<f32>;
+@group(0) @binding(2) var<storage, read_write> Vc : array<f32>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>) {
+  let c = Copies[wg.y];
+  let i = wg.x * 256u + lid.x;
+  if (i >= c.z * ${hd}u) { return; }
+  let src = (c.x * ${KV}u + wg.z) * ${L * hd}u + i;
+  let dst = (c.y * ${KV}u + wg.z) * ${L * hd}u + i;
+  Kc[dst] = Kc[src];
+  Vc[dst] = Vc[src];
+}`;
+}

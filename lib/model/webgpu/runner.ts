@@ -11,10 +11,13 @@ import { tf } from "../tf.js";
 import type { DecodeRow, MultiStepRunner, PrefillRow, RowSampling, SampledToken } from "../engine/runner.js";
 import { type Dispatch, GpuContext, Profiler } from "./device.js";
 import { WebgpuForward } from "./forward.js";
+import { prefixCopyWgsl } from "./kernels.js";
 import { ADVANCE_WGSL, MAX_TOP, OUT_WORDS, PARAM_WORDS, samplerWgsl } from "./sampling.js";
 
 /** Token rows one forward pass holds; longer prefills run in chunks of this many tokens. */
 const PREFILL_CHUNK = 1024;
+/** Shared prefixes shorter than this are recomputed per row (a copy costs more than it saves). */
+const MIN_SHARED_PREFIX = 16;
 /** Stand-in for -Infinity in a bias (WGSL has no infinities): exp of it is 0. */
 const BANNED = -3e38;
 
@@ -44,6 +47,7 @@ export class WebgpuRunner implements MultiStepRunner {
   private readonly fwd: WebgpuForward;
   private readonly sampler: GPUComputePipeline;
   private readonly advance: GPUComputePipeline;
+  private readonly copier: GPUComputePipeline;
   private readonly params: HostBuffer;
   private readonly bias: HostBuffer;
   private readonly state: GPUBuffer;
@@ -59,6 +63,7 @@ export class WebgpuRunner implements MultiStepRunner {
     this.fwd = new WebgpuForward(ctx, model, adapter, Math.max(PREFILL_CHUNK, slots), slots, maxLength);
     this.sampler = ctx.pipeline(samplerWgsl(model.config.vocabSize));
     this.advance = ctx.pipeline(ADVANCE_WGSL);
+    this.copier = ctx.pipeline(prefixCopyWgsl(model.config.numKvHeads, maxLength, model.config.headDim));
     this.params = new HostBuffer(ctx);
     this.bias = new HostBuffer(ctx);
     this.state = ctx.buffer(16);
@@ -182,7 +187,33 @@ export class WebgpuRunner implements MultiStepRunner {
       for (const id of r.ids) if (!Number.isInteger(id) || id < 0 || id >= V) throw new RangeError(`token id ${id} is outside the vocabulary [0, ${V})`);
     }
     const results: SampledToken[] = new Array(rows.length);
-    // every prompt token is a row; a chunk samples the rows whose last token it holds
+    // a row whose shared prefix an earlier row of this call also has copies that row's keys and values
+    // instead of recomputing them: prefill the first of each prefix whole, copy, then the others' suffixes
+    const start = new Array<number>(rows.length).fill(0);
+    const donors = new Map<string, number>();
+    const copies: number[] = [];
+    rows.forEach((r, i) => {
+      const P = Math.max(0, Math.min(r.prefixLength, r.ids.length - 1));
+      if (P < MIN_SHARED_PREFIX) return;
+      const key = r.ids.slice(0, P).join(",");
+      const donor = donors.get(key);
+      if (donor === undefined) donors.set(key, i);
+      else {
+        start[i] = P;
+        copies.push(rows[donor].slot, r.slot, P, 0);
+      }
+    });
+    const order = rows.map((_, i) => i);
+    await this.prefillRows(rows, order.filter((i) => start[i] === 0), start, results);
+    if (copies.length) this.copyPrefixes(new Uint32Array(copies));
+    await this.prefillRows(rows, order.filter((i) => start[i] > 0), start, results);
+    for (const r of rows) this.lengths[r.slot] = r.ids.length;
+    return results;
+  }
+
+  /** Runs rows `which` from position start[row] on, every prompt token a row of the forward (in chunks). */
+  private async prefillRows(rows: PrefillRow[], which: number[], start: number[], results: SampledToken[]): Promise<void> {
+    // a chunk samples the rows whose last token it holds
     const chunk = this.fwd.tokens;
     let pending: { row: number; pos: number }[] = [];
     const flush = async () => {
@@ -202,15 +233,33 @@ export class WebgpuRunner implements MultiStepRunner {
       sampled.forEach((r, i) => (results[r] = out[0][i]));
       pending = [];
     };
-    for (let r = 0; r < rows.length; r++) {
-      for (let p = 0; p < rows[r].ids.length; p++) {
+    for (const r of which) {
+      for (let p = start[r]; p < rows[r].ids.length; p++) {
         pending.push({ row: r, pos: p });
         if (pending.length === chunk) await flush();
       }
-      this.lengths[rows[r].slot] = rows[r].ids.length;
     }
     if (pending.length) await flush();
-    return results;
+  }
+
+  /** Copies positions [0, len) of every layer's keys and values from slot src to slot dst, for (src, dst, len, 0) quads. */
+  private copyPrefixes(table: Uint32Array): void {
+    const c = this.model.config;
+    const n = table.length / 4;
+    let longest = 0;
+    for (let i = 0; i < n; i++) longest = Math.max(longest, table[i * 4 + 2]);
+    const buf = this.ctx.buffer(table.byteLength);
+    this.ctx.device.queue.writeBuffer(buf, 0, table);
+    const list: Dispatch[] = this.fwd.bufs.keys.map((k, l) => ({
+      label: "prefix copy",
+      pipeline: this.copier,
+      buffers: [buf, k, this.fwd.bufs.values[l]],
+      groups: [Math.ceil((longest * c.headDim) / 256), n, c.numKvHeads],
+    }));
+    const encoder = this.ctx.device.createCommandEncoder();
+    this.ctx.encode(encoder, list);
+    this.ctx.device.queue.submit([encoder.finish()]);
+    buf.destroy();
   }
 
   async decode(rows: DecodeRow[]): Promise<SampledToken[]> {
