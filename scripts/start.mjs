@@ -22,7 +22,7 @@ const stamp = new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19);
 const reportDir = join("reports", stamp);
 const outDir = join("out", `demo-${stamp}`);
 const full = process.env.T2S_DEMO === "full";
-const holdoutLimit = Number(process.env.T2S_DEMO_HOLDOUT ?? (full ? 0 : 24));
+const holdoutLimit = Number(process.env.T2S_DEMO_HOLDOUT ?? (full ? 0 : 120));
 const trainLimit = Number(process.env.T2S_DEMO_TRAIN ?? (full ? 0 : 16));
 const steps = Number(process.env.T2S_DEMO_STEPS ?? (full ? 30 : 2));
 // the shipped round was trained on the kit's own model; another T2S_DEMO_MODEL has no shipped round
