@@ -7,7 +7,7 @@
 import { randomInt } from "node:crypto";
 import { T2sError } from "../errors.js";
 import { GenerationEngine, type EngineMetrics } from "./engine/scheduler.js";
-import type { Generation, TokenDelta } from "./engine/types.js";
+import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js";
 import type { CausalLM } from "./model.js";
 import { commonPrefix } from "./prefix.js";
 import type { TemplateMessage } from "./tokenizer.js";
@@ -29,21 +29,10 @@ export interface ChatMessageIn {
 export type ToolChoice = "none" | "auto" | "required" | { name: string };
 
 /** How to sample a prompt's continuations (shared by chat and plain completions). */
-export interface SamplingRequest {
+export interface SamplingRequest extends SamplingSettings {
   n?: number;
-  temperature?: number;
-  topP?: number;
-  topK?: number;
-  maxTokens?: number;
-  minTokens?: number;
-  stop?: string[];
-  stopTokenIds?: number[];
-  ignoreEos?: boolean;
-  seed?: number;
+  /** OpenAI's logit_bias: token id (as text) -> bias. */
   logitBias?: Record<string, number>;
-  presencePenalty?: number;
-  frequencyPenalty?: number;
-  topLogprobs?: number;
   /** A maxTokens that does not fit in the context after the prompt is an error (vLLM's 400), not cut. */
   refuseOverlong?: boolean;
 }

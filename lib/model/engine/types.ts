@@ -1,9 +1,8 @@
 /** What callers hand the generation engine and what they get back. */
 import type { GenerationFinish } from "../generate.js";
 
-/** One sequence to generate: a prompt (token ids) and its own limits and sampling settings. */
-export interface SequenceRequest {
-  ids: number[];
+/** The sampling settings a request may set: the engine's sequences and the chat layer's requests share them. */
+export interface SamplingSettings {
   /** New tokens at most (default 256; never past the model's context). */
   maxTokens?: number;
   /** At least this many new tokens: end ids are banned until then (vLLM's min_tokens). */
@@ -14,19 +13,24 @@ export interface SequenceRequest {
   /** Keep going past eos ids (vLLM's ignore_eos); stop strings and stopTokenIds still end it. */
   ignoreEos?: boolean;
   seed?: number;
-  /** Which sample of its request this row is (rows of one seed draw different streams). */
-  sampleIndex?: number;
   /** 0 = greedy (default 1). */
   temperature?: number;
   topP?: number;
   topK?: number;
-  /** Added to the logits of these ids (OpenAI's logit_bias). */
-  logitBias?: Iterable<[number, number]>;
   /** OpenAI's penalties: each generated id's logit drops by presence + frequency x its count. */
   presencePenalty?: number;
   frequencyPenalty?: number;
   /** Report the n most likely tokens at each step. */
   topLogprobs?: number;
+}
+
+/** One sequence to generate: a prompt (token ids) and its own limits and sampling settings. */
+export interface SequenceRequest extends SamplingSettings {
+  ids: number[];
+  /** Which sample of its request this row is (rows of one seed draw different streams). */
+  sampleIndex?: number;
+  /** Added to the logits of these ids (OpenAI's logit_bias). */
+  logitBias?: Iterable<[number, number]>;
   /** Leading tokens of `ids` that other requests share (a system prompt), attended to from one stored copy. */
   prefixLength?: number;
   /** Aborting frees the sequence's slot at the next step; the promise rejects with T2sError("cancelled"). */
