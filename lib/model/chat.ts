@@ -143,7 +143,8 @@ export class ChatEngine {
   /** Serves one more model (a merged adapter) under its name. */
   addModel(m: CausalLM): void {
     if (this.models.has(m.name)) throw new T2sError("usage", `two served models are named ${m.name}; give each adapter its own name`);
-    if (!m.tokenizer?.hasChatTemplate) throw new T2sError("no_chat_template", `model ${m.name} has no chat template, so it cannot serve chat completions`);
+    m.requireTokenizer();
+    if (!m.tokenizer!.hasChatTemplate) throw new T2sError("no_chat_template", `model ${m.name} has no chat template, so it cannot serve chat completions`);
     this.models.set(m.name, m);
   }
 

@@ -39,7 +39,7 @@ export class ModelPolicy implements Policy {
     this.name = `tfjs:${lm.name}${opts.adapter ? `+${opts.adapter}` : ""}`;
     this.model = lm.name;
     this.adapter = opts.adapter;
-    if (!lm.tokenizer?.hasChatTemplate) throw new T2sError("no_chat_template", `model ${lm.name} has no chat template; episodes need one`);
+    if (!lm.requireTokenizer().hasChatTemplate) throw new T2sError("no_chat_template", `model ${lm.name} has no chat template; episodes need one`);
     this.chat = new ChatEngine(lm, [], { adapter: opts.adapter, maxBatch: opts.maxBatch });
   }
 
