@@ -62,6 +62,8 @@ export interface StepRunner {
   readonly prefillTokens?: number;
   /** Decode steps one decodeSteps call should chain when nothing waits for a slot (default 4). */
   readonly chainSteps?: number;
+  /** Tokens (prompt + new) a slot holds, when less than the model's context (a device cache sized once). */
+  readonly maxLength?: number;
   /** Fills the rows' slots with their prompts and samples each row's first new token (results in row order). */
   prefill(rows: PrefillRow[]): Promise<SampledToken[]>;
   /** Appends one token per row to its slot and samples the next (results in row order). */

@@ -93,8 +93,10 @@ export class GenerationEngine {
     const topP = req.topP ?? 1;
     const topK = req.topK ?? 0;
     if (!(t >= 0) || !(topP > 0 && topP <= 1) || !(topK >= 0)) return Promise.reject(new T2sError("usage", "temperature must be >= 0, top_p in (0, 1], top_k >= 0"));
+    const limit = Math.min(this.model.config.maxPositions, this.runner.maxLength ?? Infinity);
+    if (req.ids.length > limit) return Promise.reject(new T2sError("context_length_exceeded", `the prompt has ${req.ids.length} tokens but this engine holds at most ${limit} per sequence`));
     return new Promise((resolve, reject) => {
-      const room = this.model.config.maxPositions - req.ids.length;
+      const room = limit - req.ids.length;
       const seq: Sequence = {
         req,
         rand: sequenceRandom(req.seed ?? 0, req.sampleIndex ?? 0),
