@@ -90,11 +90,14 @@ export function goldKey(dbSha: string, goldSql: string, maxRows: number, dialect
   return `${dbSha}\u0000${maxRows}\u0000${dialect ?? "sqlite"}\u0000${goldSql}`;
 }
 
-/** Runs (or recalls) the gold query; returns the raw outcome (a failure is the caller's to report). */
-export function goldOutcome(executor: Executor, dbPath: string, goldSql: string, exec: Required<ExecOptions>, cache: GoldCache | false): Promise<ExecOutcome> {
+/**
+ * Runs (or recalls) the gold query; returns the raw outcome (a failure is the caller's to report).
+ * `dbSha`: the database's hash when the caller already has it (one grade hashes its database once).
+ */
+export function goldOutcome(executor: Executor, dbPath: string, goldSql: string, exec: Required<ExecOptions>, cache: GoldCache | false, dbSha?: string): Promise<ExecOutcome> {
   const run = () => executor.execute(dbPath, goldSql, exec);
   if (cache === false) return run();
-  return cache.getOrRun(goldKey(databaseHash(dbPath), goldSql, exec.maxRows, exec.dialect), run);
+  return cache.getOrRun(goldKey(dbSha ?? databaseHash(dbPath), goldSql, exec.maxRows, exec.dialect), run);
 }
 
 /** Functions whose result changes from run to run: a query calling one is never answered from the cache. */
@@ -105,9 +108,9 @@ const VOLATILE = /\b(random|randomblob|changes|total_changes|last_insert_rowid)\
  * content with the same limits (as a gold or as another candidate). A timeout is never kept: it may come
  * from a busy machine rather than from the query.
  */
-export async function candidateOutcome(executor: Executor, dbPath: string, sql: string, exec: Required<ExecOptions>, cache: GoldCache | false): Promise<ExecOutcome> {
+export async function candidateOutcome(executor: Executor, dbPath: string, sql: string, exec: Required<ExecOptions>, cache: GoldCache | false, dbSha?: string): Promise<ExecOutcome> {
   if (cache === false || VOLATILE.test(sql)) return executor.execute(dbPath, sql, exec);
-  const key = goldKey(databaseHash(dbPath), sql, exec.maxRows, exec.dialect);
+  const key = goldKey(dbSha ?? databaseHash(dbPath), sql, exec.maxRows, exec.dialect);
   const out = await cache.getOrRun(key, () => executor.execute(dbPath, sql, exec));
   if (out.ok === false && out.error.kind === "timeout") cache.forget(key);
   return out;

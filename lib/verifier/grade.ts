@@ -25,7 +25,7 @@ import { compareResults } from "./compare.js";
 import { skippedEvidenceRules } from "./evidence.js";
 import { extractSql, normalizeSql } from "./extract.js";
 import { dialectCompareOptions, textRules, type DistinctRule } from "./dialects.js";
-import { candidateOutcome, goldOutcome, sharedGoldCache, type GoldCache } from "./goldcache.js";
+import { candidateOutcome, databaseHash, goldOutcome, sharedGoldCache, type GoldCache } from "./goldcache.js";
 import { defaultNeighborDir, neighborDatabases } from "./neighbors.js";
 import { computeReward } from "./rewards.js";
 import { removeDistinct } from "./sqltext.js";
@@ -99,7 +99,9 @@ export async function grade(task: GradableTask, reply: string, opts: GradeOption
   const exec = { timeoutMs: opts.timeoutMs ?? 5000, maxRows: opts.maxRows ?? defaultMaxRows(dialect), dialect };
   const cache = opts.goldCache === undefined ? sharedGoldCache : opts.goldCache;
   const goldSql = asRun(task.gold_sql, opts.distinct);
-  const gold = checkGold(await goldOutcome(opts.executor, task.db_path, goldSql, exec, cache), task, exec.maxRows);
+  // the database is hashed once per grade, for the gold's and the candidate's cache keys
+  const dbSha = cache === false ? undefined : databaseHash(task.db_path);
+  const gold = checkGold(await goldOutcome(opts.executor, task.db_path, goldSql, exec, cache, dbSha), task, exec.maxRows);
   const sql = opts.isReply === false ? normalizeSql(reply) : extractSql(reply, { fallback: opts.fallback });
   const verdict = await judge();
   const skipped = opts.evidencePenalty
@@ -112,7 +114,7 @@ export async function grade(task: GradableTask, reply: string, opts: GradeOption
     if (opts.finishReason === "length") return { outcome: "truncated", executes: false, reason: "reply cut by the token budget (finish reason: length)" };
     if (sql === null) return { outcome: "no_sql", executes: false, reason: opts.isReply === false ? "empty query" : "no sql query in reply" };
     const candSql = asRun(sql, opts.distinct);
-    const cand = await candidateOutcome(opts.executor, task.db_path, candSql, exec, cache);
+    const cand = await candidateOutcome(opts.executor, task.db_path, candSql, exec, cache, dbSha);
     if (cand.ok === false) return failure(cand);
     const copts = { ...compareOptionsFor(task, opts.compare, dialect), goldSql };
     const cmp = compareResults(cand, gold, copts);

@@ -14,10 +14,25 @@ export interface Token {
   depth: number;
 }
 
-const WORD_START = /[A-Za-z_\u0080-\uffff]/;
-const WORD_PART = /[A-Za-z0-9_$\u0080-\uffff]/;
+/** `\s` as JavaScript reads it; the ASCII cases are decided without a regular expression. */
+const UNICODE_SPACE = /\s/;
+function isSpace(c: number): boolean {
+  if (c < 128) return c === 32 || (c >= 9 && c <= 13);
+  return UNICODE_SPACE.test(String.fromCharCode(c));
+}
+const isDigit = (c: number) => c >= 48 && c <= 57;
+const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+/** [A-Za-z_] or any non-ASCII code unit (a whitespace one is taken as space first). */
+const isWordStart = (c: number) => isLetter(c) || c === 95 || c >= 128;
+/** [A-Za-z0-9_$] or any non-ASCII code unit. */
+const isWordPart = (c: number) => isWordStart(c) || isDigit(c) || c === 36;
+/** [0-9A-Za-z_.]: the characters a numeric literal is read over. */
+const isNumberPart = (c: number) => isLetter(c) || isDigit(c) || c === 95 || c === 46;
 
-/** Returns the tokens of `sql`; an unterminated string or comment runs to the end of the text. */
+/**
+ * Returns the tokens of `sql`; an unterminated string or comment runs to the end of the text. Characters
+ * are read as code units (charCodeAt): it runs on every query the grader sees.
+ */
 export function tokenize(sql: string): Token[] {
   const out: Token[] = [];
   let depth = 0;
@@ -25,39 +40,43 @@ export function tokenize(sql: string): Token[] {
   const n = sql.length;
   const push = (kind: TokenKind, start: number, end: number, d = depth) => out.push({ kind, text: sql.slice(start, end), depth: d });
   while (i < n) {
-    const c = sql[i];
+    const c = sql.charCodeAt(i);
+    const next = i + 1 < n ? sql.charCodeAt(i + 1) : -1;
     const start = i;
-    if (/\s/.test(c)) {
-      while (i < n && /\s/.test(sql[i])) i++;
+    if (isSpace(c)) {
+      while (i < n && isSpace(sql.charCodeAt(i))) i++;
       push("space", start, i);
-    } else if (c === "-" && sql[i + 1] === "-") {
-      while (i < n && sql[i] !== "\n") i++;
+    } else if (c === 45 /* - */ && next === 45) {
+      const nl = sql.indexOf("\n", i);
+      i = nl < 0 ? n : nl;
       push("comment", start, i);
-    } else if (c === "/" && sql[i + 1] === "*") {
+    } else if (c === 47 /* / */ && next === 42 /* * */) {
       const end = sql.indexOf("*/", i + 2);
       i = end < 0 ? n : end + 2;
       push("comment", start, i);
-    } else if (c === "'" || c === '"' || c === "`") {
-      i = quotedEnd(sql, i, c);
-      push(c === "'" ? "string" : "ident", start, i);
-    } else if (c === "[") {
+    } else if (c === 39 /* ' */ || c === 34 /* " */ || c === 96 /* ` */) {
+      i = quotedEnd(sql, i, sql[i]);
+      push(c === 39 ? "string" : "ident", start, i);
+    } else if (c === 91 /* [ */) {
       const end = sql.indexOf("]", i + 1);
       i = end < 0 ? n : end + 1;
       push("ident", start, i);
-    } else if (/[0-9]/.test(c) || (c === "." && /[0-9]/.test(sql[i + 1] ?? ""))) {
-      while (i < n && /[0-9A-Za-z_.]/.test(sql[i])) {
-        if ((sql[i] === "e" || sql[i] === "E") && (sql[i + 1] === "+" || sql[i + 1] === "-")) i++;
+    } else if (isDigit(c) || (c === 46 /* . */ && isDigit(next))) {
+      while (i < n && isNumberPart(sql.charCodeAt(i))) {
+        const d = sql.charCodeAt(i);
+        const after = i + 1 < n ? sql.charCodeAt(i + 1) : -1;
+        if ((d === 101 || d === 69) && (after === 43 || after === 45)) i++;
         i++;
       }
       push("number", start, i);
-    } else if (WORD_START.test(c)) {
-      while (i < n && WORD_PART.test(sql[i])) i++;
+    } else if (isWordStart(c)) {
+      while (i < n && isWordPart(sql.charCodeAt(i))) i++;
       push("word", start, i);
-    } else if (c === "(") {
+    } else if (c === 40 /* ( */) {
       i++;
       push("punct", start, i);
       depth++;
-    } else if (c === ")") {
+    } else if (c === 41 /* ) */) {
       i++;
       depth = Math.max(0, depth - 1);
       push("punct", start, i);
