@@ -172,3 +172,23 @@ test("seeded random tables: any column permutation and row shuffle matches; one 
     assert.equal(same(changed, gold), false, `trial ${trial} changed`);
   }
 });
+
+test("a candidate holding the gold's own result gives the same verdict and reason as an equal copy", () => {
+  const cases: Array<[SqlValue[][], Record<string, unknown>]> = [
+    [[[1, "a"], [2, "b"]], {}],
+    [[[1, "a"], [2, "b"]], { goldSql: "SELECT x, y FROM t ORDER BY x" }],
+    [[[1, "a"]], { goldSql: "SELECT x, y FROM t ORDER BY x" }],
+    [[[3.14159, null], [3.14159, null]], { order: "always", columnOrder: "strict" }],
+    [[], { goldSql: "SELECT x FROM t ORDER BY x" }],
+  ];
+  for (const [rows, opts] of cases) {
+    const gold = res(rows);
+    const copy = res(rows.map((r) => [...r]));
+    assert.deepEqual(compareResults(gold, gold, opts), compareResults(copy, gold, opts));
+  }
+  // the subset rule keeps its own checks (a row-count rule can fail a result against itself)
+  const gold = res([[1], [2]]);
+  const subset = { subset: true, subsetRows: { op: "=", n: 3 } } as const;
+  assert.deepEqual(compareResults(gold, gold, subset), compareResults(res([[1], [2]]), gold, subset));
+  assert.equal(compareResults(gold, gold, subset).match, false);
+});
