@@ -130,9 +130,19 @@ function orderByPositions(toks: Token[], topLevel: boolean): number[] {
   return out;
 }
 
+/** Answers of hasTopLevelOrderBy per text: asked of each gold at every grade, and a gold's tokens may have
+ * left the (smaller) token memo when a task set has thousands of golds. */
+const TOP_LEVEL_MEMO = 8192;
+const topLevelMemo = new Map<string, boolean>();
+
 /** True when the statement's outermost query has an ORDER BY (not one inside parentheses). */
 export function hasTopLevelOrderBy(sql: string): boolean {
-  return orderByPositions(codeTokens(sql), true).length > 0;
+  const hit = topLevelMemo.get(sql);
+  if (hit !== undefined) return hit;
+  const yes = orderByPositions(codeTokens(sql), true).length > 0;
+  topLevelMemo.set(sql, yes);
+  if (topLevelMemo.size > TOP_LEVEL_MEMO) topLevelMemo.delete(topLevelMemo.keys().next().value as string);
+  return yes;
 }
 
 /** True when ORDER BY appears anywhere outside strings and comments (Spider's rule, token-based). */
