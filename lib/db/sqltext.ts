@@ -15,16 +15,18 @@ export interface Token {
   end: number;
 }
 
-// Character classes by code unit (the lexer reads every query the sandbox sees; a regular expression per
-// character costs more than the rest of the policy check).
-const isDigit = (c: number) => c >= 48 && c <= 57;
+// SQL character classes by UTF-16 code unit (charCodeAt), shared with the verifier's tokenizer: the lexers
+// read every query the sandbox sees, and a regular expression per character costs more than the rest of
+// the policy check.
+/** [0-9] */
+export const isDigit = (c: number) => c >= 48 && c <= 57;
 const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 /** [A-Za-z_\u0080-\uffff] */
-const isWordStart = (c: number) => isLetter(c) || c === 95 || c >= 128;
+export const isWordStart = (c: number) => isLetter(c) || c === 95 || c >= 128;
 /** [A-Za-z0-9_$\u0080-\uffff] */
-const isWordPart = (c: number) => isWordStart(c) || isDigit(c) || c === 36;
-/** [0-9A-Za-z_.] */
-const isNumberPart = (c: number) => isLetter(c) || isDigit(c) || c === 95 || c === 46;
+export const isWordPart = (c: number) => isWordStart(c) || isDigit(c) || c === 36;
+/** [0-9A-Za-z_.]: the characters a numeric literal is read over. */
+export const isNumberPart = (c: number) => isLetter(c) || isDigit(c) || c === 95 || c === 46;
 
 function closeQuoted(sql: string, i: number, close: string, doubled: boolean): { end: number; text: string } {
   const next = sql.indexOf(close, i + 1);

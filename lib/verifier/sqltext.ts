@@ -5,6 +5,8 @@
  * output columns that ORDER BY sorts on.
  */
 
+import { isDigit, isNumberPart, isWordPart, isWordStart } from "../db/sqltext.js";
+
 export type TokenKind = "word" | "number" | "string" | "ident" | "punct" | "comment" | "space";
 
 export interface Token {
@@ -20,14 +22,6 @@ function isSpace(c: number): boolean {
   if (c < 128) return c === 32 || (c >= 9 && c <= 13);
   return UNICODE_SPACE.test(String.fromCharCode(c));
 }
-const isDigit = (c: number) => c >= 48 && c <= 57;
-const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
-/** [A-Za-z_] or any non-ASCII code unit (a whitespace one is taken as space first). */
-const isWordStart = (c: number) => isLetter(c) || c === 95 || c >= 128;
-/** [A-Za-z0-9_$] or any non-ASCII code unit. */
-const isWordPart = (c: number) => isWordStart(c) || isDigit(c) || c === 36;
-/** [0-9A-Za-z_.]: the characters a numeric literal is read over. */
-const isNumberPart = (c: number) => isLetter(c) || isDigit(c) || c === 95 || c === 46;
 
 /**
  * Returns the tokens of `sql`; an unterminated string or comment runs to the end of the text. Characters
