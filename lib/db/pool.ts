@@ -17,7 +17,7 @@ import { T2sError } from "../errors.js";
 import { checkSqlText } from "./policy.js";
 import type { RunReply, RunRequest, WorkerMessage } from "./protocol.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "./run.js";
-import { residentMb, spawnWorker } from "./spawn.js";
+import { refChild, residentMb, spawnWorker, stopChild } from "./spawn.js";
 import type { ExecError, ExecOptions, ExecOutcome, Executor } from "./types.js";
 
 export interface ExecutorPoolOptions {
@@ -87,15 +87,6 @@ const START_FAILURE_LIMIT = 3;
 
 function fail(kind: ExecError["kind"], message: string): ExecOutcome {
   return { ok: false, error: { kind, message } };
-}
-
-function refChild(child: ChildProcess, on: boolean): void {
-  const handles = [child, child.channel as unknown as { ref?(): void; unref?(): void } | null | undefined, child.stderr as unknown as { ref?(): void; unref?(): void } | null];
-  for (const h of handles) {
-    if (!h) continue;
-    if (on) h.ref?.();
-    else h.unref?.();
-  }
 }
 
 /** A pool of read-only SQLite worker processes with hard timeouts and a memory ceiling. */
@@ -205,29 +196,9 @@ export class ExecutorPool implements Executor {
       if (slot.job) slot.job.reject(err);
       for (const j of slot.backlog.splice(0)) j.reject(err);
       slot.job = undefined;
-      exits.push(this.stopChild(slot.child));
+      exits.push(stopChild(slot.child));
     }
     await Promise.all(exits);
-  }
-
-  private stopChild(child: ChildProcess): Promise<void> {
-    return new Promise((done) => {
-      if (child.exitCode !== null || child.signalCode !== null) return done();
-      // An idle worker is unref'd; while close() waits for its exit it must keep the event loop alive,
-      // or a script that closes a pool still starting ends with close() never settled.
-      refChild(child, true);
-      const kill = setTimeout(() => child.kill("SIGKILL"), 1000);
-      child.once("exit", () => {
-        clearTimeout(kill);
-        done();
-      });
-      try {
-        if (child.connected) child.disconnect();
-        else child.kill("SIGKILL");
-      } catch {
-        child.kill("SIGKILL");
-      }
-    });
   }
 
   private startWorker(): void {
@@ -351,7 +322,7 @@ export class ExecutorPool implements Executor {
       if (!idle) return;
       idle.retired = true;
       this.slots.splice(this.slots.indexOf(idle), 1);
-      void this.stopChild(idle.child);
+      void stopChild(idle.child);
     }
   }
 

@@ -83,3 +83,34 @@ export function residentMb(pid: number): number | undefined {
     return undefined;
   }
 }
+
+/** Keeps (or stops keeping) the parent's event loop alive for a worker: the process, its IPC channel, its stderr. */
+export function refChild(child: ChildProcess, on: boolean): void {
+  const handles = [child, child.channel as unknown as { ref?(): void; unref?(): void } | null | undefined, child.stderr as unknown as { ref?(): void; unref?(): void } | null];
+  for (const h of handles) {
+    if (!h) continue;
+    if (on) h.ref?.();
+    else h.unref?.();
+  }
+}
+
+/** Stops a worker: disconnect first (it exits when idle), SIGKILL after a second or when it cannot be asked. */
+export function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((done) => {
+    if (child.exitCode !== null || child.signalCode !== null) return done();
+    // An idle worker is unref'd; while close() waits for its exit it must keep the event loop alive,
+    // or a script that closes a pool still starting ends with close() never settled.
+    refChild(child, true);
+    const kill = setTimeout(() => child.kill("SIGKILL"), 1000);
+    child.once("exit", () => {
+      clearTimeout(kill);
+      done();
+    });
+    try {
+      if (child.connected) child.disconnect();
+      else child.kill("SIGKILL");
+    } catch {
+      child.kill("SIGKILL");
+    }
+  });
+}
