@@ -18,35 +18,9 @@ import { checkSqlText } from "./policy.js";
 import type { RunReply, RunRequest, WorkerMessage } from "./protocol.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "./run.js";
 import { refChild, residentMb, spawnWorker, stopChild } from "./spawn.js";
-import type { ExecError, ExecOptions, ExecOutcome, Executor } from "./types.js";
+import type { ExecError, ExecOptions, ExecOutcome, Executor, ExecutorPoolOptions, PoolStats } from "./types.js";
 
-export interface ExecutorPoolOptions {
-  /** Worker processes; default the number of CPUs. */
-  workers?: number;
-  /** Memory ceiling per worker in MB (resident memory, checked while a query runs); default 1024. */
-  memoryLimitMb?: number;
-  /** Largest result accepted, in bytes of values; larger results fail with `too_large`. Default 16 MiB. */
-  maxResultBytes?: number;
-  /**
-   * Extra started-and-idle workers kept ready (default 1), so a query queued behind a killed runaway starts
-   * at once instead of waiting the ~0.5-1.5 s a new worker needs to start. At most `workers` run at a time.
-   */
-  spareWorkers?: number;
-  /** Start the workers at the first query instead of at once (a command that may get no query, such as
-   * `t2s grade --jsonl` on empty input, then exits without starting any). Default false. */
-  startOnDemand?: boolean;
-}
-
-export interface PoolStats {
-  workers: number;
-  busy: number;
-  queued: number;
-  completed: number;
-  timeouts: number;
-  memoryKills: number;
-  crashes: number;
-  restarts: number;
-}
+export type { ExecutorPoolOptions, PoolStats } from "./types.js";
 
 interface Job {
   id: number;

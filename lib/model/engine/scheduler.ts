@@ -50,6 +50,8 @@ interface Sequence {
   logprobs: number[];
   top: { id: number; logprob: number }[][];
   counts: Map<number, number>;
+  /** The request's logit bias, read once (it may be any iterable). */
+  bias: Map<number, number>;
   maxTokens: number;
   resolve: (g: Generation) => void;
   reject: (e: unknown) => void;
@@ -106,6 +108,7 @@ export class GenerationEngine {
         logprobs: [],
         top: [],
         counts: new Map(),
+        bias: new Map(req.logitBias ?? []),
         maxTokens: Math.max(0, Math.min(req.maxTokens ?? 256, room)),
         resolve,
         reject,
@@ -234,12 +237,14 @@ export class GenerationEngine {
   private sampling(s: Sequence): RowSampling {
     const r = s.req;
     const temperature = r.temperature ?? 1;
-    const bias = new Map<number, number>();
-    for (const [id, b] of r.logitBias ?? []) bias.set(id, b);
-    if (r.presencePenalty || r.frequencyPenalty) {
+    const penalised = !!(r.presencePenalty || r.frequencyPenalty);
+    const banning = (r.minTokens ?? 0) > s.out.length;
+    // the request's own bias serves every step as it is; a copy only when this step adds to it
+    const bias = penalised || banning ? new Map(s.bias) : s.bias;
+    if (penalised) {
       for (const [id, n] of s.counts) bias.set(id, (bias.get(id) ?? 0) - (r.presencePenalty ?? 0) - (r.frequencyPenalty ?? 0) * n);
     }
-    if ((r.minTokens ?? 0) > s.out.length) for (const id of [...this.eos, ...(r.stopTokenIds ?? [])]) bias.set(id, -Infinity);
+    if (banning) for (const id of [...this.eos, ...(r.stopTokenIds ?? [])]) bias.set(id, -Infinity);
     return {
       temperature,
       topP: r.topP ?? 1,
