@@ -1,8 +1,12 @@
-/** `t2s recipe default-model` / `t2s recipe export`: the kit's own model, from tokenizer to exported folder. */
+/** `t2s recipe default-model` / `tool-data` / `export`: the kit's own models, from tokenizer to exported folder. */
 import type { Command } from "commander";
 import { join, resolve } from "node:path";
 import { kitPath } from "../paths.js";
-import { checkpointSteps, defaultRecipe, exportModel, runRecipe } from "../recipes/default-model.js";
+import { existsSync } from "node:fs";
+import { ExecutorPool } from "../db/pool.js";
+import { writeJsonlAtomic } from "../jsonl.js";
+import { checkpointSteps, defaultRecipe, exportModel, runRecipe, trainOnlyTasks } from "../recipes/default-model.js";
+import { buildToolTranscripts } from "../recipes/tool-data.js";
 import { UsageError } from "../errors.js";
 import { intOption, numberOption, printJson } from "./options.js";
 
@@ -102,6 +106,39 @@ export function registerRecipe(program: Command): void {
       else process.stdout.write(`parameters ${res.parameters}; checkpoints ${steps.join(", ") || "none"}${exported ? `; exported ${exported}` : ""}\n`);
     });
   recipe
+    .command("tool-data")
+    .description("write tool-use SFT conversations: per train task an episode that probes the live database with the SQL tool, then commits the gold query (native and hermes formats, plus single-style turns)")
+    .option("--tasks <file>", "task file (only its train split is read)", kitPath("data/shop/tasks.jsonl"))
+    .option("--extra-tasks <file>", "extra train-only tasks (e.g. from `t2s tasks augment`); any holdout task, id or gold SQL is an error")
+    .requiredOption("--out <file>", "conversations file to write (JSONL of {messages, tools?}; `conversations` of an SFT config)")
+    .option("--seed <n>", "seed of every choice (plan, probe, format, style)", intOption("--seed", 0), 0)
+    .option("--single-share <x>", "share of single-style conversations (no tool)", numberOption("--single-share", { min: 0, max: 1 }), 0.2)
+    .option("--hermes-share <x>", "share of hermes-text tool calls among tool-style conversations (the rest native)", numberOption("--hermes-share", { min: 0, max: 1 }), 0.5)
+    .option("--force", "overwrite --out if it exists")
+    .option("--json", "print the summary as JSON")
+    .action(async (f: { tasks: string; extraTasks?: string; out: string; seed: number; singleShare: number; hermesShare: number; force?: boolean; json?: boolean }) => {
+      const out = resolve(f.out);
+      if (existsSync(out) && !f.force) throw new UsageError(`${f.out} exists; pass --force to overwrite it`);
+      const { train, extra } = trainOnlyTasks(resolve(f.tasks), f.extraTasks ? resolve(f.extraTasks) : undefined);
+      const executor = new ExecutorPool({});
+      const t0 = Date.now();
+      try {
+        const tty = process.stderr.isTTY;
+        const r = await buildToolTranscripts([...train, ...extra], {
+          executor, seed: f.seed, singleShare: f.singleShare, hermesShare: f.hermesShare,
+          onProgress: (done, total) => {
+            if (done % 500 === 0 || done === total) process.stderr.write(`${tty ? "\r" : ""}tool-data ${done}/${total}${tty && done < total ? "" : "\n"}`);
+          },
+        });
+        writeJsonlAtomic(out, r.transcripts);
+        const summary = { out, tasks: train.length + extra.length, conversations: r.transcripts.length, by_plan: countBy(r.transcripts, (t) => t.plan), by_protocol: countBy(r.transcripts, (t) => t.protocol ?? "single"), dropped: r.dropped, seconds: (Date.now() - t0) / 1000 };
+        if (f.json) printJson(summary);
+        else process.stdout.write(`${summary.conversations} conversations from ${summary.tasks} tasks -> ${out}\nplans ${JSON.stringify(summary.by_plan)}; formats ${JSON.stringify(summary.by_protocol)}${Object.keys(r.dropped).length ? `; dropped ${JSON.stringify(r.dropped)}` : ""}\n`);
+      } finally {
+        await executor.close();
+      }
+    });
+  recipe
     .command("export")
     .description("write a model folder (float16) from a default-model run's checkpoint")
     .requiredOption("--work <dir>", "the working folder of `t2s recipe default-model`")
@@ -118,4 +155,10 @@ export function registerRecipe(program: Command): void {
 function exportStep(work: string, step: number, out: string, seed: number): string {
   const ckpt = join(work, "sft", "checkpoints", `step-${String(step).padStart(6, "0")}`);
   return exportModel(join(work, "init"), join(ckpt, "model.safetensors"), out, "F16", { sft_step: String(step), seed: String(seed) });
+}
+
+function countBy<T>(items: T[], key: (x: T) => string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const x of items) out[key(x)] = (out[key(x)] ?? 0) + 1;
+  return out;
 }

@@ -51,7 +51,7 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
       });
       if (flags.json) printJson(summary);
       else if (summary.stopped_early) process.stdout.write(`stopped by --max-seconds after ${summary.resumed_from + summary.steps_done} of ${summary.steps} steps (continue with --resume); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
-      else process.stdout.write(`trained ${summary.steps} steps on ${summary.tasks} tasks (${summary.backend}); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
+      else process.stdout.write(`trained ${summary.steps} steps on ${summary.conversations !== undefined ? `${summary.conversations} conversations` : `${summary.tasks} tasks`} (${summary.backend}); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
     });
 }
 

@@ -157,3 +157,22 @@ export function schemaDdl(dbPath: string, opts: SchemaOptions = {}): string {
     db.close();
   }
 }
+
+/** The columns of every table of a database file, lower-cased table name -> column names in order. */
+export function tableColumns(dbPath: string): Map<string, string[]> {
+  let db: Database.Database;
+  try {
+    db = openReadOnly(dbPath);
+  } catch (e) {
+    if (e instanceof ConnectionError) throw new T2sError("no_database", e.message);
+    throw e;
+  }
+  try {
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid").all() as { name: string }[];
+    const out = new Map<string, string[]>();
+    for (const t of tables) out.set(t.name.toLowerCase(), (db.prepare("SELECT name FROM pragma_table_info(?)").all(t.name) as { name: string }[]).map((c) => c.name));
+    return out;
+  } finally {
+    db.close();
+  }
+}

@@ -17,6 +17,8 @@ export interface GradeFacts {
   invalidToolCalls: number;
   /** Text of every assistant turn so far (evidence rules look at them). */
   assistantTurns: string[];
+  /** The tool query the sandbox refused as unsafe, when it ended the episode (endOnUnsafeTool). */
+  unsafeToolQuery?: string;
 }
 
 export interface EpisodeDeps {
@@ -46,6 +48,8 @@ export interface EpisodeOptions {
   maxContextTokens?: number;
   sampling?: Sampling;
   toolOutput?: ToolOutputOptions;
+  /** An unsafe tool query (one the sandbox refuses: writes, PRAGMA, ATTACH, ...) ends the episode and is graded `unsafe` (the tool-rl preset's rule); otherwise it is answered with its error and counted invalid. */
+  endOnUnsafeTool?: boolean;
   onRetry?: (reason: string, attempt: number) => void;
   signal?: AbortSignal;
 }
@@ -82,22 +86,25 @@ function chars(messages: ChatMessage[]): number {
  * and truncated, or the error sent back for an unusable call) and whether the call counts as invalid.
  * Exported so services that stand in for the episode's tool (lib/envserve) answer with the same bytes.
  */
-export async function answerCall(raw: RawCall, runTool: EpisodeDeps["runTool"], toolOutput?: ToolOutputOptions): Promise<{ content: string; invalid: boolean }> {
+export async function answerCall(raw: RawCall, runTool: EpisodeDeps["runTool"], toolOutput?: ToolOutputOptions): Promise<{ content: string; invalid: boolean; unsafe?: string }> {
   const checked = checkCall(raw);
   if (checked.ok === false) return { content: `error: ${checked.error}`, invalid: true };
   const outcome = await runTool(checked.query);
-  return { content: formatToolResult(outcome, toolOutput), invalid: outcome.ok === false && outcome.error.kind === "unsafe" };
+  const unsafe = outcome.ok === false && outcome.error.kind === "unsafe";
+  return { content: formatToolResult(outcome, toolOutput), invalid: unsafe, ...(unsafe ? { unsafe: checked.query } : {}) };
 }
 
-async function answerCalls(calls: RawCall[], deps: EpisodeDeps, opts: EpisodeOptions): Promise<{ contents: string[]; invalid: number }> {
+async function answerCalls(calls: RawCall[], deps: EpisodeDeps, opts: EpisodeOptions): Promise<{ contents: string[]; invalid: number; unsafe?: string }> {
   const contents: string[] = [];
   let invalid = 0;
+  let unsafe: string | undefined;
   for (const raw of calls) {
     const a = await answerCall(raw, deps.runTool, opts.toolOutput);
     if (a.invalid) invalid++;
     contents.push(a.content);
+    unsafe ??= a.unsafe;
   }
-  return { contents, invalid };
+  return { contents, invalid, ...(unsafe !== undefined ? { unsafe } : {}) };
 }
 
 function toolMessages(calls: RawCall[], contents: string[]): ChatMessage[] {
@@ -122,6 +129,7 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
   let truncatedBy: TruncatedBy | null = null;
   let contextEstimate = Math.ceil(chars(messages) / 4);
   let graded = 0;
+  let unsafeTool: string | undefined;
   const endpoints: Array<string | undefined> = [];
 
   for (;;) {
@@ -170,6 +178,11 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
     const answered = await answerCalls(calls, deps, opts);
     callsUsed += calls.length;
     invalid += answered.invalid;
+    if (answered.unsafe !== undefined && opts.endOnUnsafeTool) {
+      unsafeTool = answered.unsafe;
+      messages.push(...toolMessages(calls, answered.contents));
+      break;
+    }
     if (callsUsed >= maxCalls) answered.contents[answered.contents.length - 1] += NO_CALLS_LEFT;
     const added = toolMessages(calls, answered.contents);
     messages.push(...added);
@@ -182,7 +195,7 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
   const gradedText = gradedTurn > 0 ? messages.filter((m) => m.role === "assistant")[gradedTurn - 1].content ?? "" : "";
   const finish: FinishReason = truncatedBy ? "length" : lastFinish;
   const assistantTurns = messages.filter((m) => m.role === "assistant").map((m) => m.content ?? "");
-  let grade = await deps.grade(gradedText, { finishReason: finish, invalidToolCalls: invalid, assistantTurns: assistantTurns.slice(0, gradedTurn) });
+  let grade = await deps.grade(gradedText, { finishReason: finish, invalidToolCalls: invalid, assistantTurns: assistantTurns.slice(0, gradedTurn), ...(unsafeTool !== undefined ? { unsafeToolQuery: unsafeTool } : {}) });
   if (truncatedBy && grade.outcome !== "truncated") {
     grade = { ...grade, outcome: "truncated", correct: false, reward: Math.min(grade.reward, 0), reason: `truncated by the ${truncatedBy.replace("_", " ")} budget` };
   }

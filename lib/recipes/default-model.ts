@@ -11,6 +11,7 @@ import { schemaDdl } from "../db/schema.js";
 import { notesFor } from "../runs/env.js";
 import { normalizeSql } from "../tasks/dedup.js";
 import { readTasks, writeTasks } from "../tasks/io.js";
+import type { Task } from "../tasks/types.js";
 import { readSafetensors, writeSafetensors, type StDtype } from "../model/safetensors.js";
 import { readConfig as readTrainConfig } from "../train/config.js";
 import { runTraining, type RunSummary } from "../train/run.js";
@@ -91,29 +92,40 @@ export function sftTasksPath(o: RecipeOptions): string {
 }
 
 /**
- * Checks the extra tasks against the holdout of `o.tasks` and writes `<work>/sft-tasks.jsonl` (train split of
- * `o.tasks`, then the extras); returns its path and the extra count. Throws T2sError naming the first offending extra task.
+ * The train split of `tasksPath` followed by the extra tasks of `extraPath`, after checking each extra task
+ * against the holdout of `tasksPath` (split, id and normalised gold query) and the train split (id), and that
+ * all run on one database. Throws T2sError naming the first offending extra task.
  */
-export function writeSftTasks(o: RecipeOptions): { path: string; extra: number } {
-  if (!o.extraTasks) throw new T2sError("bad_value", "writeSftTasks needs extraTasks");
-  const tasks = readTasks(o.tasks);
-  if (!existsSync(o.extraTasks)) throw new T2sError("missing_file", `--extra-tasks ${o.extraTasks} does not exist`);
-  const extra = readTasks(o.extraTasks);
+export function trainOnlyTasks(tasksPath: string, extraPath?: string): { train: Task[]; extra: Task[] } {
+  const tasks = readTasks(tasksPath);
   const train = tasks.filter((t) => t.split === "train");
+  if (!extraPath) return { train, extra: [] };
+  if (!existsSync(extraPath)) throw new T2sError("missing_file", `--extra-tasks ${extraPath} does not exist`);
+  const extra = readTasks(extraPath);
   const holdout = tasks.filter((t) => t.split === "holdout");
   const holdoutIds = new Set(holdout.map((t) => t.id));
   const holdoutSql = new Map(holdout.map((t) => [normalizeSql(t.gold_sql), t.id]));
   const trainIds = new Set(train.map((t) => t.id));
   const dbPath = train[0]?.db_path;
   for (const t of extra) {
-    const where = `${o.extraTasks}: task ${t.id}`;
+    const where = `${extraPath}: task ${t.id}`;
     if (t.split !== "train") throw new T2sError("holdout_leak", `${where} has split "${t.split}"; extra tasks must all be train split`);
-    if (holdoutIds.has(t.id)) throw new T2sError("holdout_leak", `${where} is a holdout task of ${o.tasks}; extra tasks must not contain holdout questions`);
+    if (holdoutIds.has(t.id)) throw new T2sError("holdout_leak", `${where} is a holdout task of ${tasksPath}; extra tasks must not contain holdout questions`);
     const sqlHit = holdoutSql.get(normalizeSql(t.gold_sql));
-    if (sqlHit) throw new T2sError("holdout_leak", `${where} has the same gold SQL as holdout task ${sqlHit} of ${o.tasks}; extra tasks must not contain holdout gold queries`);
-    if (trainIds.has(t.id)) throw new T2sError("bad_task", `${where} is already a train task of ${o.tasks}; drop it from the extra file`);
+    if (sqlHit) throw new T2sError("holdout_leak", `${where} has the same gold SQL as holdout task ${sqlHit} of ${tasksPath}; extra tasks must not contain holdout gold queries`);
+    if (trainIds.has(t.id)) throw new T2sError("bad_task", `${where} is already a train task of ${tasksPath}; drop it from the extra file`);
     if (t.db_path !== dbPath) throw new T2sError("bad_value", `${where} is over ${t.db_path}, the train tasks over ${dbPath}; the recipe trains on one database`);
   }
+  return { train, extra };
+}
+
+/**
+ * Checks the extra tasks against the holdout of `o.tasks` and writes `<work>/sft-tasks.jsonl` (train split of
+ * `o.tasks`, then the extras); returns its path and the extra count. Throws T2sError naming the first offending extra task.
+ */
+export function writeSftTasks(o: RecipeOptions): { path: string; extra: number } {
+  if (!o.extraTasks) throw new T2sError("bad_value", "writeSftTasks needs extraTasks");
+  const { train, extra } = trainOnlyTasks(o.tasks, o.extraTasks);
   const path = sftTasksPath(o);
   mkdirSync(resolve(o.work), { recursive: true });
   writeTasks(path, [...train, ...extra]);

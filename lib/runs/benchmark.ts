@@ -150,6 +150,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
         protocol: opts.protocol,
         maxToolCalls: opts.maxToolCalls,
         maxContextTokens: opts.maxContextTokens,
+        endOnUnsafeTool: opts.preset === "tool-rl",
         toolOutput: { maxRows: toolRows, maxChars: opts.toolChars ?? 256, mode: opts.toolTruncate ?? "middle" },
         sampling: { temperature: opts.temperature ?? 0.7, top_p: opts.topP, max_tokens: maxTokens },
       },

@@ -65,7 +65,7 @@ export function defaultEnv(opts: EnvOptions): RolloutEnv {
     },
     grade(task, reply, facts) {
       const g = opts.grading ?? {};
-      return grade(task, reply, { executor: opts.executor, preset: opts.preset, finishReason: facts.finishReason, invalidToolCalls: facts.invalidToolCalls, assistantTurns: facts.assistantTurns, maxRows: g.max_rows, dialect: g.dialect, distinct: g.distinct });
+      return grade(task, reply, { executor: opts.executor, preset: opts.preset, finishReason: facts.finishReason, invalidToolCalls: facts.invalidToolCalls, assistantTurns: facts.assistantTurns, unsafeToolQuery: facts.unsafeToolQuery, maxRows: g.max_rows, dialect: g.dialect, distinct: g.distinct });
     },
   };
 }

@@ -60,6 +60,8 @@ export interface TrainConfig {
   episode: { style: "single" | "tool"; protocol: "native" | "hermes"; max_tool_calls: number; max_context_tokens: number };
   eval: { every: number; split: "train" | "holdout"; limit: number; samples: number } | null;
   // sft
+  /** A conversations file (JSONL of {messages, tools?}) to train on instead of the tasks' gold replies. */
+  conversations: string | null;
   batch_size: number;
   epochs: number;
 }
@@ -72,7 +74,7 @@ const KEYS: Record<string, TrainMode[]> = {
   micro_batch_rows: ["sft", "grpo"], episode: ["sft", "grpo"], $schema: ["sft", "grpo"], comment: ["sft", "grpo"],
   prompts_per_step: ["grpo"], group_size: ["grpo"], loss_type: ["grpo"], epsilon_low: ["grpo"], epsilon_high: ["grpo"], beta: ["grpo"],
   scale_rewards: ["grpo"], mu: ["grpo"], mask_truncated: ["grpo"], reward_preset: ["grpo"], sampling: ["grpo"], eval: ["grpo"],
-  batch_size: ["sft"], epochs: ["sft"],
+  batch_size: ["sft"], epochs: ["sft"], conversations: ["sft"],
 };
 
 class Fields {
@@ -169,7 +171,8 @@ export function validateConfig(raw: unknown, mode: TrainMode, file = "config"): 
     backend: o.backend === undefined ? null : f.str(o, "backend", undefined),
     adapter,
     full_weights: full,
-    tasks: path(f.str(o, "tasks", undefined)),
+    // SFT on a conversations file needs no tasks
+    tasks: o.conversations !== undefined && o.tasks === undefined ? "" : path(f.str(o, "tasks", undefined)),
     split: f.oneOf(o, "split", ["train", "holdout", "all"] as const, "train"),
     band: bandCfg,
     limit: o.limit === undefined ? null : f.num(o, "limit", undefined, { int: true, min: 1 }),
@@ -216,6 +219,7 @@ export function validateConfig(raw: unknown, mode: TrainMode, file = "config"): 
           samples: f.num(ev, "samples", 1, { int: true, min: 1 }, "eval.samples"),
         }
       : null,
+    conversations: o.conversations === undefined || o.conversations === null ? null : path(f.str(o, "conversations", undefined)),
     batch_size: f.num(o, "batch_size", 8, { int: true, min: 1 }),
     epochs: f.num(o, "epochs", 1, { int: true, min: 1 }),
   };

@@ -21,6 +21,7 @@ import type { Task } from "../tasks/types.js";
 import { selectTasks } from "./band.js";
 import { checkpointStep, latestCheckpoint } from "./checkpoint.js";
 import { configChanges, type TrainConfig } from "./config.js";
+import { conversationExample, readConversations } from "./conversations.js";
 import { episodeGrader, episodeSampler, ModelPolicy } from "./episode-sampler.js";
 import { GrpoTrainer } from "./grpo.js";
 import { ModelTrainable } from "./model-adapter.js";
@@ -50,6 +51,8 @@ export interface RunSummary {
   steps: number;
   resumed_from: number;
   tasks: number;
+  /** Conversations trained on (SFT from a conversations file). */
+  conversations?: number;
   backend: string;
   /** The final trainable weights: a PEFT adapter folder, or a checkpoint folder for full training. */
   final: string | null;
@@ -165,11 +168,13 @@ const noExecutor: Executor = {
 
 /** Runs the training a config describes; returns where the result went and the last step's record. */
 export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promise<RunSummary> {
-  const allTasks = readTasks(cfg.tasks);
-  const tasks = chooseTasks(cfg, allTasks);
+  const fromConversations = cfg.mode === "sft" && cfg.conversations !== null;
+  const allTasks = fromConversations ? [] : readTasks(cfg.tasks);
+  const tasks = fromConversations ? [] : chooseTasks(cfg, allTasks);
+  const conversations = fromConversations ? readConversations(cfg.conversations!) : [];
   const change = guardOutput(cfg, hooks.resume ?? false, hooks.force ?? false);
   const { model, lm } = await prepareModel(cfg, hooks);
-  hooks.onNote?.(`${tasks.length} tasks; ${lm.trainableParams().length} trainable tensors (${cfg.adapter ? `LoRA r=${cfg.adapter.r} on ${cfg.adapter.targets.join(",")}` : "all weights"})`);
+  hooks.onNote?.(`${fromConversations ? `${conversations.length} conversations` : `${tasks.length} tasks`}; ${lm.trainableParams().length} trainable tensors (${cfg.adapter ? `LoRA r=${cfg.adapter.r} on ${cfg.adapter.targets.join(",")}` : "all weights"})`);
   const common = {
     lr: cfg.lr, schedule: cfg.schedule, warmupSteps: cfg.warmup_steps, minLrRatio: cfg.min_lr_ratio, weightDecay: cfg.weight_decay, maxGradNorm: cfg.max_grad_norm,
     outDir: cfg.output_dir, checkpointEvery: cfg.checkpoint_every, keepCheckpoints: cfg.keep_checkpoints, onStep: hooks.onStep, onWarning: hooks.onWarning, checkpointFiles: () => lm.checkpointFiles(), maxSeconds: hooks.maxSeconds,
@@ -182,12 +187,13 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
     let trainer: GrpoTrainer<Task> | SftTrainer;
     if (cfg.mode === "sft") {
       const env = defaultEnv({ executor: noExecutor, prompt });
-      const examples = await sftExamples(model, tasks, cfg, (t) => env.opening(t));
+      const tok = model.requireTokenizer();
+      const examples = fromConversations ? conversations.map((c) => conversationExample(tok, c)) : await sftExamples(model, tasks, cfg, (t) => env.opening(t));
       trainer = new SftTrainer(lm, examples, { ...common, batchSize: cfg.batch_size, epochs: cfg.epochs, steps: cfg.steps || undefined });
     } else {
       executor = new ExecutorPool({});
       const env = defaultEnv({ executor, prompt, preset: cfg.reward_preset });
-      const episode = { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, maxContextTokens: cfg.episode.max_context_tokens };
+      const episode = { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, maxContextTokens: cfg.episode.max_context_tokens, endOnUnsafeTool: cfg.reward_preset === "tool-rl" };
       const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, temperature: cfg.sampling.temperature, topP: cfg.sampling.top_p, maxBatch: cfg.sampling.max_batch });
       sampler = policy;
       const ev = cfg.eval;
@@ -230,7 +236,7 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
     }
     trainer.dispose();
     return {
-      mode: cfg.mode, output_dir: cfg.output_dir, steps: total, resumed_from: resumedFrom, tasks: tasks.length, backend: model.backend, final,
+      mode: cfg.mode, output_dir: cfg.output_dir, steps: total, resumed_from: resumedFrom, tasks: tasks.length, ...(fromConversations ? { conversations: conversations.length } : {}), backend: model.backend, final,
       steps_done: records.length, stopped_early: resumedFrom + records.length < total, last: records[records.length - 1] ?? null,
     };
   } finally {

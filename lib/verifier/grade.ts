@@ -45,6 +45,8 @@ export interface GradeOptions {
   fallback?: boolean;
   /** How the reply ended; "length" makes the outcome `truncated`. */
   finishReason?: "stop" | "length" | "tool_calls";
+  /** A tool query of the episode the sandbox refused as unsafe, which ended it: the outcome is `unsafe` whatever the reply holds. */
+  unsafeToolQuery?: string;
   /** Invalid tool calls in the episode (tool-rl: -0.05 each, at most -0.2). */
   invalidToolCalls?: number;
   /** Apply the tool-rl evidence penalty (-0.1 per skipped rule) when the task has evidence (default false). */
@@ -111,6 +113,7 @@ export async function grade(task: GradableTask, reply: string, opts: GradeOption
   return { correct: verdict.outcome === "correct", executes: verdict.executes, outcome: verdict.outcome, reason: verdict.reason, reward, sql };
 
   async function judge(): Promise<{ outcome: Outcome; executes: boolean; reason: string }> {
+    if (opts.unsafeToolQuery !== undefined) return { outcome: "unsafe", executes: false, reason: `the episode ended on an unsafe tool query: ${opts.unsafeToolQuery.slice(0, 120)}` };
     if (opts.finishReason === "length") return { outcome: "truncated", executes: false, reason: "reply cut by the token budget (finish reason: length)" };
     if (sql === null) return { outcome: "no_sql", executes: false, reason: opts.isReply === false ? "empty query" : "no sql query in reply" };
     const candSql = asRun(sql, opts.distinct);

@@ -147,3 +147,19 @@ test("non-budget policy errors propagate (the rollout counts them as lost)", asy
   const p: Policy = { name: "x", complete: async () => { throw new PolicyError("http_500", "down", { retryable: true }); } };
   await assert.rejects(runEpisode(opening, deps(p, []), { style: "single" }), /down/);
 });
+
+test("with endOnUnsafeTool an unsafe tool query ends the episode, graded unsafe; without it the episode goes on", async () => {
+  const graded: Array<{ reply: string; facts: GradeFacts }> = [];
+  const p = script(call("SELECT 1"), call("DROP TABLE t"), "```sql\nSELECT 42\n```");
+  const r = await runEpisode(opening, deps(p, graded), { style: "tool", endOnUnsafeTool: true });
+  assert.equal(r.n_assistant_turns, 2);
+  assert.equal(r.n_tool_calls, 2);
+  assert.equal(r.invalid_tool_calls, 1);
+  assert.equal(graded[0].facts.unsafeToolQuery, "DROP TABLE t");
+  assert.equal(r.messages[r.messages.length - 1].role, "tool");
+  const graded2: Array<{ reply: string; facts: GradeFacts }> = [];
+  const r2 = await runEpisode(opening, deps(script(call("SELECT 1"), call("DROP TABLE t"), "```sql\nSELECT 42\n```"), graded2), { style: "tool" });
+  assert.equal(r2.n_assistant_turns, 3);
+  assert.equal(graded2[0].facts.unsafeToolQuery, undefined);
+  assert.equal(r2.grade.outcome, "correct");
+});

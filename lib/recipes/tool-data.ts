@@ -1,0 +1,179 @@
+/**
+ * Tool-use training data for the kit's own model: for each train-only task, an episode in tool style in
+ * which the assistant first runs one or two probing queries (probes.ts: the values of a filter column, a
+ * date range, a join preview, a row count) and/or its draft answer, sees the sandbox's real output, then
+ * commits the gold query. Each transcript is a real episode (lib/episode/loop.ts) played by a scripted
+ * policy against the live database, so every tool result is byte for byte what an episode shows, and it
+ * is graded: a transcript whose committed query is not correct is dropped. Both tool-call formats are
+ * written (native `tool_calls` through the chat template, and hermes text), plus a share of single-style
+ * episodes so the model keeps that format.
+ */
+import { tableColumns } from "../db/schema.js";
+import type { Executor } from "../db/types.js";
+import { T2sError } from "../errors.js";
+import { runEpisode } from "../episode/loop.js";
+import type { EpisodeStyle, ToolProtocol } from "../episode/prompt.js";
+import { SQL_TOOL_NAME, sqlToolSpec } from "../episode/tools.js";
+import { scriptedPolicy, type ScriptedReply } from "../policy/scripted.js";
+import type { ChatMessage, ToolSpec } from "../policy/types.js";
+import { mulberry32 } from "../random.js";
+import { defaultEnv } from "../runs/env.js";
+import { sampleSeed } from "../runs/plan.js";
+import type { Task } from "../tasks/types.js";
+import { probesFor, type Probe } from "./probes.js";
+
+/** What a transcript's assistant does before committing. */
+export type ToolPlan = "direct" | "probe" | "probe_draft" | "draft" | "two_probes";
+
+/** The share of each plan among tool-style transcripts (they sum to 1). */
+export const PLAN_SHARES: ReadonlyArray<[ToolPlan, number]> = [
+  ["probe", 0.35],
+  ["probe_draft", 0.3],
+  ["two_probes", 0.2],
+  ["draft", 0.15],
+];
+
+export interface ToolDataOptions {
+  executor: Executor;
+  /** Seed of every choice (plan, probe, protocol, style); each task draws from its own stream. */
+  seed: number;
+  /** Share of single-style transcripts (default 0.2). */
+  singleShare?: number;
+  /** Share of hermes-text transcripts among the tool-style ones (default 0.5). */
+  hermesShare?: number;
+  /** Tool calls the prompt allows (default 5, the episode default). */
+  maxToolCalls?: number;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface Transcript {
+  task_id: string;
+  style: EpisodeStyle;
+  protocol: ToolProtocol | null;
+  plan: ToolPlan;
+  /** Kinds of the probing queries run, in order ("draft" for the answer run as a probe). */
+  probes: string[];
+  messages: ChatMessage[];
+  /** The tool list of a native-protocol request (what the chat template renders into the system turn). */
+  tools?: ToolSpec[];
+}
+
+export interface ToolDataResult {
+  transcripts: Transcript[];
+  /** Tasks left out, by reason. */
+  dropped: Record<string, number>;
+}
+
+function pickPlan(u: number): ToolPlan {
+  let acc = 0;
+  for (const [plan, share] of PLAN_SHARES) {
+    acc += share;
+    if (u < acc) return plan;
+  }
+  return PLAN_SHARES[PLAN_SHARES.length - 1][0];
+}
+
+/** A tool call as the model writes it: the same bytes in hermes text as the chat template renders for a native call. */
+export function hermesCallText(query: string): string {
+  return `<tool_call>\n{"name": "${SQL_TOOL_NAME}", "arguments": {"query": ${JSON.stringify(query)}}}\n</tool_call>`;
+}
+
+function callReply(query: string, protocol: ToolProtocol): ScriptedReply {
+  return protocol === "native" ? { text: "", tool_calls: [{ name: SQL_TOOL_NAME, arguments: { query } }] } : hermesCallText(query);
+}
+
+/** Builds one transcript per task (train split only; a holdout task is an error). */
+export async function buildToolTranscripts(tasks: Task[], opts: ToolDataOptions): Promise<ToolDataResult> {
+  const held = tasks.find((t) => t.split !== "train");
+  if (held) throw new T2sError("holdout_leak", `task ${held.id} has split "${held.split}"; tool-use data is made from train tasks only`);
+  const singleShare = opts.singleShare ?? 0.2;
+  const hermesShare = opts.hermesShare ?? 0.5;
+  // per database: its columns and each column's distinct count, read once through the sandbox
+  const facts = new Map<string, { columns: Map<string, string[]>; distinct: Map<string, number> }>();
+  const schemaFacts = async (dbPath: string) => {
+    let f = facts.get(dbPath);
+    if (!f) {
+      const columns = tableColumns(dbPath);
+      const distinct = new Map<string, number>();
+      for (const [table, cols] of columns) {
+        for (const c of cols) {
+          const r = await opts.executor.execute(dbPath, `SELECT COUNT(DISTINCT "${c}") FROM "${table}"`, { maxRows: 1, timeoutMs: 5000 });
+          if (r.ok) distinct.set(`${table}.${c}`, Number(r.rows[0][0]));
+        }
+      }
+      facts.set(dbPath, (f = { columns, distinct }));
+    }
+    return f;
+  };
+  const probeOk = new Map<string, boolean>();
+  const envs = new Map<string, ReturnType<typeof defaultEnv>>();
+  const envFor = (style: EpisodeStyle, protocol: ToolProtocol) => {
+    const key = `${style}/${protocol}`;
+    let env = envs.get(key);
+    if (!env) envs.set(key, (env = defaultEnv({ executor: opts.executor, prompt: { style, protocol, maxToolCalls: opts.maxToolCalls }, preset: "tool-rl" })));
+    return env;
+  };
+  const runs = async (task: Task, sql: string) => {
+    const key = `${task.db_path}\u0000${sql}`;
+    if (!probeOk.has(key)) {
+      const r = await opts.executor.execute(task.db_path, sql, { maxRows: 20, timeoutMs: 5000 });
+      probeOk.set(key, r.ok && r.rows.length > 0);
+    }
+    return probeOk.get(key)!;
+  };
+  const transcripts: Transcript[] = [];
+  const dropped: Record<string, number> = {};
+  const drop = (why: string) => (dropped[why] = (dropped[why] ?? 0) + 1);
+
+  for (const [n, task] of tasks.entries()) {
+    opts.onProgress?.(n, tasks.length);
+    const rand = mulberry32(sampleSeed(opts.seed, "tool-data", task.id, 0));
+    const single = rand() < singleShare;
+    const protocol: ToolProtocol = rand() < hermesShare ? "hermes" : "native";
+    let plan: ToolPlan = single ? "direct" : pickPlan(rand());
+    let probes: Probe[] = [];
+    if (plan === "probe" || plan === "probe_draft" || plan === "two_probes") {
+      const db = await schemaFacts(task.db_path);
+      const count = (table: string, column: string) => db.distinct.get(`${table}.${column}`) ?? Number.POSITIVE_INFINITY;
+      const candidates: Probe[] = [];
+      for (const p of probesFor(task.gold_sql, db.columns, count)) if (await runs(task, p.sql)) candidates.push(p);
+      const specific = candidates.filter((p) => p.kind !== "count");
+      const pool = specific.length ? specific : candidates;
+      const first = pool[Math.floor(rand() * pool.length)];
+      if (!first) plan = "draft";
+      else {
+        probes = [first];
+        if (plan === "two_probes") {
+          const rest = candidates.filter((p) => p !== first);
+          if (rest.length) probes.push(rest[Math.floor(rand() * rest.length)]);
+          else plan = "probe";
+        }
+      }
+    }
+    const queries = [...probes.map((p) => p.sql), ...(plan === "probe_draft" || plan === "draft" ? [task.gold_sql] : [])];
+    const style: EpisodeStyle = single ? "single" : "tool";
+    const replies: ScriptedReply[] = [...queries.map((q) => callReply(q, protocol)), "```sql\n" + task.gold_sql.trim() + "\n```"];
+    const env = envFor(style, protocol);
+    const policy = scriptedPolicy([{ replies }], "tool-data");
+    const ep = await runEpisode(await env.opening(task), { policy, runTool: (q) => env.runTool(task, q), grade: (reply, facts) => env.grade(task, reply, facts) }, {
+      style, protocol, maxToolCalls: opts.maxToolCalls,
+    });
+    if (!ep.grade.correct) {
+      drop(`committed answer graded ${ep.grade.outcome}`);
+      continue;
+    }
+    if (ep.n_tool_calls !== queries.length || ep.invalid_tool_calls > 0) {
+      drop("tool calls not run as planned");
+      continue;
+    }
+    const native = style === "tool" && protocol === "native";
+    transcripts.push({
+      task_id: task.id, style, protocol: style === "tool" ? protocol : null, plan,
+      probes: [...probes.map((p) => p.kind), ...(queries.length > probes.length ? ["draft"] : [])],
+      messages: ep.messages,
+      ...(native ? { tools: [sqlToolSpec()] } : {}),
+    });
+  }
+  opts.onProgress?.(tasks.length, tasks.length);
+  return { transcripts, dropped };
+}
