@@ -44,24 +44,57 @@ function commonPrefix(a: number[], b: number[]): number {
   return k;
 }
 
+function indexOfSeq(ids: number[], seq: number[], from: number): number {
+  outer: for (let i = from; i + seq.length <= ids.length; i++) {
+    for (let j = 0; j < seq.length; j++) if (ids[i + j] !== seq[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
 /**
  * The token row of one conversation. Each assistant turn is trained from where the rendered conversation
  * stops matching the prompt the chat layer would send for that turn (the generation prompt) through the
- * turn's end-of-turn token, so what is trained is exactly what a sampled turn generates.
+ * turn's end-of-turn token, so what is trained is exactly what a sampled turn generates. The common case
+ * takes one render: each turn starts right after a generation-prompt header (`<|im_start|>assistant\n`
+ * in ChatML) found in the rendered ids; when the headers cannot be matched one to one with the assistant
+ * messages (another template, or a header merged with its first token), each turn's prompt is rendered.
  */
 export function conversationExample(tok: ChatTokenizer, conv: Conversation): TokenRow {
   const render = (messages: ChatMessage[], addGenerationPrompt: boolean) =>
     tok.encode(tok.applyChatTemplate(templateMessages(messages), { tools: conv.tools, addGenerationPrompt }), { addSpecialTokens: false });
   const ids = render(conv.messages, false);
-  const mask = new Array<number>(ids.length).fill(0);
   const eos = new Set(tok.eosIds);
-  conv.messages.forEach((m, i) => {
-    if (m.role !== "assistant") return;
-    const start = commonPrefix(render(conv.messages.slice(0, i), true), ids);
+  const turns = conv.messages.filter((m) => m.role === "assistant").length;
+  const opening = conv.messages.findIndex((m) => m.role === "assistant");
+  let starts = headerStarts(tok, ids, render(conv.messages.slice(0, opening), true), turns);
+  if (!starts) starts = conv.messages.flatMap((m, i) => (m.role === "assistant" ? [commonPrefix(render(conv.messages.slice(0, i), true), ids)] : []));
+  const mask = new Array<number>(ids.length).fill(0);
+  for (const start of starts) {
     let end = start;
     while (end < ids.length && !eos.has(ids[end])) end++;
     if (end >= ids.length) throw new T2sError("bad_conversation", "an assistant turn does not end with the model's end-of-turn token; the chat template and the tokenizer disagree");
     for (let t = start; t <= end; t++) mask[t] = 1;
-  });
+  }
   return { ids, mask };
+}
+
+/**
+ * Where each assistant turn starts, from one render: the first turn where the rendered ids leave the first
+ * turn's prompt, each later one after the next repeat of the generation-prompt header; null when the
+ * header is not found exactly once per turn.
+ */
+function headerStarts(tok: ChatTokenizer, ids: number[], firstPrompt: number[], turns: number): number[] | null {
+  const first = commonPrefix(firstPrompt, ids);
+  const generationPrompt = tok.encode(tok.applyChatTemplate([], { addGenerationPrompt: true }), { addSpecialTokens: false });
+  if (generationPrompt.length === 0 || indexOfSeq(firstPrompt, generationPrompt, firstPrompt.length - generationPrompt.length) < 0) return null;
+  const starts = [first];
+  let at = first;
+  for (;;) {
+    const i = indexOfSeq(ids, generationPrompt, at);
+    if (i < 0) break;
+    starts.push(i + generationPrompt.length);
+    at = i + generationPrompt.length;
+  }
+  return starts.length === turns ? starts : null;
 }

@@ -80,6 +80,9 @@ export class TrainerCore {
         loss += (await value.data())[0];
         value.dispose();
         acc.add(new Map(this.params.map((p) => [p.name, grads[p.variable.name] ?? tf.zerosLike(p.variable)])));
+        // micro-batches of one step differ in shape too: a step of many long micro-batches (multi-turn GRPO
+        // rows) would otherwise pool every one's activations at once and run the device out of memory
+        if (i < microBatches - 1) trimGpuBufferPool();
       }
       const gradNorm = await globalGradNorm(acc.grads);
       if (!Number.isFinite(gradNorm)) throw new T2sError("non_finite", `gradient norm is ${gradNorm} at step ${this.step}; lower the learning rate or check the rewards`);
