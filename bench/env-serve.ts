@@ -14,7 +14,7 @@ import { ExecutorPool } from "../lib/db/pool.js";
 import { buildShopDatabase, defaultShopPath } from "../lib/db/shop/build.js";
 import { EnvService } from "../lib/envserve/service.js";
 import { startEnvServer } from "../lib/envserve/server.js";
-import { kitPath } from "../lib/paths.js";
+import { kitPath } from "../lib/core/paths.js";
 import { readTasks } from "../lib/tasks/io.js";
 import { grade } from "../lib/verifier/grade.js";
 import { intFlag, printTable } from "./args.js";

@@ -20,7 +20,7 @@ import { performance } from "node:perf_hooks";
 import { distIsFresh } from "../bin/dist-check.js";
 import { ExecutorPool } from "../lib/db/pool.js";
 import { buildShopDatabase, defaultShopPath } from "../lib/db/shop/build.js";
-import { kitPath } from "../lib/paths.js";
+import { kitPath } from "../lib/core/paths.js";
 import { readTasks } from "../lib/tasks/io.js";
 import { grade, type GradableTask } from "../lib/verifier/grade.js";
 import { GoldCache } from "../lib/verifier/goldcache.js";

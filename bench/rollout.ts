@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { ExecutorPool } from "../lib/db/pool.js";
 import { buildShopDatabase, defaultShopPath } from "../lib/db/shop/build.js";
 import type { EpisodeStyle } from "../lib/episode/prompt.js";
-import { kitPath } from "../lib/paths.js";
+import { kitPath } from "../lib/core/paths.js";
 import { OpenAIPolicy } from "../lib/policy/openai.js";
 import { benchmark } from "../lib/runs/benchmark.js";
 import { readTasks } from "../lib/tasks/io.js";

@@ -1,6 +1,6 @@
 /** `t2s adapter check|convert`: will a server place this LoRA adapter on this base, and rename it if not. */
 import type { Command } from "commander";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 import { checkAdapter, convertAdapter, vllmLayoutFor, type CheckTarget } from "../model/adapter-check.js";
 import { LORA_LAYOUTS, type LoraLayout } from "../model/lora-layout.js";
 import { oneOf, printJson } from "./options.js";

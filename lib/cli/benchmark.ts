@@ -1,6 +1,6 @@
 /** `t2s benchmark`: k sampled episodes per task against a policy, written to a resumable rows file, then the report. */
 import type { Command } from "commander";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 import { benchmark } from "../runs/benchmark.js";
 import { formatFacts } from "../runs/facts.js";
 import { progressLine } from "../runs/progress.js";

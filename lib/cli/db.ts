@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { resolve } from "node:path";
 import { existsSync } from "node:fs";
-import { T2sError, UsageError } from "../errors.js";
+import { T2sError, UsageError } from "../core/errors.js";
 import { fileSha256 } from "../db/copies.js";
 import { schemaDdl } from "../db/schema.js";
 import { buildShopDatabase, DEFAULT_SHOP_SEED, defaultShopPath } from "../db/shop/build.js";

@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { cpus } from "node:os";
 import { answerJsonlStream } from "./jsonl-stream.js";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 import { formatOutcome, jsonWithIntegers } from "../db/format.js";
 import { ExecutorPool } from "../db/pool.js";
 import type { ExecOutcome } from "../db/types.js";

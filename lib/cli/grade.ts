@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { cpus } from "node:os";
 import { answerJsonlStream } from "./jsonl-stream.js";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 import { ExecutorPool } from "../db/pool.js";
 import { FastGraders, fastGraderEntry } from "../verifier/fast-graders.js";
 import { gradeLine, gradeRequest, type LineOptions } from "../verifier/line-grader.js";

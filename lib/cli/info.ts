@@ -1,6 +1,6 @@
 /** `t2s info`: what this installation is (version, Node, where the kit lives). */
 import type { Command } from "commander";
-import { kitRoot, kitVersion } from "../paths.js";
+import { kitRoot, kitVersion } from "../core/paths.js";
 import { printJson } from "./options.js";
 
 /** Facts about this installation of the kit. */

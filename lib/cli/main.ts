@@ -4,8 +4,8 @@
  * 0 ok, 1 failure, 2 usage (unknown flag, bad value, missing argument).
  */
 import { Command, CommanderError } from "commander";
-import { T2sError, UsageError } from "../errors.js";
-import { kitVersion } from "../paths.js";
+import { T2sError, UsageError } from "../core/errors.js";
+import { kitVersion } from "../core/paths.js";
 import { commandGroups, groupsFor, type CommandGroup } from "./commands.js";
 
 /** Builds the `t2s` program with the given command groups registered (default: all of them). */

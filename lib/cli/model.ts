@@ -1,6 +1,6 @@
 /** `t2s logits` and `t2s generate`: the in-process model from the command line. */
 import type { Command } from "commander";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 import { intOption, numberOption, printJson } from "./options.js";
 
 interface ModelFlags {

@@ -1,7 +1,7 @@
 /** `t2s notebooks ...`: run notebooks headless on the tslab kernel, list them, register the kernel for Jupyter. */
 import { relative } from "node:path";
 import type { Command } from "commander";
-import { kitPath } from "../paths.js";
+import { kitPath } from "../core/paths.js";
 import { installKernel } from "../notebooks/kernelspec.js";
 import { parseParams } from "../notebooks/params.js";
 import { listNotebooks, resolveNotebook } from "../notebooks/resolve.js";

@@ -3,7 +3,7 @@
  * flag) and prints JSON the same way.
  */
 import { DIALECTS, type Dialect } from "../db/dialect.js";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 
 /** Parses an integer flag value in [min, max] or throws a UsageError naming the flag. */
 export function intOption(flag: string, min = 0, max = Number.MAX_SAFE_INTEGER): (value: string) => number {

@@ -1,13 +1,13 @@
 /** `t2s recipe default-model` / `tool-data` / `export`: the kit's own models, from tokenizer to exported folder. */
 import type { Command } from "commander";
 import { join, resolve } from "node:path";
-import { kitPath } from "../paths.js";
+import { kitPath } from "../core/paths.js";
 import { existsSync } from "node:fs";
 import { ExecutorPool } from "../db/pool.js";
-import { writeJsonlAtomic } from "../jsonl.js";
+import { writeJsonlAtomic } from "../core/jsonl.js";
 import { checkpointSteps, defaultRecipe, exportModel, runRecipe, trainOnlyTasks } from "../recipes/default-model.js";
 import { buildToolTranscripts } from "../recipes/tool-data.js";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 import { intOption, numberOption, printJson } from "./options.js";
 
 interface RecipeFlags {

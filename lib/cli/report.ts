@@ -1,6 +1,6 @@
 /** `t2s report`: pass@1 with a bootstrap interval, pass@k, pass^k and headroom of a rows file, by group. */
 import type { Command } from "commander";
-import { T2sError, UsageError } from "../errors.js";
+import { T2sError, UsageError } from "../core/errors.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import { fmt, fmtCI, formatTable } from "../stats/format.js";
 import { duplicatesNote, evalRuns, readStatRows, taskCounts, type RowsFile, type StatRow } from "../stats/rows.js";

@@ -1,6 +1,6 @@
 /** `t2s serve`: the OpenAI-compatible server over a local model and its adapters. */
 import type { Command } from "commander";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 import { collect, intOption } from "./options.js";
 
 /** Parses `--adapter NAME=DIR` values into a name -> folder map (names must be unique). */

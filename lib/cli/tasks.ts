@@ -2,11 +2,11 @@
 import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 import { schemaDdl } from "../db/schema.js";
 import { defaultShopPath, shopNotes } from "../db/shop/build.js";
 import { openingMessages } from "../episode/prompt.js";
-import { kitPath } from "../paths.js";
+import { kitPath } from "../core/paths.js";
 import { createExecutor } from "../tasks/executor.js";
 import { EXPORT_FORMATS, exportTasks, type ExportFormat } from "../tasks/export.js";
 import { readTasks, writeTasks } from "../tasks/io.js";

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 /** The sha256 (lowercase hex) of a file's bytes. */
 export function fileSha256(path: string): string {

@@ -13,7 +13,7 @@ import type { ChildProcess } from "node:child_process";
 import { cpus } from "node:os";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { checkSqlText } from "./policy.js";
 import type { RunReply, RunRequest, WorkerMessage } from "./protocol.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "./run.js";

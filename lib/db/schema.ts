@@ -5,7 +5,7 @@
  */
 import type Database from "better-sqlite3";
 import { ConnectionError, openReadOnly } from "./connection.js";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { tokenize, type Token } from "./sqltext.js";
 
 export interface SchemaOptions {

@@ -7,7 +7,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { kitPath, kitRoot } from "../paths.js";
+import { kitPath, kitRoot } from "../core/paths.js";
 
 /** Address space Node and V8 reserve as data before any query runs (measured ~120 MB, kept generous). */
 const DATA_BASELINE_MB = 384;

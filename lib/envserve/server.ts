@@ -9,7 +9,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { isT2sError } from "../errors.js";
+import { isT2sError } from "../core/errors.js";
 import { BadRequest, type EnvService } from "./service.js";
 
 export interface EnvServerOptions {

@@ -6,7 +6,7 @@
  */
 import { basename, extname, resolve } from "node:path";
 import type { Executor } from "../db/types.js";
-import { T2sError, isT2sError } from "../errors.js";
+import { T2sError, isT2sError } from "../core/errors.js";
 import { answerCall } from "../episode/loop.js";
 import type { PromptConfig, ToolProtocol } from "../episode/prompt.js";
 import { SQL_TOOL_NAME, sqlToolSpec, type RawCall } from "../episode/tools.js";

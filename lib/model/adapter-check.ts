@@ -7,7 +7,7 @@
  */
 import { copyFileSync, existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { keyInLayout, LORA_LAYOUTS, parseLoraKey, vllmModuleName, type LoraKey, type LoraLayout } from "./lora-layout.js";
 import { readSafetensors, readSafetensorsHeader, readWeightMap, writeSafetensors, type StDtype } from "./safetensors.js";
 

@@ -4,7 +4,7 @@
  * explicit name overrides. The WebGPU backend registers itself at import only if navigator.gpu is already
  * there, so the Dawn instance is installed on globalThis first.
  */
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { type BufferPoolLike, poolBudgetBytes, trimPool } from "./gpu-pool.js";
 import { tf } from "./tf.js";
 

@@ -5,7 +5,7 @@
  * same prompts through one sampling path.
  */
 import { randomInt } from "node:crypto";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { GenerationEngine, type EngineMetrics } from "./engine/scheduler.js";
 import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js";
 import type { CausalLM } from "./model.js";

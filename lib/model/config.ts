@@ -4,7 +4,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 export type Architecture = "LlamaForCausalLM" | "Qwen2ForCausalLM" | "Qwen3ForCausalLM";
 export const ARCHITECTURES: Architecture[] = ["LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"];

@@ -4,7 +4,7 @@
  * prompts (a system prompt with the schema, or one prompt sampled G times) is computed once and attended to
  * from one stored copy.
  */
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { GenerationEngine } from "./engine/scheduler.js";
 import type { Generation, SequenceRequest } from "./engine/types.js";
 import type { CausalLM } from "./model.js";

@@ -4,7 +4,7 @@
  */
 import { existsSync } from "node:fs";
 import { basename, resolve } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { useBackend } from "./backend.js";
 import { readConfig, type ModelConfig } from "./config.js";
 import type { DecoderWeights, LayerWeights, Linear } from "./decoder.js";

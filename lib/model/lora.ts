@@ -7,7 +7,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import type { DecoderWeights, LayerWeights, Linear, LoraPair } from "./decoder.js";
 import { CausalLM, type AttachedAdapter } from "./model.js";
 import { parseLoraKey, peftLoraKey } from "./lora-layout.js";

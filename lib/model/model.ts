@@ -3,7 +3,7 @@
  * sampler, the server and the trainer use. Every call cleans up its intermediate tensors.
  */
 import { tf } from "./tf.js";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import type { ModelConfig } from "./config.js";
 import { decoderStep, type DecoderWeights, type KvCache, type StepInput } from "./decoder.js";
 import { releaseTransposed } from "./layout.js";

@@ -6,7 +6,7 @@
  */
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, writeFileSync, renameSync } from "node:fs";
 import { basename, join } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 export type StDtype = "F32" | "F16" | "BF16";
 

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 /** A chat message as templates expect it (OpenAI shape; tool call arguments may be objects or JSON text). */
 export interface TemplateMessage {

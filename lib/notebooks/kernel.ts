@@ -9,8 +9,8 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Dealer, Request, Subscriber } from "zeromq";
-import { T2sError } from "../errors.js";
-import { kitPath } from "../paths.js";
+import { T2sError } from "../core/errors.js";
+import { kitPath } from "../core/paths.js";
 import { decode, encode, newMessage, randomId, type JupyterMessage } from "./protocol.js";
 
 export interface KernelStartOptions {

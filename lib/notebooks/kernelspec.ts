@@ -6,8 +6,8 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { T2sError } from "../errors.js";
-import { kitPath } from "../paths.js";
+import { T2sError } from "../core/errors.js";
+import { kitPath } from "../core/paths.js";
 
 export interface InstallKernelOptions {
   /** Install under DIR/share/jupyter/kernels (use JUPYTER_PATH=DIR/share/jupyter to find it). */

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 export type MultilineString = string | string[];
 

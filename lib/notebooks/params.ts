@@ -3,7 +3,7 @@
  * `injected-parameters`, placed right after the cell tagged `parameters` (so it overrides the defaults
  * there) or first when the notebook has no such cell. The same values reach the kernel as T2S_PARAMS.
  */
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 import { newCellId, splitLines, joinSource, type CodeCell, type Notebook } from "./nbformat.js";
 
 export type Params = Record<string, unknown>;

@@ -4,8 +4,8 @@
  */
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { T2sError } from "../errors.js";
-import { kitPath } from "../paths.js";
+import { T2sError } from "../core/errors.js";
+import { kitPath } from "../core/paths.js";
 
 /** The kit's notebooks folder. */
 export function notebooksDir(): string {

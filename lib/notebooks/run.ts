@@ -4,7 +4,7 @@
  */
 import { mkdirSync, writeFileSync, renameSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { kitRoot } from "../paths.js";
+import { kitRoot } from "../core/paths.js";
 import { TslabKernel, type ExecuteOutcome } from "./kernel.js";
 import { joinSource, prepareForRun, readNotebook, serializeNotebook, type CodeCell, type ErrorOutput, type Notebook } from "./nbformat.js";
 import { errorFromStderr, OutputCollector } from "./outputs.js";

@@ -3,7 +3,7 @@
  * llama.cpp server, Ollama, hosted APIs). Transient failures (429, 5xx, connection errors, timeouts) are
  * retried with backoff and reported through `onRetry` as re-rolls; they never become a model failure.
  */
-import { T2sError, UsageError } from "../errors.js";
+import { T2sError, UsageError } from "../core/errors.js";
 import { httpCall, makeAgents } from "./http.js";
 import { EndpointPool } from "./endpoints.js";
 import { Limiter } from "./limiter.js";

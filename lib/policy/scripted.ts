@@ -6,8 +6,8 @@
  * `{ "text"?, "tool_calls"?: [{ "name", "arguments" }], "finish_reason"? }`.
  */
 import { readFileSync, existsSync } from "node:fs";
-import { T2sError } from "../errors.js";
-import { parseJsonl } from "../jsonl.js";
+import { T2sError } from "../core/errors.js";
+import { parseJsonl } from "../core/jsonl.js";
 import type { ChatMessage, Completion, FinishReason, Policy, SampleOptions, ToolCall } from "./types.js";
 
 export type ScriptedReply =

@@ -3,7 +3,7 @@
  * so backends living elsewhere (the in-process model adds "tfjs:") plug in without this file knowing them.
  */
 import { resolve } from "node:path";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 import { OpenAIPolicy, parseOpenAISpec, type OpenAIPolicyOptions } from "./openai.js";
 import { readScript, scriptedPolicy } from "./scripted.js";
 import type { Policy } from "./types.js";

@@ -5,7 +5,7 @@
  * available.
  */
 import { resolve } from "node:path";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 import { loadModel } from "../model/load.js";
 import { mergedModel } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";

@@ -5,7 +5,7 @@
  * and the most frequent adjacent pair is merged until the vocabulary is full. Pair counts are updated
  * incrementally, only in the pre-tokens that hold the merged pair.
  */
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 /**
  * Pre-tokenizer regex: each quote and each digit alone, newlines alone, and the runs of other text between

@@ -15,7 +15,7 @@ import type { Task } from "../tasks/types.js";
 import { readSafetensors, writeSafetensors, type StDtype } from "../model/safetensors.js";
 import { readConfig as readTrainConfig } from "../train/config.js";
 import { runTraining, type RunSummary } from "../train/run.js";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { buildTokenizer, tokenizerCorpus } from "./tokenizer.js";
 import { qwen2Config, writeInitialModel, type ModelShape } from "./init.js";
 

@@ -9,7 +9,7 @@ import { configToJson, type ModelConfig } from "../model/config.js";
 import { expectedShapes } from "../model/load.js";
 import { writeSafetensors } from "../model/safetensors.js";
 import { mulberry32 } from "../stats/prng.js";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 export interface ModelShape {
   hiddenSize: number;

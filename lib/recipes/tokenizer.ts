@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { instructions, systemPrompt, userPrompt, type PromptConfig } from "../episode/prompt.js";
 import type { Task } from "../tasks/types.js";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { tokenizerJson, trainBpe, type BpeModel } from "./bpe.js";
 import { CHAT_ADDED_TOKENS, CHAT_SPECIAL_TOKENS, tokenizerConfig } from "./chat-template.js";
 

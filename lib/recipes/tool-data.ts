@@ -10,13 +10,13 @@
  */
 import { tableColumns } from "../db/schema.js";
 import type { Executor } from "../db/types.js";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { runEpisode } from "../episode/loop.js";
 import type { EpisodeStyle, ToolProtocol } from "../episode/prompt.js";
 import { SQL_TOOL_NAME, sqlToolSpec } from "../episode/tools.js";
 import { scriptedPolicy, type ScriptedReply } from "../policy/scripted.js";
 import type { ChatMessage, ToolSpec } from "../policy/types.js";
-import { mulberry32 } from "../random.js";
+import { mulberry32 } from "../core/random.js";
 import { defaultEnv } from "../runs/env.js";
 import { sampleSeed } from "../runs/plan.js";
 import type { Task } from "../tasks/types.js";

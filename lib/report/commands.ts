@@ -5,8 +5,8 @@
  * cannot take the kernel down.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { kitPath, kitRoot } from "../paths.js";
-import { T2sError } from "../errors.js";
+import { kitPath, kitRoot } from "../core/paths.js";
+import { T2sError } from "../core/errors.js";
 
 export interface CommandResult {
   code: number;

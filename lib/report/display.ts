@@ -8,8 +8,8 @@
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { kitPath } from "../paths.js";
-import { T2sError } from "../errors.js";
+import { kitPath } from "../core/paths.js";
+import { T2sError } from "../core/errors.js";
 
 /** A Plotly figure: traces, layout and config as plain JSON (see plotly.js docs for the fields). */
 export interface PlotlyFigure {

@@ -5,7 +5,7 @@
  */
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { T2sError, UsageError } from "../errors.js";
+import { T2sError, UsageError } from "../core/errors.js";
 import { plotlySource, type PlotlyFigure } from "./display.js";
 import { FIGURES_DIR, listFigures } from "./store.js";
 

@@ -3,7 +3,7 @@
  * redraw while a child process runs. Outside a tslab kernel it falls back to writing lines to stderr.
  */
 import { createRequire } from "node:module";
-import { kitPath } from "../paths.js";
+import { kitPath } from "../core/paths.js";
 
 export interface LiveOutput {
   html(markup: string): void;

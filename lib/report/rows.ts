@@ -3,8 +3,8 @@
  * are declared here, so notebooks importing lib/report do not pull the episode loop into tslab's compile.
  */
 import { existsSync } from "node:fs";
-import { readJsonl } from "../jsonl.js";
-import { T2sError } from "../errors.js";
+import { readJsonl } from "../core/jsonl.js";
+import { T2sError } from "../core/errors.js";
 import { dedupeRows, duplicatesNote, type StatRow } from "../stats/rows.js";
 
 /** A chat message of a transcript (the shape lib/policy uses). */

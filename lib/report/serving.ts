@@ -4,7 +4,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import * as aq from "arquero";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { checkAdapter } from "../model/adapter-check.js";
 import { isCorrect, type ReportRow } from "./rows.js";
 import type { Table } from "./tables.js";

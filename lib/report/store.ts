@@ -5,7 +5,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import type { PlotlyFigure } from "./display.js";
 
 export const FIGURES_DIR = "figures";

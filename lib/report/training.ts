@@ -4,7 +4,7 @@
  * (eval_pass1) when the log has them.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import type { PlotlyFigure } from "./display.js";
 
 export type TrainRecord = Record<string, unknown> & { step?: number };

@@ -5,7 +5,7 @@
 import { resolve } from "node:path";
 import { ExecutorPool } from "../db/pool.js";
 import type { Executor } from "../db/types.js";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { promptTemplateHash, type EpisodeStyle, type PromptConfig, type ToolProtocol } from "../episode/prompt.js";
 import { loadPolicy } from "../policy/spec.js";
 import type { Policy } from "../policy/types.js";

@@ -4,7 +4,7 @@
  * longer runs) is taken over.
  */
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 function alive(pid: number): boolean {
   try {

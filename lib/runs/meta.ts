@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileSha256 } from "../db/copies.js";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import type { Task } from "../tasks/types.js";
 
 export interface RunMeta {

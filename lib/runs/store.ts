@@ -5,8 +5,8 @@
  * error, never silently dropped or rewritten.
  */
 import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readFileSync, truncateSync, writeSync } from "node:fs";
-import { T2sError } from "../errors.js";
-import { parseJsonl } from "../jsonl.js";
+import { T2sError } from "../core/errors.js";
+import { parseJsonl } from "../core/jsonl.js";
 import { rowKey, type RolloutRow } from "./row.js";
 
 export interface OpenedStore {

@@ -1,5 +1,5 @@
 /** How a failure anywhere in a request reaches the client: an OpenAI-style error with the right status. */
-import { isT2sError } from "../errors.js";
+import { isT2sError } from "../core/errors.js";
 import { RequestError } from "./params.js";
 
 /** Maps any failure to the RequestError the client sees. */

@@ -11,7 +11,7 @@ import { pairedPower } from "./power.js";
 import { deriveSeed } from "./prng.js";
 import { binaryValue, compareIds, dedupeRows, evalRunOf, evalRuns, isBinary, splitByGroup, taskCounts, validateRows, type StatRow } from "./rows.js";
 import { noiseBand, verdictFor, type NoiseBand, type Verdict } from "./verdict.js";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 
 export interface DeltaOptions {
   /** Grouping fields: the comparison is repeated on each group's rows. */

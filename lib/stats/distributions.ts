@@ -4,7 +4,7 @@
  * continued fractions, quantiles by bisection on the CDF) so results do not depend on a package and are
  * accurate to about 1e-12, far beyond what a verdict can be sensitive to.
  */
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 const LANCZOS_G = 7;
 const LANCZOS = [

@@ -3,7 +3,7 @@
  * numbers are written as products of ratios instead of binomial coefficients, so n = 200 or 2000 never
  * overflows and never loses precision to cancellation of huge numbers.
  */
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 function checkCounts(n: number, c: number, k: number): void {
   if (!Number.isInteger(n) || !Number.isInteger(c) || !Number.isInteger(k) || n < 1 || c < 0 || c > n || k < 1 || k > n) {

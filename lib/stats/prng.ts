@@ -4,7 +4,7 @@
  * stream on every machine, so a reported interval can be reproduced exactly.
  */
 
-import { mulberry32 } from "../random.js";
+import { mulberry32 } from "../core/random.js";
 
 export { mulberry32 };
 

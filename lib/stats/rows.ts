@@ -4,8 +4,8 @@
  * the lines in the file.
  */
 import { readFileSync } from "node:fs";
-import { T2sError } from "../errors.js";
-import { readJsonl } from "../jsonl.js";
+import { T2sError } from "../core/errors.js";
+import { readJsonl } from "../core/jsonl.js";
 
 /** One graded sample. Any other field (difficulty, archetype, executes, ...) may be used for grouping. */
 export interface StatRow {

@@ -7,7 +7,7 @@
 import { bootstrapCI, DEFAULT_B, DEFAULT_SEED, type Interval } from "./bootstrap.js";
 import { mean, passAtK, passPowK } from "./estimators.js";
 import { dedupeRows, evalRunOf, splitByGroup, taskCounts, taskIdOf, validateRows, type StatRow, type TaskCounts } from "./rows.js";
-import { UsageError } from "../errors.js";
+import { UsageError } from "../core/errors.js";
 
 export interface SummaryOptions {
   /** k for pass@k and pass^k (default: the smallest per-task sample count, when that is >= 2). */

@@ -3,7 +3,7 @@
  * record knows the line it starts on, and a malformed record is reported as file:line.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 export interface LocatedRecord {
   /** 1-based line where the record starts. */

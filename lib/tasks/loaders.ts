@@ -17,7 +17,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { spiderHardness } from "./hardness.js";
 import { readTasks } from "./io.js";
 import { readJsonArray, parseLenient, type LocatedRecord } from "./jsonfile.js";

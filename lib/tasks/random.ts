@@ -1,6 +1,6 @@
 /** Seeded randomness for task authoring: same seed, same tasks. */
 
-import { mulberry32 } from "../random.js";
+import { mulberry32 } from "../core/random.js";
 
 export { mulberry32 };
 

@@ -5,11 +5,11 @@
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
-import { T2sError, UsageError } from "../errors.js";
+import { T2sError, UsageError } from "../core/errors.js";
 import { schemaDdl } from "../db/schema.js";
 import { shopNotes } from "../db/shop/build.js";
 import type { Executor } from "../db/types.js";
-import { parseJsonl } from "../jsonl.js";
+import { parseJsonl } from "../core/jsonl.js";
 import { DedupIndex } from "./dedup.js";
 import { portable, toTask, writeTasks } from "./io.js";
 import { STYLES } from "./shop/style.js";

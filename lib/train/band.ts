@@ -2,8 +2,8 @@
  * The training band: tasks whose pass rate in an earlier rollout rows file lies in [lo, hi]. The rate is
  * pooled over all rows of a task (all samples, all eval runs): correct rows / rows.
  */
-import { readJsonl } from "../jsonl.js";
-import { T2sError } from "../errors.js";
+import { readJsonl } from "../core/jsonl.js";
+import { T2sError } from "../core/errors.js";
 import type { Task } from "../tasks/types.js";
 
 /** A band: tasks whose pooled pass rate in the rows file `rows` lies in [lo, hi]. */

@@ -4,7 +4,7 @@
  * the CPU backends need the memory to stay bounded too. Rows are right-padded.
  */
 import * as tf from "@tensorflow/tfjs-core";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 /** A training row: token ids, and a 0/1 per id saying whether that id is scored (a generated token). */
 export interface TokenRow {

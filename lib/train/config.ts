@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { LOSS_TYPES, type LossType } from "./losses.js";
 import type { AdvantageScale } from "./advantages.js";
 import type { ScheduleKind } from "./schedule.js";

@@ -4,8 +4,8 @@
  * layer renders an episode's prompt, and trained on every assistant turn (its text, its tool calls and
  * the end-of-turn token) while system, user and tool turns stay masked.
  */
-import { T2sError } from "../errors.js";
-import { readJsonl } from "../jsonl.js";
+import { T2sError } from "../core/errors.js";
+import { readJsonl } from "../core/jsonl.js";
 import { templateMessages } from "../model/chat.js";
 import type { ChatTokenizer } from "../model/tokenizer.js";
 import type { ChatMessage, ToolSpec } from "../policy/types.js";

@@ -5,8 +5,8 @@
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as tf from "@tensorflow/tfjs-core";
-import { appendJsonl, readJsonl, toJsonl } from "../jsonl.js";
-import { T2sError } from "../errors.js";
+import { appendJsonl, readJsonl, toJsonl } from "../core/jsonl.js";
+import { T2sError } from "../core/errors.js";
 import { trimGpuBufferPool } from "../model/backend.js";
 import { ensureGradients } from "./gradients.js";
 import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, saveCheckpoint, type SaveOptions, type TrainerState } from "./checkpoint.js";

@@ -4,7 +4,7 @@
  * evaluation), and a policy over lib/model's chat layer shares the generation engine's decode steps among
  * their concurrent turns and records, per turn, the prompt ids and the generated ids as a training row.
  */
-import { T2sError, isT2sError } from "../errors.js";
+import { T2sError, isT2sError } from "../core/errors.js";
 import { runEpisode, type EpisodeOptions, type EpisodeResult } from "../episode/loop.js";
 import type { CausalLM } from "../model/model.js";
 import { ChatEngine } from "../model/chat.js";

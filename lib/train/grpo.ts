@@ -5,7 +5,7 @@
  * gradients accumulated over micro-batches), with the old log-probs recomputed by the trainer.
  */
 import * as tf from "@tensorflow/tfjs-core";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { groupAdvantages, type AdvantageScale } from "./advantages.js";
 import { batchTensors, planMicroBatches, type TokenRow } from "./batching.js";
 import { TrainerCore, type OptimOptions, type RunOptions } from "./core.js";

@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as tf from "@tensorflow/tfjs-core";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { configToJson } from "../model/config.js";
 import { decoderStep, type KvCache, type LayerWeights, type Linear } from "../model/decoder.js";
 import { matMulWeightT } from "../model/layout.js";

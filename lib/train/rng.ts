@@ -2,7 +2,7 @@
  * The trainer's seeded random numbers (mulberry32). Its whole state is one 32-bit integer, so a checkpoint
  * can store it and `--resume` continues the exact same draws.
  */
-import { mulberry32Next } from "../random.js";
+import { mulberry32Next } from "../core/random.js";
 export class Rng {
   private s: number;
   constructor(seed: number) {

@@ -7,8 +7,8 @@ import { cpSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } 
 import { join } from "node:path";
 import { ExecutorPool } from "../db/pool.js";
 import type { Executor } from "../db/types.js";
-import { T2sError } from "../errors.js";
-import { appendJsonl } from "../jsonl.js";
+import { T2sError } from "../core/errors.js";
+import { appendJsonl } from "../core/jsonl.js";
 import { promptTemplateHash, type PromptConfig } from "../episode/prompt.js";
 import { sqlToolSpec } from "../episode/tools.js";
 import { assertTokenizerFile, loadModel } from "../model/load.js";

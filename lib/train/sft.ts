@@ -5,7 +5,7 @@
  * gradients accumulated.
  */
 import * as tf from "@tensorflow/tfjs-core";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { batchTensors, planMicroBatches, type TokenRow } from "./batching.js";
 import { TrainerCore, type OptimOptions, type RunOptions } from "./core.js";
 import { DEFAULT_MAX_TENSOR_ELEMENTS } from "./grpo.js";

@@ -12,7 +12,7 @@
  *  - `subset` (BIRD-Platinum): every candidate row must appear among the gold rows, with an optional row
  *    count rule, instead of equal multisets.
  */
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import type { ExecSuccess, SqlValue } from "../db/types.js";
 import type { CompareOptions, CompareResult } from "./types.js";
 import { matchColumns, type KeyTable, type RowRule } from "./permute.js";

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import type { Dialect } from "../db/dialect.js";
 import type { ExecOptions, ExecOutcome, Executor } from "../db/types.js";
 

@@ -17,7 +17,7 @@
  * content gives the same rows, so a query seen before (the gold itself, or another sample's answer) is not
  * run again; queries calling random() or the clock are always run.
  */
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { defaultMaxRows, type Dialect } from "../db/dialect.js";
 import type { ExecOptions, ExecOutcome, ExecSuccess, Executor } from "../db/types.js";
 import type { Task } from "../tasks/types.js";

@@ -3,7 +3,7 @@
  * failing gold becomes `{"error": "line N: ..."}`). Shared by the command's two paths: queries on the
  * executor pool, and the fast graders (grade-worker.ts) that run everything in their own process.
  */
-import { isT2sError } from "../errors.js";
+import { isT2sError } from "../core/errors.js";
 import type { Executor } from "../db/types.js";
 import { textRules } from "./dialects.js";
 import { grade, type GradeOptions } from "./grade.js";

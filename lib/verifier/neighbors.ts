@@ -23,9 +23,9 @@ import Database from "better-sqlite3";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import { databaseHash } from "./goldcache.js";
-import { mulberry32 } from "../random.js";
+import { mulberry32 } from "../core/random.js";
 
 /** Probability that an unreferenced row is dropped. */
 const DROP_RATE = 0.2;

@@ -7,7 +7,7 @@
  *             (no_sql, truncated: a turn cut by the token budget) or an unsafe query; then minus 0.05 per
  *             invalid tool call (at most 0.2 in all) and minus 0.1 per skipped evidence rule.
  */
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 import type { Outcome, RewardFacts, RewardPreset } from "./types.js";
 
 export const REWARD_PRESETS: readonly RewardPreset[] = ["shaped", "binary", "tool-rl"];

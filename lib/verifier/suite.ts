@@ -5,7 +5,7 @@
  */
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { basename, dirname, extname, join, resolve } from "node:path";
-import { T2sError } from "../errors.js";
+import { T2sError } from "../core/errors.js";
 
 /** The db_id of a database path: Spider's layout <db_id>/<db_id>.sqlite, else the file name without extension. */
 export function dbIdOf(dbPath: string): string {

@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { appendFileSync, copyFileSync, statSync, chmodSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { assertUnchanged, CopyRegistry, fileSha256, privateCopy } from "../../lib/db/copies.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { scratchDir } from "../helpers.js";
 import { makeFixtureDb } from "./fixture.js";
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ExecutorPool, withExecutor } from "../../lib/db/pool.js";
 import type { Executor } from "../../lib/db/types.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { scratchDir } from "../helpers.js";
 import { makeFixtureDb } from "./fixture.js";
 

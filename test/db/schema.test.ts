@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { join } from "node:path";
 import { schemaDdl, splitCreateTable } from "../../lib/db/schema.js";
 import { defaultShopPath } from "../../lib/db/shop/build.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { scratchDir } from "../helpers.js";
 import { makeFixtureDb } from "./fixture.js";
 

@@ -1,7 +1,7 @@
 /** Starting a real `t2s env serve` child on loopback for the tests, and the shop tasks they use. */
 import { spawn, type ChildProcess } from "node:child_process";
 import { t2sBin } from "../helpers.js";
-import { kitPath } from "../../lib/paths.js";
+import { kitPath } from "../../lib/core/paths.js";
 import { readTasks } from "../../lib/tasks/io.js";
 import type { Task } from "../../lib/tasks/types.js";
 

@@ -10,7 +10,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ExecutorPool } from "../../lib/db/pool.js";
 import { runEpisode } from "../../lib/episode/loop.js";
-import { mulberry32 } from "../../lib/random.js";
+import { mulberry32 } from "../../lib/core/random.js";
 import { scriptedPolicy } from "../../lib/policy/scripted.js";
 import { defaultEnv } from "../../lib/runs/env.js";
 import { repoRoot, runCli, scratchDir } from "../helpers.js";

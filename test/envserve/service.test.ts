@@ -127,7 +127,7 @@ test("/health and /metrics report the service's state in Prometheus text", async
 
 test("the shipped verl tool config and the Python tool carry the kit's own tool schema", async () => {
   const { readFileSync } = await import("node:fs");
-  const { kitPath } = await import("../../lib/paths.js");
+  const { kitPath } = await import("../../lib/core/paths.js");
   const spec = sqlToolSpec().function;
   const yaml = readFileSync(kitPath("integrations", "python", "verl_tool_config.yaml"), "utf8");
   assert.match(yaml, new RegExp(`name: ${spec.name}\\n`));

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { keyInLayout, parseLoraKey, vllmModuleName } from "../../lib/model/lora-layout.js";
 import { loraKey } from "../../lib/model/lora.js";
 import { readCheckpoint, readSafetensors, writeSafetensors } from "../../lib/model/safetensors.js";
-import { kitPath } from "../../lib/paths.js";
+import { kitPath } from "../../lib/core/paths.js";
 import { runCli, scratchDir } from "../helpers.js";
 
 const BASE = kitPath("data", "models", "shop-sql-4m");

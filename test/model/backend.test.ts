@@ -4,7 +4,7 @@ import { normalizeBackend, useBackend } from "../../lib/model/backend.js";
 import { loadModel } from "../../lib/model/load.js";
 import { generate } from "../../lib/model/generate.js";
 import { tf } from "../../lib/model/tf.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { fixtureDir, maxAbsDiff, readReference } from "./fixtures.js";
 
 test("backend names: aliases accepted, unknown names rejected, a missing backend is an error", async () => {

@@ -4,7 +4,7 @@ import { loadModel } from "../../lib/model/load.js";
 import { attachAdapter } from "../../lib/model/lora.js";
 import { GenerationEngine } from "../../lib/model/engine/scheduler.js";
 import type { Generation, SequenceRequest } from "../../lib/model/engine/types.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { tf } from "../../lib/model/tf.js";
 import { fixtureDir } from "./fixtures.js";
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { copyFileSync, readFileSync, writeFileSync, readdirSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { readCheckpoint, readSafetensors, writeSafetensors } from "../../lib/model/safetensors.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { scratchDir } from "../helpers.js";
 import { fixtureDir } from "./fixtures.js";
 

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadModel } from "../../lib/model/load.js";
 import { attachAdapter, mergedModel } from "../../lib/model/lora.js";
-import { kitPath } from "../../lib/paths.js";
+import { kitPath } from "../../lib/core/paths.js";
 import { maxAbsDiff } from "./fixtures.js";
 
 const BASE = kitPath("data", "models", "shop-sql-4m");

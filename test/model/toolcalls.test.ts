@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseToolCalls } from "../../lib/model/toolcalls.js";
 import { parseAdapterFlags } from "../../lib/cli/serve.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 
 test("hermes tool calls are split from the content", () => {
   const text = 'Let me check.\n<tool_call>\n{"name": "run_sql", "arguments": {"sql": "SELECT 1"}}\n</tool_call>\n<tool_call>{"name": "b", "arguments": "{\\"x\\": 2}"}</tool_call>';

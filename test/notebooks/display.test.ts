@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { html, plotlyBundleHtml, plotlyFigureHtml, scriptJson } from "../../lib/report/display.js";
 
 test("plotlyFigureHtml makes a div and a newPlot call whose JSON cannot close the script element", () => {

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { prepareForRun, readNotebook, splitLines, validateNotebook, type Notebook } from "../../lib/notebooks/nbformat.js";
 import { scratchDir } from "../helpers.js";
 import { writeNotebook } from "./fixtures.js";

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { prepareForRun, joinSource, type Notebook } from "../../lib/notebooks/nbformat.js";
 import { injectParameters, parametersSource, parseParams } from "../../lib/notebooks/params.js";
 

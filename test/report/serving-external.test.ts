@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { checkAdapterPlacement, readRewardLog, checkTrainerAgreement } from "../../lib/report/serving.js";
 import { servingStep } from "../../lib/report/notebook-steps.js";
-import { kitPath } from "../../lib/paths.js";
+import { kitPath } from "../../lib/core/paths.js";
 import { scratchDir } from "../helpers.js";
 import { startFakeOpenAI } from "../support/fake-openai.js";
 

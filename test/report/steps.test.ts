@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { bandSelection, writeBand, benchmarkStep, policyModelDir, trainConfigFacts, holdoutCheckpoints, benchmarkBanner } from "../../lib/report/notebook-steps.js";
 import { checkTrainerAgreement, checkAdapterNotNoop, checkGradedTurn, checksHtml, checksTable } from "../../lib/report/serving.js";
 import { selectBand } from "../../lib/train/band.js";
-import { T2sError } from "../../lib/errors.js";
+import { T2sError } from "../../lib/core/errors.js";
 import { scratchDir } from "../helpers.js";
 import { makeRows, makeTrainLog, writeRows } from "./fixtures.js";
 

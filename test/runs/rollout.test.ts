@@ -113,7 +113,7 @@ test("a fatal policy error stops the run with a clear error; rows already writte
 
 test("gold failures are lost as gold_failed, not scored against the model", async () => {
   const out = join(scratchDir(), "rows.jsonl");
-  const { T2sError } = await import("../../lib/errors.js");
+  const { T2sError } = await import("../../lib/core/errors.js");
   const goldFails: RolloutEnv = { ...env, grade: async (t, r, f) => { if (t.id === "t1") throw new T2sError("gold_failed", "gold errors"); return env.grade(t, r, f); } };
   const r = await runRollout(tasks, policy, goldFails, opts(out));
   assert.equal(r.rows.length, 4);

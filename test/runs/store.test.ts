@@ -4,7 +4,7 @@ import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RowsStore } from "../../lib/runs/store.js";
 import type { RolloutRow } from "../../lib/runs/row.js";
-import { parseJsonl } from "../../lib/jsonl.js";
+import { parseJsonl } from "../../lib/core/jsonl.js";
 import { scratchDir } from "../helpers.js";
 
 const row = (task_id: string, sample: number, eval_run = "1") => ({ task_id, sample, eval_run, run_id: "r", correct: true }) as unknown as RolloutRow;

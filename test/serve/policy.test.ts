@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { loadPolicy } from "../../lib/policy/spec.js";
 import { parseTfjsSpec } from "../../lib/policy/tfjs.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { fixtureDir } from "../model/fixtures.js";
 
 test("tfjs:<dir>+<adapter> is a working Policy; concurrent calls are answered and seeded", async () => {

@@ -6,7 +6,7 @@ import { runCli, scratchDir } from "../helpers.js";
 import { simulateRows } from "./fixtures.js";
 import { summarize } from "../../lib/stats/summary.js";
 import { pairedDelta } from "../../lib/stats/delta.js";
-import { toJsonl } from "../../lib/jsonl.js";
+import { toJsonl } from "../../lib/core/jsonl.js";
 
 const dir = scratchDir("t2s-stats-");
 const fields = (i: number) => ({ difficulty: ["easy", "hard"][i % 2] });

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mean, passAt1, passAtK, passPowK, sampleSd } from "../../lib/stats/estimators.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 
 /** C(n, k) exactly. */
 function binom(n: number, k: number): bigint {

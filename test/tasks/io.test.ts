@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readTasks, writeTasks } from "../../lib/tasks/io.js";
 import { taskId, splitFor } from "../../lib/tasks/split.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { scratchDir } from "../helpers.js";
 import type { Task } from "../../lib/tasks/types.js";
 

@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { birdDescriptions, describeMissing, detectFormat, loadTaskSource, loadTasks } from "../../lib/tasks/loaders.js";
 import { readJsonArray } from "../../lib/tasks/jsonfile.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { scratchDir } from "../helpers.js";
 import { birdFolder, platinumFile, spiderFolder } from "./fixtures.js";
 

@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { passRates, selectBand } from "../../lib/train/band.js";
 import { scratchDir } from "../helpers.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 
 function rowsFile(rows: Array<Record<string, unknown>>): string {
   const p = join(scratchDir(), "rows.jsonl");

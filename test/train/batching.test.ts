@@ -4,7 +4,7 @@ import * as tf from "@tensorflow/tfjs-core";
 import { TinyLM, useCpu } from "./tiny-lm.js";
 import { batchTensors, firstScored, planMicroBatches } from "../../lib/train/batching.js";
 import { sequenceLogprobs } from "../../lib/train/logprobs.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 
 await useCpu();
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readConfig, validateConfig } from "../../lib/train/config.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { scratchDir } from "../helpers.js";
 
 const minimal = { model: "m", tasks: "t.jsonl", output_dir: "out", steps: 10 };

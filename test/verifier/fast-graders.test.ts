@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ExecutorPool } from "../../lib/db/pool.js";
 import { workerEntry } from "../../lib/db/spawn.js";
-import { kitPath } from "../../lib/paths.js";
+import { kitPath } from "../../lib/core/paths.js";
 import { FastGraders } from "../../lib/verifier/fast-graders.js";
 import { gradeLine } from "../../lib/verifier/line-grader.js";
 import { REQUEST_DEFAULTS } from "../../lib/verifier/request.js";

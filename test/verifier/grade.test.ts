@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { join } from "node:path";
 import { ExecutorPool } from "../../lib/db/pool.js";
 import type { ExecOptions, ExecOutcome, Executor } from "../../lib/db/types.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 import { grade, type GradableTask } from "../../lib/verifier/grade.js";
 import { GoldCache } from "../../lib/verifier/goldcache.js";
 import { scratchDir } from "../helpers.js";

@@ -7,8 +7,8 @@
 import Database from "better-sqlite3";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { T2sError } from "../../errors.js";
-import { kitPath } from "../../paths.js";
+import { T2sError } from "../../core/errors.js";
+import { kitPath } from "../../core/paths.js";
 import { fileSha256 } from "../copies.js";
 import { generateShop, type ShopRows } from "./generate.js";
 

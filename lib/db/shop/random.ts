@@ -2,7 +2,7 @@
  * The seeded random numbers behind the shop generator (mulberry32): the same seed always gives the same
  * sequence, on every platform, which is what makes the database byte-identical per seed.
  */
-import { mulberry32Next } from "../../random.js";
+import { mulberry32Next } from "../../core/random.js";
 export class SeededRandom {
   private state: number;
 

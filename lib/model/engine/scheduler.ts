@@ -6,7 +6,7 @@
  * choice happens in the runner, with one uniform number per token drawn from the sequence's own seeded
  * stream, so a seed gives the same tokens whatever else shares the steps.
  */
-import { T2sError } from "../../errors.js";
+import { T2sError } from "../../core/errors.js";
 import type { CausalLM } from "../model.js";
 import { sequenceRandom } from "../sampler.js";
 import type { Random } from "../../stats/prng.js";

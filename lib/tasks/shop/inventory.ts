@@ -4,7 +4,7 @@
  */
 import Database from "better-sqlite3";
 import { existsSync } from "node:fs";
-import { T2sError } from "../../errors.js";
+import { T2sError } from "../../core/errors.js";
 
 export interface NamedRow {
   id: number;

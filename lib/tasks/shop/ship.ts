@@ -1,7 +1,7 @@
 /** Writing the shop task set and its manifest: the one step `t2s tasks author shop` runs. */
 import { basename, dirname, relative, resolve } from "node:path";
 import type { Executor } from "../../db/types.js";
-import { kitVersion } from "../../paths.js";
+import { kitVersion } from "../../core/paths.js";
 import { writeTasks } from "../io.js";
 import { buildManifest, writeManifest, type TaskManifest } from "../manifest.js";
 import { authorShopTasks, DEFAULT_AUTHOR_SEED, type AuthorReport } from "./author.js";

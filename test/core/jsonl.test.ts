@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { parseJsonl, readJsonl } from "../../lib/jsonl.js";
+import { parseJsonl, readJsonl } from "../../lib/core/jsonl.js";
 import { scratchDir } from "../helpers.js";
-import { isT2sError } from "../../lib/errors.js";
+import { isT2sError } from "../../lib/core/errors.js";
 
 test("parses lines and skips blanks", () => {
   const r = parseJsonl('{"a":1}\n\n{"a":2}\n', "f.jsonl");

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mulberry32, mulberry32Next } from "../../lib/random.js";
+import { mulberry32, mulberry32Next } from "../../lib/core/random.js";
 
 test("mulberry32 gives the reference stream for seed 0 and 42", () => {
   // first outputs of mulberry32 as computed by an independent implementation (Python, 32-bit arithmetic)
