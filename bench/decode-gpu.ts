@@ -18,7 +18,7 @@ import { loadModel } from "../lib/model/load.js";
 import type { CausalLM } from "../lib/model/model.js";
 import { qwen2HalfBConfig, randomModel } from "../lib/model/random.js";
 import { sampleToken } from "../lib/model/sampler.js";
-import { mulberry32 } from "../lib/stats/prng.js";
+import { mulberry32 } from "../lib/core/random.js";
 import type { RowSampling } from "../lib/model/engine/runner.js";
 import { createWebgpuRunner, type KernelProfile, type WebgpuRunner } from "../lib/model/webgpu/runner.js";
 import { flag, intFlag } from "./args.js";

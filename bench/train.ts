@@ -19,7 +19,7 @@ import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random.j
 import { tf } from "../lib/model/tf.js";
 import { GrpoTrainer, type Rollout } from "../lib/train/grpo.js";
 import { ModelTrainable } from "../lib/train/model-adapter.js";
-import { Rng } from "../lib/train/rng.js";
+import { SeededRandom } from "../lib/core/random.js";
 import { SftTrainer } from "../lib/train/sft.js";
 import { flag } from "./args.js";
 import { countDispatches } from "./dispatches.js";
@@ -40,9 +40,9 @@ async function main(): Promise<void> {
   const B = Number(flag("--batch") ?? 4);
   const T = Number(flag("--seq") ?? (big ? 512 : 64));
   const steps = Number(flag("--steps") ?? (big ? 3 : 1));
-  const rng = new Rng(7);
+  const rng = new SeededRandom(7);
   // prompts take the first half of each row, completions (trained on) the second
-  const rows = Array.from({ length: B }, () => ({ ids: Array.from({ length: T }, () => 1 + rng.int(config.vocabSize - 1)), mask: Array.from({ length: T }, (_, t) => (t >= T / 2 ? 1 : 0)) }));
+  const rows = Array.from({ length: B }, () => ({ ids: Array.from({ length: T }, () => 1 + rng.below(config.vocabSize - 1)), mask: Array.from({ length: T }, (_, t) => (t >= T / 2 ? 1 : 0)) }));
   const results: Record<string, unknown>[] = [];
   const profile = process.argv.includes("--profile");
   const profiles: Record<string, StepProfile> = {};

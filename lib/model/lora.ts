@@ -13,7 +13,7 @@ import { CausalLM, type AttachedAdapter } from "./model.js";
 import { parseLoraKey, peftLoraKey } from "./lora-layout.js";
 import { readSafetensors, writeSafetensors, type FloatTensor } from "./safetensors.js";
 import { tf } from "./tf.js";
-import { mulberry32 } from "../stats/prng.js";
+import { SeededRandom } from "../core/random.js";
 
 const MODULES: Record<string, { group: "self_attn" | "mlp"; field: keyof LayerWeights }> = {
   q_proj: { group: "self_attn", field: "q" },
@@ -150,7 +150,7 @@ export function attachAdapter(model: CausalLM, dir: string, opts: { name?: strin
 export function createAdapter(model: CausalLM, opts: { name: string; r: number; alpha: number; targetModules: string[]; seed: number; useRslora?: boolean }): AttachedAdapter {
   if (model.adapters.has(opts.name)) throw new T2sError("adapter_exists", `an adapter named ${opts.name} is already attached to ${model.name}`);
   for (const m of opts.targetModules) if (!MODULES[m]) throw new T2sError("usage", `unknown target module ${m}: use ${Object.keys(MODULES).join(", ")}`);
-  const rand = mulberry32(opts.seed);
+  const rand = new SeededRandom(opts.seed);
   const scale = opts.useRslora ? opts.alpha / Math.sqrt(opts.r) : opts.alpha / opts.r;
   const pairs: { layer: number; module: string; scale: number }[] = [];
   model.weights.layers.forEach((layer, i) => {
@@ -158,7 +158,7 @@ export function createAdapter(model: CausalLM, opts: { name: string; r: number; 
       const lin = layer[MODULES[m].field] as Linear;
       const [out, inp] = lin.weight.shape;
       const bound = 1 / Math.sqrt(inp);
-      const a = Float32Array.from({ length: opts.r * inp }, () => (2 * rand() - 1) * bound);
+      const a = Float32Array.from({ length: opts.r * inp }, () => (2 * rand.next() - 1) * bound);
       const pair: LoraPair = {
         a: tf.variable(tf.tensor2d(a, [opts.r, inp]), true, `${opts.name}/${loraKey(i, m, "A")}`) as unknown as tf.Tensor2D,
         b: tf.variable(tf.zeros([out, opts.r]), true, `${opts.name}/${loraKey(i, m, "B")}`) as unknown as tf.Tensor2D,

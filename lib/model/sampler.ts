@@ -4,7 +4,7 @@
  * The reported log-probability is that of the chosen token under softmax(logits / T) before the cuts (the
  * quantity GRPO's ratio uses; greedy reports it at T = 1).
  */
-import { mulberry32, type Random } from "../stats/prng.js";
+import { mulberry32, type Uniform } from "../core/random.js";
 
 export interface SamplingParams {
   temperature: number;
@@ -13,14 +13,14 @@ export interface SamplingParams {
 }
 
 /** Returns a generator for sequence `index` of a request seeded with `seed` (independent of batch layout). */
-export function sequenceRandom(seed: number, index: number): Random {
+export function sequenceRandom(seed: number, index: number): Uniform {
   let h = (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0;
   h ^= h >>> 16;
   return mulberry32(h);
 }
 
 /** Returns the chosen token and its log-probability. `logits` is one row of length V. */
-export function sampleToken(logits: Float32Array, p: SamplingParams, rand: Random): { id: number; logprob: number } {
+export function sampleToken(logits: Float32Array, p: SamplingParams, rand: Uniform): { id: number; logprob: number } {
   const V = logits.length;
   const t = p.temperature > 0 ? p.temperature : 1;
   let max = -Infinity;

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { configToJson, type ModelConfig } from "../model/config.js";
 import { expectedShapes } from "../model/load.js";
 import { writeSafetensors } from "../model/safetensors.js";
-import { mulberry32 } from "../stats/prng.js";
+import { SeededRandom } from "../core/random.js";
 import { T2sError } from "../core/errors.js";
 
 export interface ModelShape {
@@ -46,10 +46,11 @@ export function parameterCount(c: ModelConfig): number {
  * norms 1.
  */
 export function initialWeights(c: ModelConfig, seed: number, std = 0.02): Map<string, { shape: number[]; data: Float32Array }> {
-  const rand = mulberry32(seed);
+  const rand = new SeededRandom(seed);
   const normal = () => {
-    const u = Math.max(rand(), 1e-12);
-    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());
+    // not rand.normal(): the default model's weights were drawn with this clamp, and are pinned
+    const u = Math.max(rand.next(), 1e-12);
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand.next());
   };
   const out = new Map<string, { shape: number[]; data: Float32Array }>();
   const residualStd = std / Math.sqrt(2 * c.numLayers);

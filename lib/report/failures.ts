@@ -6,7 +6,7 @@
 import * as aq from "arquero";
 import type { Executor, ExecOutcome, SqlValue } from "../db/types.js";
 import type { Task } from "../tasks/types.js";
-import { mulberry32 } from "../stats/prng.js";
+import { SeededRandom } from "../core/random.js";
 import { groupOf, isCorrect, outcomeOf, type ReportRow, type TurnMessage } from "./rows.js";
 import type { Table } from "./tables.js";
 
@@ -45,14 +45,7 @@ export function countBy(rows: readonly ReportRow[], ...fields: string[]): Table 
 /** Returns up to `n` rows picked at random with `seed` (same seed, same rows), in their original order. */
 export function sample(rows: readonly ReportRow[], n: number, seed = 0): ReportRow[] {
   if (n >= rows.length) return rows.slice();
-  const rand = mulberry32(seed);
-  const idx = rows.map((_, i) => i);
-  for (let i = idx.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    const t = idx[i];
-    idx[i] = idx[j];
-    idx[j] = t;
-  }
+  const idx = new SeededRandom(seed).shuffle(rows.map((_, i) => i));
   return idx.slice(0, n).sort((a, b) => a - b).map((i) => rows[i]);
 }
 

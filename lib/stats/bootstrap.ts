@@ -4,7 +4,7 @@
  * [sorted[floor(alpha/2 * B)], sorted[floor((1 - alpha/2) * B) - 1]] (for B = 2000: the 51st and the
  * 1950th of 2000).
  */
-import { mulberry32 } from "./prng.js";
+import { SeededRandom } from "../core/random.js";
 
 export interface BootstrapOptions {
   /** Resamples (default 2000). */
@@ -30,10 +30,10 @@ export function bootstrapMeans(values: ArrayLike<number>, B = DEFAULT_B, seed = 
   const n = xs.length;
   const means = new Float64Array(B);
   if (n === 0) return means.fill(NaN);
-  const rand = mulberry32(seed);
+  const rand = new SeededRandom(seed);
   for (let b = 0; b < B; b++) {
     let s = 0;
-    for (let i = 0; i < n; i++) s += xs[Math.floor(rand() * n)];
+    for (let i = 0; i < n; i++) s += xs[rand.below(n)];
     means[b] = s / n;
   }
   return means.sort();

@@ -8,7 +8,7 @@ import { bootstrapCI, DEFAULT_B, DEFAULT_SEED, type Interval } from "./bootstrap
 import { mean } from "./estimators.js";
 import { DEFAULT_PERMUTATIONS, signFlipTest } from "./permutation.js";
 import { pairedPower } from "./power.js";
-import { deriveSeed } from "./prng.js";
+import { deriveSeed } from "../core/random.js";
 import { binaryValue, compareIds, dedupeRows, evalRunOf, evalRuns, isBinary, splitByGroup, taskCounts, validateRows, type StatRow } from "./rows.js";
 import { noiseBand, verdictFor, type NoiseBand, type Verdict } from "./verdict.js";
 import { UsageError } from "../core/errors.js";

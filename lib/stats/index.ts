@@ -48,5 +48,5 @@ export {
   type TaskCounts,
   type RowsFile,
 } from "./rows.js";
-export { mulberry32, type Random } from "./prng.js";
+export { SeededRandom, mulberry32, type Uniform } from "../core/random.js";
 export { formatTable, fmt, fmtCI, fmtP, fmtSigned } from "./format.js";

@@ -4,7 +4,7 @@
  * the observed |sum|. Exact (all 2^m assignments of the m non-zero differences, counted by meeting in
  * the middle) when m <= 32; otherwise Monte Carlo with (extreme + 1) / (P + 1).
  */
-import { mulberry32 } from "./prng.js";
+import { SeededRandom } from "../core/random.js";
 
 export const EXACT_MAX_NONZERO = 32;
 export const DEFAULT_PERMUTATIONS = 10000;
@@ -84,7 +84,7 @@ export function signFlipTest(diffs: readonly number[], opts: SignFlipOptions = {
     return { p: extreme / 2 ** m, exact: true, assignments: 2 ** m };
   }
   const P = opts.permutations ?? DEFAULT_PERMUTATIONS;
-  const rand = mulberry32(opts.seed ?? 0);
+  const rand = new SeededRandom(opts.seed ?? 0);
   let extreme = 0;
   const values = Float64Array.from(nonzero);
   for (let b = 0; b < P; b++) {
@@ -92,7 +92,7 @@ export function signFlipTest(diffs: readonly number[], opts: SignFlipOptions = {
     let bits = 0;
     for (let i = 0; i < m; i++) {
       // one draw gives 32 fair signs (mulberry32 outputs are k / 2^32, so this recovers its 32 bits)
-      if ((i & 31) === 0) bits = (rand() * 4294967296) >>> 0;
+      if ((i & 31) === 0) bits = rand.seed();
       s += bits & 1 ? values[i] : -values[i];
       bits >>>= 1;
     }

@@ -21,7 +21,7 @@ export interface TrainerState {
   step: number;
   /** Updates the optimizer has applied. */
   optimizerT: number;
-  /** Named RNG states (Rng.state()). */
+  /** Named RNG states (SeededRandom.state()). */
   rng: Record<string, number>;
   /** Anything else the driver needs to continue exactly (data cursor, config digest, ...). */
   extra: Record<string, unknown>;

@@ -12,7 +12,7 @@ import { TrainerCore, type OptimOptions, type RunOptions } from "./core.js";
 import type { TrainableLM } from "./lm.js";
 import { sequenceLogprobs, stopGradient } from "./logprobs.js";
 import { policyLoss, type LossSettings, type LossType, type StepCounts } from "./losses.js";
-import { Rng } from "./rng.js";
+import { SeededRandom } from "../core/random.js";
 
 /**
  * One sampled episode as the trainer sees it: one token row per model call (the prompt that call saw,
@@ -67,8 +67,8 @@ export const DEFAULT_MAX_TENSOR_ELEMENTS = 2 ** 28;
 
 export class GrpoTrainer<P> {
   readonly core: TrainerCore;
-  private readonly dataRng: Rng;
-  private readonly sampleRng: Rng;
+  private readonly dataRng: SeededRandom;
+  private readonly sampleRng: SeededRandom;
   private readonly settings: LossSettings;
 
   constructor(readonly lm: TrainableLM, readonly prompts: P[], readonly sampler: Sampler<P>, readonly grader: Grader<P>, readonly opts: GrpoOptions) {
@@ -83,8 +83,8 @@ export class GrpoTrainer<P> {
     };
     if (this.settings.beta > 0 && !lm.hasReference) throw new T2sError("no_reference", "beta > 0 needs a reference policy, and this model has none (train an adapter, or set beta 0)");
     this.core = new TrainerCore(lm, opts, opts.steps * (opts.mu ?? 1), opts);
-    this.dataRng = new Rng(opts.seed);
-    this.sampleRng = new Rng((opts.seed ^ 0x5bd1e995) >>> 0);
+    this.dataRng = new SeededRandom(opts.seed);
+    this.sampleRng = new SeededRandom((opts.seed ^ 0x5bd1e995) >>> 0);
   }
 
   /** Continues from the newest checkpoint in the output folder (or `dir`); returns the step it resumes at. */

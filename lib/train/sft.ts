@@ -11,7 +11,7 @@ import { TrainerCore, type OptimOptions, type RunOptions } from "./core.js";
 import { DEFAULT_MAX_TENSOR_ELEMENTS } from "./grpo.js";
 import type { TrainableLM } from "./lm.js";
 import { sequenceLogprobs } from "./logprobs.js";
-import { Rng } from "./rng.js";
+import { SeededRandom } from "../core/random.js";
 
 export interface SftOptions extends OptimOptions, RunOptions {
   /** Examples per optimizer step. */
@@ -42,7 +42,7 @@ export class SftTrainer {
   batchOf(step: number): number[] {
     const epoch = Math.floor(step / this.stepsPerEpoch);
     const k = step % this.stepsPerEpoch;
-    const order = new Rng((this.opts.seed + Math.imul(epoch + 1, 0x9e3779b1)) >>> 0).shuffle([...this.examples.keys()]);
+    const order = new SeededRandom((this.opts.seed + Math.imul(epoch + 1, 0x9e3779b1)) >>> 0).shuffle([...this.examples.keys()]);
     return order.slice(k * this.opts.batchSize, (k + 1) * this.opts.batchSize);
   }
 

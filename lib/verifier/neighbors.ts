@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { T2sError } from "../core/errors.js";
 import { databaseHash } from "./goldcache.js";
-import { mulberry32 } from "../core/random.js";
+import { SeededRandom } from "../core/random.js";
 
 /** Probability that an unreferenced row is dropped. */
 const DROP_RATE = 0.2;
@@ -81,7 +81,7 @@ const ID_LIKE = /^id$|_id$|[a-z0-9]Id$/;
 
 /** Perturbs an open (in-memory) database in place. */
 export function perturb(db: Database.Database, seed: number): void {
-  const rand = mulberry32(seed);
+  const rand = new SeededRandom(seed);
   // integers beyond 2^53 must survive the shuffle unchanged
   db.defaultSafeIntegers(true);
   db.pragma("foreign_keys = OFF");
@@ -134,7 +134,7 @@ export function perturb(db: Database.Database, seed: number): void {
   apply();
 }
 
-function dropRows(db: Database.Database, t: TableInfo, refs: { pcols: string[]; child: string; ccols: string[] }[], rand: () => number): void {
+function dropRows(db: Database.Database, t: TableInfo, refs: { pcols: string[]; child: string; ccols: string[] }[], rand: SeededRandom): void {
   const referenced = refs.map((r) => {
     const rows = db.prepare(`SELECT DISTINCT ${r.ccols.map(q).join(", ")} FROM ${q(r.child)}`).raw(true).all() as unknown[][];
     return { pcols: r.pcols, set: new Set(rows.map(tupleKey)) };
@@ -145,7 +145,7 @@ function dropRows(db: Database.Database, t: TableInfo, refs: { pcols: string[]; 
   for (const row of db.prepare(select).raw(true).all() as unknown[][]) {
     const isReferenced = referenced.some((r) => r.set.has(tupleKey(r.pcols.map((c) => row[1 + wanted.indexOf(c)]))));
     // draw for every row, so one row's fate does not shift the stream for the others
-    const drop = rand() < DROP_RATE;
+    const drop = rand.chance(DROP_RATE);
     if (drop && !isReferenced) del.run(row[0] as never);
   }
 }
@@ -155,16 +155,12 @@ function tupleKey(values: unknown[]): string {
   return values.map((v) => (typeof v === "bigint" ? `i${v}` : typeof v === "number" ? (Number.isInteger(v) ? `i${v}` : `r${v}`) : Buffer.isBuffer(v) ? `b${v.toString("hex")}` : v === null ? "n" : `s${String(v)}`)).join("\u0000");
 }
 
-function shuffleColumns(db: Database.Database, t: TableInfo, rand: () => number): void {
+function shuffleColumns(db: Database.Database, t: TableInfo, rand: SeededRandom): void {
   const rowids = (db.prepare(`SELECT rowid FROM ${q(t.name)} ORDER BY rowid`).raw(true).all() as unknown[][]).map((r) => r[0]);
   if (rowids.length < 2) return;
   for (const col of t.columns) {
     if (t.keys.has(col)) continue;
-    const values = (db.prepare(`SELECT ${q(col)} FROM ${q(t.name)} ORDER BY rowid`).raw(true).all() as unknown[][]).map((r) => r[0]);
-    for (let i = values.length - 1; i > 0; i--) {
-      const j = Math.floor(rand() * (i + 1));
-      [values[i], values[j]] = [values[j], values[i]];
-    }
+    const values = rand.shuffle((db.prepare(`SELECT ${q(col)} FROM ${q(t.name)} ORDER BY rowid`).raw(true).all() as unknown[][]).map((r) => r[0]));
     const upd = db.prepare(`UPDATE ${q(t.name)} SET ${q(col)} = ? WHERE rowid = ?`);
     rowids.forEach((id, i) => upd.run(values[i] as never, id as never));
   }

@@ -1,6 +1,6 @@
 /** Synthetic rollout rows for report tests: seeded, with every outcome, several difficulties/archetypes and eval runs. */
 import { writeFileSync } from "node:fs";
-import { mulberry32 } from "../../lib/stats/prng.js";
+import { mulberry32 } from "../../lib/core/random.js";
 import type { ReportRow } from "../../lib/report/rows.js";
 
 export interface FixtureOptions {

@@ -8,17 +8,8 @@ import { startFakeOpenAI } from "../support/fake-openai.js";
 import { ITEM_TASKS, fenced, makeItemsDb, writeItemTasks } from "../support/fixtures.js";
 import { sampleSeed } from "../../lib/runs/plan.js";
 import type { RolloutRow } from "../../lib/runs/row.js";
+import { mulberry32 } from "../../lib/core/random.js";
 
-/** mulberry32: the kill delays are random but seeded, so a failure can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sizeOf = (path: string) => {
   try {
@@ -64,7 +55,8 @@ test("SIGKILL at random moments, then re-running: exactly k rows per task, no du
   const out = join(dir, "rows.jsonl");
   const k = 8;
   const args = ["benchmark", "--policy", `openai:fake@${server.baseUrl}`, "--tasks", tasks, "--out", out, "--k", String(k), "--seed", "11", "--concurrency", "2", "--workers", "1", "--quiet"];
-  const random = rng(20261129);
+  // the kill delays are random but seeded, so a failure can be replayed
+  const random = mulberry32(20261129);
   const outcomes: string[] = [];
   try {
     for (let i = 0; i < 5; i++) outcomes.push(await runAndKill(args, out, Math.floor(random() * 400)));

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { forcedToolCallPrefill, parseForcedToolCalls, parseToolCalls, ToolCallStream } from "../../lib/model/toolcalls.js";
-import { mulberry32 } from "../../lib/stats/prng.js";
+import { mulberry32 } from "../../lib/core/random.js";
 
 const CALL = '<tool_call>\n{"name": "run_sql", "arguments": {"query": "SELECT 1"}}\n</tool_call>';
 const REPLIES = [

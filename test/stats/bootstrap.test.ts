@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { bootstrapCI, bootstrapMeans, percentileIndices } from "../../lib/stats/bootstrap.js";
-import { mulberry32 } from "../../lib/stats/prng.js";
+import { mulberry32 } from "../../lib/core/random.js";
 import { taskPass1 } from "../../lib/stats/summary.js";
 import type { TaskCounts } from "../../lib/stats/rows.js";
 

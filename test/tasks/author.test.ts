@@ -9,7 +9,7 @@ import { writeShopTaskSet } from "../../lib/tasks/shop/ship.js";
 import { renderQuestion, STYLES } from "../../lib/tasks/shop/style.js";
 import { ARCHETYPES, DIFFICULTIES } from "../../lib/tasks/shop/template.js";
 import { SHOP_TEMPLATES } from "../../lib/tasks/shop/templates.js";
-import { mulberry32 } from "../../lib/tasks/random.js";
+import { SeededRandom } from "../../lib/core/random.js";
 import { verifyTask } from "../../lib/tasks/verify.js";
 import { findDuplicates } from "../../lib/tasks/dedup.js";
 import { repoRoot, scratchDir } from "../helpers.js";
@@ -21,7 +21,7 @@ test("templates cover every archetype x difficulty cell and their SQL runs", asy
   for (const a of ARCHETYPES) for (const d of DIFFICULTIES) assert.ok(cells.has(`${a}/${d}`), `${a}/${d}`);
   assert.equal(new Set(SHOP_TEMPLATES.map((t) => t.name)).size, SHOP_TEMPLATES.length, "template names are unique");
   const inv = readInventory(shopDb);
-  const rng = mulberry32(9);
+  const rng = new SeededRandom(9);
   const ex = new DirectExecutor();
   try {
     for (const t of SHOP_TEMPLATES) {
@@ -87,7 +87,7 @@ test("roll-ups to top-level categories name only top-level categories", async ()
     for (const name of ["jm_revenue_top_category", "sj_parent_product_counts"]) {
       const t = SHOP_TEMPLATES.find((x) => x.name === name);
       assert.ok(t, name);
-      const d = t.make({ inv, rng: mulberry32(3) });
+      const d = t.make({ inv, rng: new SeededRandom(3) });
       assert.ok(d);
       const r = await ex.execute(shopDb, d.sql);
       assert.ok(r.ok && r.rows.length > 0, name);

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DedupIndex, findDuplicates, normalizeSql, questionOverlap, questionWords } from "../../lib/tasks/dedup.js";
-import { mulberry32, pick } from "../../lib/tasks/random.js";
+import { SeededRandom } from "../../lib/core/random.js";
 
 test("normalised SQL ignores case, spacing, comments and the trailing semicolon", () => {
   assert.equal(normalizeSql("SELECT  a ,b\nFROM t -- hi\n WHERE x = 1 ;"), normalizeSql("select a, b from t where x=1"));
@@ -29,14 +29,14 @@ test("the index flags duplicate SQL and questions above 0.75 only", () => {
 });
 
 test("the prefix-filtered index agrees with comparing every pair", () => {
-  const rng = mulberry32(3);
+  const rng = new SeededRandom(3);
   const vocab = Array.from({ length: 40 }, (_, i) => `w${i}`);
-  const bases = Array.from({ length: 60 }, () => Array.from({ length: 5 + Math.floor(rng() * 10) }, () => pick(rng, vocab)));
+  const bases = Array.from({ length: 60 }, () => Array.from({ length: 5 + Math.floor(rng.next() * 10) }, () => rng.pick(vocab)));
   // mutate bases by replacing a few words, so that some pairs land on each side of the threshold
   const qs = Array.from({ length: 400 }, () => {
-    const words = pick(rng, bases).slice();
-    const swaps = Math.floor(rng() * 4);
-    for (let s = 0; s < swaps; s++) words[Math.floor(rng() * words.length)] = pick(rng, vocab);
+    const words = rng.pick(bases).slice();
+    const swaps = Math.floor(rng.next() * 4);
+    for (let s = 0; s < swaps; s++) words[Math.floor(rng.next() * words.length)] = rng.pick(vocab);
     return words.join(" ");
   });
   const tasks = qs.map((q, i) => ({ id: String(i), question: q, gold_sql: `select ${i}` }));

@@ -7,7 +7,7 @@ import { DirectExecutor } from "../../lib/tasks/executor.js";
 import { parsePairs } from "../../lib/tasks/teacher-prompt.js";
 import { parseTeacherSpec, runTeacher } from "../../lib/tasks/teacher.js";
 import { readTasks } from "../../lib/tasks/io.js";
-import { mulberry32, sample } from "../../lib/tasks/random.js";
+import { SeededRandom } from "../../lib/core/random.js";
 import { repoRoot, scratchDir } from "../helpers.js";
 
 const shopDb = join(repoRoot, "data", "shop", "shop.sqlite");
@@ -31,7 +31,7 @@ function body(req: IncomingMessage): Promise<string> {
 async function fakeTeacher(opts: { failOn?: RegExp; start?: number } = {}): Promise<FakeTeacher> {
   const requests: { model: string; user: string }[] = [];
   let n = opts.start ?? 0;
-  const rng = mulberry32(1 + (opts.start ?? 0));
+  const rng = new SeededRandom(1 + (opts.start ?? 0));
   const server: Server = createServer(async (req, res) => {
     const payload = JSON.parse(await body(req));
     const user = payload.messages.find((m: { role: string }) => m.role === "user").content as string;
@@ -42,7 +42,7 @@ async function fakeTeacher(opts: { failOn?: RegExp; start?: number } = {}): Prom
     }
     const pairs = [0, 1].map(() => {
       n++;
-      return { question: `Count orders with id at most ${n}: ${sample(rng, VOCAB, 10).join(" ")}.`, sql: `SELECT COUNT(*) AS c FROM orders WHERE order_id <= ${n}` };
+      return { question: `Count orders with id at most ${n}: ${rng.sample(VOCAB, 10).join(" ")}.`, sql: `SELECT COUNT(*) AS c FROM orders WHERE order_id <= ${n}` };
     });
     pairs.push({ question: "Show me everything about every order in the shop please.", sql: "SELECT * FROM orders" });
     pairs.push({ question: `Orders with a negative id, which never exist ${n}?`, sql: `SELECT order_id FROM orders WHERE order_id < -${n}` });

@@ -2,15 +2,15 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as tf from "@tensorflow/tfjs-core";
 import { assertClose, finiteDiff, useCpu } from "./tiny-lm.js";
-import { Rng } from "../../lib/train/rng.js";
+import { SeededRandom } from "../../lib/core/random.js";
 
 await useCpu();
-const rng = new Rng(7);
+const rng = new SeededRandom(7);
 const rand = (shape: number[], lo = -1, hi = 1) => tf.tensor(Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => lo + (hi - lo) * rng.next()), shape);
 
 /** Checks d/dx sum(f(x...) * R) against central differences for every element of every input. */
 function check(name: string, f: (...xs: tf.Tensor[]) => tf.Tensor, inputs: tf.Tensor[], h = 1e-2): void {
-  const vars = inputs.map((x, i) => tf.variable(x, true, `${name}.${i}.${rng.int(1e9)}`));
+  const vars = inputs.map((x, i) => tf.variable(x, true, `${name}.${i}.${rng.below(1e9)}`));
   const out = tf.tidy(() => f(...vars));
   const R = rand(out.shape);
   out.dispose();

@@ -12,7 +12,7 @@ import { sequenceLogprobs } from "../../lib/train/logprobs.js";
 import { policyLoss } from "../../lib/train/losses.js";
 import { SftTrainer } from "../../lib/train/sft.js";
 import { scratchDir } from "../helpers.js";
-import { Rng } from "../../lib/train/rng.js";
+import { SeededRandom } from "../../lib/core/random.js";
 
 await useCpu();
 const QWEN2 = resolve("test/fixtures/model/qwen2");
@@ -30,7 +30,7 @@ test("LoRA parameters of the real decoder get finite-difference-exact GRPO gradi
   // B starts at zero (a no-op adapter): the reference and the policy agree
   const same = tf.tidy(() => tf.max(tf.abs(tf.sub(lm.logits(IDS), lm.logits(IDS, { reference: true })))).dataSync()[0]);
   assert.equal(same, 0);
-  const rng = new Rng(3);
+  const rng = new SeededRandom(3);
   for (const p of params) if (p.name.includes("lora_B")) p.variable.assign(tf.tensor(Array.from({ length: p.variable.size }, () => rng.normal() * 0.2), p.variable.shape));
   const viaModel = tf.tidy(() => tf.max(tf.abs(tf.sub(lm.logits(IDS), model.logits(IDS_T, { adapter: "train" })))).dataSync()[0]);
   assert.equal(viaModel, 0, "the trainer's logits are CausalLM.logits with the adapter");

@@ -3,7 +3,7 @@ import * as tf from "@tensorflow/tfjs-core";
 import "@tensorflow/tfjs-backend-cpu";
 import { ensureGradients } from "../../lib/train/gradients.js";
 import type { NamedVariable, TrainableLM } from "../../lib/train/lm.js";
-import { Rng } from "../../lib/train/rng.js";
+import { SeededRandom } from "../../lib/core/random.js";
 
 ensureGradients();
 
@@ -21,7 +21,7 @@ export class TinyLM implements TrainableLM {
   private readonly ref: tf.Tensor[];
   constructor(opts: { vocab: number; dim: number; maxLen: number; seed: number; scale?: number }) {
     this.vocabSize = opts.vocab;
-    const rng = new Rng(opts.seed);
+    const rng = new SeededRandom(opts.seed);
     const scale = opts.scale ?? 0.5;
     const init = (shape: number[]) => {
       const n = shape.reduce((a, b) => a * b, 1);

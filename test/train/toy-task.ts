@@ -5,7 +5,7 @@
  */
 import * as tf from "@tensorflow/tfjs-core";
 import type { Grader, Rollout, Sampler } from "../../lib/train/grpo.js";
-import { Rng } from "../../lib/train/rng.js";
+import { SeededRandom } from "../../lib/core/random.js";
 import type { TinyLM } from "./tiny-lm.js";
 
 export const EOS = 0;
@@ -14,7 +14,7 @@ export const target = (p: number): number[] => [1, 2, 3].map((k) => ((p - 1 + k)
 
 export function toySampler(lm: TinyLM): Sampler<number> {
   return async (prompts, g, { seed }) => {
-    const rng = new Rng(seed);
+    const rng = new SeededRandom(seed);
     const rows = prompts.flatMap((p) => Array.from({ length: g }, () => [p]));
     const logprobs = rows.map(() => [NaN]);
     const done = rows.map(() => false);

@@ -5,7 +5,7 @@
  * a four-level manager hierarchy, referrals, same-named cities in different countries.
  */
 import { CATEGORIES, COUNTRIES, EMAIL_DOMAINS, EMPLOYEES, FIRST_NAMES, LAST_NAMES, PRODUCTS, REVIEW_TITLES, SKU_PREFIX } from "./catalog.js";
-import { SeededRandom } from "./random.js";
+import { SeededRandom } from "../../core/random.js";
 
 export type Row = (string | number | null)[];
 
@@ -42,9 +42,9 @@ function round2(x: number): number {
 }
 
 function clock(rng: SeededRandom, fromHour = 7, toHour = 23): string {
-  const h = rng.int(fromHour, toHour - 1);
+  const h = rng.between(fromHour, toHour - 1);
   const pad = (n: number) => String(n).padStart(2, "0");
-  return `${pad(h)}:${pad(rng.int(0, 59))}:${pad(rng.int(0, 59))}`;
+  return `${pad(h)}:${pad(rng.between(0, 59))}:${pad(rng.between(0, 59))}`;
 }
 
 interface Product {
@@ -81,11 +81,11 @@ function makeProducts(rng: SeededRandom, idOf: Map<string, number>, topOf: (n: s
     const n = (counters.get(prefix) ?? 0) + 1;
     counters.set(prefix, n);
     const early = discontinued.has(i) || rng.chance(0.7);
-    const created = early ? rng.int(dayNumber("2022-03-01"), dayNumber("2022-12-31")) : rng.int(dayNumber("2023-02-01"), dayNumber("2025-03-31"));
+    const created = early ? rng.between(dayNumber("2022-03-01"), dayNumber("2022-12-31")) : rng.between(dayNumber("2023-02-01"), dayNumber("2025-03-31"));
     const cost = round2(p.price * (0.38 + rng.next() * 0.3));
     const isDisc = discontinued.has(i);
     // Discontinued stock is mostly sold out; one keeps a few units left over.
-    const stock = isDisc ? (rng.chance(0.2) ? rng.int(1, 9) : 0) : rng.chance(0.08) ? 0 : rng.int(3, 250);
+    const stock = isDisc ? (rng.chance(0.2) ? rng.between(1, 9) : 0) : rng.chance(0.08) ? 0 : rng.between(3, 250);
     rows.push([i + 1, `${prefix}-${String(n).padStart(4, "0")}`, p.name, idOf.get(p.category) as number, p.price, cost, stock, isDisc ? 1 : 0, isoDay(created)]);
     products.push({ id: i + 1, price: p.price, createdDay: created, discontinued: isDisc });
   });
@@ -104,7 +104,7 @@ function makeCustomers(rng: SeededRandom): { rows: Row[]; customers: Customer[] 
   const days: number[] = [];
   // Most customers sign up before or during the first two years; a few arrive late and have no time to order.
   for (let i = 0; i < CUSTOMER_COUNT; i++) {
-    days.push(rng.chance(0.9) ? rng.int(dayNumber("2022-01-10"), dayNumber("2024-09-30")) : rng.int(dayNumber("2024-10-01"), dayNumber("2025-06-25")));
+    days.push(rng.chance(0.9) ? rng.between(dayNumber("2022-01-10"), dayNumber("2024-09-30")) : rng.between(dayNumber("2024-10-01"), dayNumber("2025-06-25")));
   }
   days.sort((a, b) => a - b);
   const usedNames = new Set<string>();
@@ -125,7 +125,7 @@ function makeCustomers(rng: SeededRandom): { rows: Row[]; customers: Customer[] 
     for (let k = 2; usedEmails.has(email); k++) email = email.replace("@", `${k}@`);
     usedEmails.add(email);
     const country = rng.weighted(COUNTRIES, COUNTRIES.map((c) => c.weight));
-    const referredBy = id > 5 && rng.chance(0.22) ? rng.int(1, id - 1) : null;
+    const referredBy = id > 5 && rng.chance(0.22) ? rng.between(1, id - 1) : null;
     rows.push([id, first, last, email, country.code, rng.pick(country.cities), isoDay(days[i]), rng.chance(0.45) ? 1 : 0, referredBy]);
     // A few customers buy a lot: weights from a heavy-tailed draw.
     customers.push({ id, country: country.code, signupDay: days[i], orders: !neverOrder.has(id), weight: 0.6 + Math.pow(rng.next(), 3) * 6 });
@@ -198,7 +198,7 @@ export function generateShop(seed: number): ShopRows {
     const total = round2(discounted + shippingCost);
 
     const ships = status === "shipped" || status === "delivered" || status === "refunded";
-    const shipDelay = rng.chance(0.1) ? rng.int(8, 14) : rng.int(1, 5);
+    const shipDelay = rng.chance(0.1) ? rng.between(8, 14) : rng.between(1, 5);
     const shippedAt = ships ? isoDay(Math.min(last, day + shipDelay)) : null;
     orders.push([orderId, customer.id, rep, isoDay(day), status, shippedAt, shipCountry, shippingCost, discount]);
 
@@ -206,7 +206,7 @@ export function generateShop(seed: number): ShopRows {
       payments.push([paymentId++, orderId, round2(amount), method, state, `${isoDay(payDay)} ${time}`]);
     const method = rng.weighted(["card", "paypal", "bank_transfer", "gift_card"], [55, 25, 12, 8]);
     // Bank transfers arrive a few days after the order.
-    const payDay = method === "bank_transfer" ? Math.min(last, day + rng.int(1, 3)) : day;
+    const payDay = method === "bank_transfer" ? Math.min(last, day + rng.between(1, 3)) : day;
     if (status === "pending" || status === "cancelled") {
       if (rng.chance(status === "cancelled" ? 0.35 : 0.25)) pay(total, "card", "failed", day, clock(rng));
       return;
@@ -248,7 +248,7 @@ function makeReviews(rng: SeededRandom, bought: { customer: number; product: num
     seen.add(key);
     if (!rng.chance(0.38)) continue;
     const rating = b.status === "refunded" ? rng.weighted([1, 2, 3, 4, 5], [45, 30, 15, 7, 3]) : rng.weighted([1, 2, 3, 4, 5], [6, 7, 13, 32, 42]);
-    const day = b.day + rng.int(5, 60);
+    const day = b.day + rng.between(5, 60);
     if (day > last) continue;
     drafts.push({ product: b.product, customer: b.customer, rating, title: rng.chance(0.3) ? null : rng.pick(REVIEW_TITLES[rating]), day });
   }

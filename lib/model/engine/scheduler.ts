@@ -9,7 +9,7 @@
 import { T2sError } from "../../core/errors.js";
 import type { CausalLM } from "../model.js";
 import { sequenceRandom } from "../sampler.js";
-import type { Random } from "../../stats/prng.js";
+import type { Uniform } from "../../core/random.js";
 import { isMultiStep, type RowSampling, type SampledToken, type StepRunner } from "./runner.js";
 import { leaseRunner, type RunnerLease } from "./runners.js";
 import { StopWatcher } from "./stops.js";
@@ -43,7 +43,7 @@ export interface EngineMetrics {
 
 interface Sequence {
   req: SequenceRequest;
-  rand: Random;
+  rand: Uniform;
   slot: number;
   stops: StopWatcher;
   out: number[];

@@ -8,7 +8,7 @@
  */
 import type { Executor } from "../../db/types.js";
 import { normalizeSql } from "../dedup.js";
-import { mulberry32 } from "../random.js";
+import { SeededRandom } from "../../core/random.js";
 import { splitFor, taskId } from "../split.js";
 import type { Task } from "../types.js";
 import { verifyGoldQueries } from "./author.js";
@@ -45,7 +45,7 @@ export async function augmentTrainingTasks(dbPath: string, opts: AugmentOptions)
   const dbId = opts.dbId ?? "shop";
   const templates = opts.templates ?? SHOP_TEMPLATES;
   const inv = readInventory(dbPath);
-  const rng = mulberry32(opts.seed);
+  const rng = new SeededRandom(opts.seed);
   const dropped: Record<string, number> = {};
   const drop = (reason: string) => (dropped[reason] = (dropped[reason] ?? 0) + 1);
   const excludeIds = new Set(opts.exclude.map((t) => t.id));

@@ -6,7 +6,7 @@
  */
 import type { Executor } from "../../db/types.js";
 import { ALTERNATIVE_TOKENIZERS, DedupIndex, documentFrequency, MAX_QUESTION_OVERLAP, normalizeSql } from "../dedup.js";
-import { mulberry32, shuffled } from "../random.js";
+import { SeededRandom } from "../../core/random.js";
 import { splitFor, taskId } from "../split.js";
 import type { Task } from "../types.js";
 import { judgeResult, mapLimit, MAX_GOLD_ROWS } from "../verify.js";
@@ -56,7 +56,7 @@ export async function authorShopTasks(dbPath: string, opts: AuthorOptions): Prom
   const dbId = opts.dbId ?? "shop";
   const templates = opts.templates ?? SHOP_TEMPLATES;
   const inv = readInventory(dbPath);
-  const rng = mulberry32(seed);
+  const rng = new SeededRandom(seed);
   const dropped: Record<string, number> = {};
   const drop = (reason: string) => (dropped[reason] = (dropped[reason] ?? 0) + 1);
 
@@ -91,7 +91,7 @@ export async function authorShopTasks(dbPath: string, opts: AuthorOptions): Prom
     if (!cands.length) return;
     const cell = `${cands[0].template.archetype}/${cands[0].template.difficulty}`;
     const list = queues.get(cell) ?? [];
-    list.push(shuffled(rng, cands));
+    list.push(rng.shuffle(cands));
     queues.set(cell, list);
   });
   const kept: Task[] = [];

@@ -2,7 +2,7 @@
  * Question styles: the same draft framed four ways. casual and formal are full sentences, terse drops the
  * pleasantries, analyst also names the output columns (the only style that does).
  */
-import { pick, type Rng } from "../random.js";
+import type { SeededRandom } from "../../core/random.js";
 import type { Draft } from "./template.js";
 
 export const STYLES = ["casual", "formal", "terse", "analyst"] as const;
@@ -59,11 +59,11 @@ function cap(s: string): string {
 }
 
 /** The question text of a draft in a style (choices of wording drawn from `rng`). */
-export function renderQuestion(style: Style, draft: Draft, rng: Rng): string {
-  const subject = pick(rng, draft.subject);
-  const returns = pick(rng, draft.returns);
+export function renderQuestion(style: Style, draft: Draft, rng: SeededRandom): string {
+  const subject = rng.pick(draft.subject);
+  const returns = rng.pick(draft.returns);
   const frames = /^(how|which|who|what|whether)\b/i.test(subject) ? CLAUSE_FRAMES : NOUN_FRAMES;
-  return pick(rng, frames[style])
+  return rng.pick(frames[style])
     .replace("{S!}", cap(subject))
     .replace("{S}", subject)
     .replace("{R!}", cap(returns))

@@ -3,8 +3,7 @@
  * question's parts (what is asked, what exactly to return) together with its gold SQL. Styles then frame
  * the parts into a sentence (style.ts).
  */
-import type { Rng } from "../random.js";
-import { pick, randInt } from "../random.js";
+import type { SeededRandom } from "../../core/random.js";
 import type { Inventory, PersonRow } from "./inventory.js";
 
 export const ARCHETYPES = [
@@ -36,7 +35,7 @@ export interface Draft {
 
 export interface Ctx {
   inv: Inventory;
-  rng: Rng;
+  rng: SeededRandom;
 }
 
 export interface Template {
@@ -49,11 +48,11 @@ export interface Template {
 
 /** Picks from a list, or returns undefined when it is empty. */
 export function maybe<T>(c: Ctx, xs: readonly T[]): T | undefined {
-  return xs.length ? pick(c.rng, xs) : undefined;
+  return xs.length ? c.rng.pick(xs) : undefined;
 }
 
 export function int(c: Ctx, lo: number, hi: number): number {
-  return randInt(c.rng, lo, hi);
+  return c.rng.between(lo, hi);
 }
 
 /** A SQL string literal. */

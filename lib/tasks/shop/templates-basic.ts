@@ -197,7 +197,7 @@ export const BASIC_TEMPLATES: Template[] = [
     if (!y) return null;
     const n = int(c, 3, 8);
     return {
-      subject: [`the ${n} products with the highest item revenue (quantity times charged unit price, before discount and shipping) in ${y}, ${c.rng() < 0.5 ? REVENUE_RULE[0] : REVENUE_RULE[1]}`, `the top ${n} products of ${y} by sum of quantity x unit_price on their order lines, ${REVENUE_RULE[2]}`],
+      subject: [`the ${n} products with the highest item revenue (quantity times charged unit price, before discount and shipping) in ${y}, ${c.rng.next() < 0.5 ? REVENUE_RULE[0] : REVENUE_RULE[1]}`, `the top ${n} products of ${y} by sum of quantity x unit_price on their order lines, ${REVENUE_RULE[2]}`],
       returns: [`product name and revenue rounded to 2 decimals, highest first, ties by name`, `name plus revenue (2 decimals), ordered by revenue descending then product name`],
       columns: ["name", "revenue"],
       sql: `SELECT p.name, ROUND(SUM(oi.quantity * oi.unit_price), 2) AS revenue FROM order_items oi JOIN orders o ON o.order_id = oi.order_id JOIN products p ON p.product_id = oi.product_id WHERE ${yr("o.order_date", y)} AND o.status IN ${REVENUE_STATUSES} GROUP BY p.product_id, p.name ORDER BY SUM(oi.quantity * oi.unit_price) DESC, p.name ASC LIMIT ${n}`,

@@ -177,7 +177,7 @@ export const MORE_TEMPLATES: Template[] = [
     const y = maybe(c, c.inv.years);
     if (!y) return null;
     const k = maybe(c, c.inv.shipCountries);
-    const kTxt = c.rng() < 0.5 || !k ? "" : ` shipped to '${k}'`;
+    const kTxt = c.rng.next() < 0.5 || !k ? "" : ` shipped to '${k}'`;
     return {
       subject: [`for each month of ${y}, the average number of days between order date and ship date over orders${kTxt} that have shipped`, `monthly average days-to-ship (shipped_at minus order_date, in days) for ${y} orders${kTxt}; orders never shipped are excluded`],
       returns: [`order month 'YYYY-MM' and average days rounded to 2 decimals, in month order`, `the month (YYYY-MM, by order date) with mean days to 2 decimals, chronologically`],
