@@ -13,7 +13,7 @@
  * (c1 <= 2, others < 2, c2 = 0); hard when (others > 2, c1 <= 2, c2 = 0) or (2 < c1 <= 3, others <= 2,
  * c2 = 0) or (c1 <= 1, others = 0, c2 <= 1); else extra.
  */
-import { codeTokens, type Token } from "../verifier/sqltext.js";
+import { codeTokens, isPunct, type Token } from "../db/sqltext.js";
 
 export type SpiderHardness = "easy" | "medium" | "hard" | "extra";
 
@@ -28,7 +28,7 @@ export interface HardnessCounts {
   others: number;
 }
 
-const up = (t: Token | undefined) => (t && t.kind === "word" ? t.text.toUpperCase() : "");
+const up = (t: Token | undefined) => (t && t.type === "word" ? t.text.toUpperCase() : "");
 
 /** The Spider hardness of `sql`, or null when it is not a SELECT statement the rules apply to. */
 export function spiderHardness(sql: string): SpiderHardness | null {
@@ -43,8 +43,8 @@ export function spiderHardness(sql: string): SpiderHardness | null {
 
 /** The three counts of the statement's outermost level, or null when it does not start with SELECT. */
 export function hardnessCounts(sql: string): HardnessCounts | null {
-  const toks = codeTokens(sql).filter((t) => !(t.kind === "punct" && t.text === ";"));
-  const first = toks.findIndex((t) => t.kind !== "punct" || t.text !== "(");
+  const toks = codeTokens(sql).filter((t) => !isPunct(t, ";"));
+  const first = toks.findIndex((t) => !isPunct(t, "("));
   if (first < 0 || up(toks[first]) !== "SELECT") return null;
   return countLevel(toks.slice(first), toks[first].depth);
 }
@@ -91,7 +91,7 @@ function conditions(toks: Token[], from: number, to: number, depth: number): Con
 /** Subqueries used as values in a condition: "(" at the condition's depth opening a SELECT. */
 function subqueries(toks: Token[], [a, b]: [number, number], depth: number): number {
   let n = 0;
-  for (let i = a; i + 1 < b; i++) if (toks[i].depth === depth && toks[i].text === "(" && up(toks[i + 1]) === "SELECT") n++;
+  for (let i = a; i + 1 < b; i++) if (toks[i].depth === depth && isPunct(toks[i], "(") && up(toks[i + 1]) === "SELECT") n++;
   return n;
 }
 
@@ -100,7 +100,7 @@ const isLike = (toks: Token[], [a, b]: [number, number], depth: number) => toks.
 /** Aggregate calls at the term's own depth ("count(*)", "sum(a) - sum(b)" counts 2). */
 const aggregates = (toks: Token[], [a, b]: [number, number], depth: number) => {
   let n = 0;
-  for (let i = a; i + 1 < b; i++) if (toks[i].depth === depth && AGGREGATES.has(up(toks[i])) && toks[i + 1].text === "(") n++;
+  for (let i = a; i + 1 < b; i++) if (toks[i].depth === depth && AGGREGATES.has(up(toks[i])) && isPunct(toks[i + 1], "(")) n++;
   return n;
 };
 
@@ -119,14 +119,14 @@ function countLevel(toks: Token[], depth: number): HardnessCounts {
 
   const sel = [1, at.FROM ?? clauseEnd(0)] as [number, number];
   if (up(toks[sel[0]]) === "DISTINCT") sel[0]++;
-  const items = split(toks, sel[0], sel[1], depth, (t) => t.text === ",");
+  const items = split(toks, sel[0], sel[1], depth, (t) => isPunct(t, ","));
 
   let tables = 0;
   const fromConds: Conditions = { units: [], ors: 0, ands: 0 };
   const from = range("FROM", 1);
   if (from) {
     // segments between JOIN / "," ; each holds a table (or subquery) and maybe ON conditions
-    for (const [a, b] of split(toks, from[0], from[1], depth, (t) => up(t) === "JOIN" || t.text === ",")) {
+    for (const [a, b] of split(toks, from[0], from[1], depth, (t) => up(t) === "JOIN" || isPunct(t, ","))) {
       const on = toks.slice(a, b).findIndex((t) => t.depth === depth && up(t) === "ON");
       const head = toks.slice(a, on < 0 ? b : a + on).filter((t) => !["LEFT", "RIGHT", "INNER", "OUTER", "CROSS", "NATURAL", "FULL"].includes(up(t)));
       if (head.length > 0) tables++;
@@ -142,9 +142,9 @@ function countLevel(toks: Token[], depth: number): HardnessCounts {
   const havingRange = range("HAVING", 1);
   const having = havingRange ? conditions(toks, havingRange[0], havingRange[1], depth) : { units: [], ors: 0, ands: 0 };
   const groupRange = range("GROUP", 2);
-  const groups = groupRange ? split(toks, groupRange[0], groupRange[1], depth, (t) => t.text === ",") : [];
+  const groups = groupRange ? split(toks, groupRange[0], groupRange[1], depth, (t) => isPunct(t, ",")) : [];
   const orderRange = range("ORDER", 2);
-  const orders = orderRange ? split(toks, orderRange[0], orderRange[1], depth, (t) => t.text === ",") : [];
+  const orders = orderRange ? split(toks, orderRange[0], orderRange[1], depth, (t) => isPunct(t, ",")) : [];
 
   const allConds = [...fromConds.units, ...where.units, ...having.units];
   let c1 = 0;
@@ -159,7 +159,7 @@ function countLevel(toks: Token[], depth: number): HardnessCounts {
   let c2 = allConds.reduce((n, u) => n + subqueries(toks, u, depth), 0);
   if (setOp >= 0) c2++;
 
-  let agg = items.filter(([a, b]) => b > a && AGGREGATES.has(up(toks[a])) && toks[a + 1]?.text === "(").length;
+  let agg = items.filter(([a, b]) => b > a && AGGREGATES.has(up(toks[a])) && isPunct(toks[a + 1], "(")).length;
   agg += where.units.filter((u) => negated(toks, u)).length;
   agg += groups.filter((g) => aggregates(toks, g, depth) > 0).length;
   agg += orders.reduce((n, o) => n + Math.min(2, aggregates(toks, o, depth)), 0);

@@ -16,7 +16,7 @@ import { T2sError } from "../core/errors.js";
 import type { ExecSuccess, SqlValue } from "../db/types.js";
 import type { CompareOptions, CompareResult } from "./types.js";
 import { matchColumns, type KeyTable, type RowRule } from "./permute.js";
-import { hasOrderByAnywhere, hasTopLevelOrderBy, resolveOrderColumn, topLevelOrderTerms, type OrderTerm } from "./sqltext.js";
+import { hasOrderByAnywhere, hasTopLevelOrderBy, resolveOrderColumn, topLevelOrderTerms, type OrderTerm } from "./clauses.js";
 import { DEFAULT_VALUE_RULES, showValue, valueKey, type ValueRules } from "./values.js";
 
 /** Returns the value rules that `opts` selects (defaults filled in). */

@@ -12,7 +12,7 @@
  * The query is then normalised: comments dropped, whitespace outside literals collapsed to one space,
  * trailing semicolons stripped. An empty result is "no SQL" (null).
  */
-import { tokenize } from "./sqltext.js";
+import { tokenize } from "../db/sqltext.js";
 
 export interface ExtractOptions {
   /** Take the text from the first SELECT/WITH when no block is found (default true). */
@@ -107,12 +107,8 @@ function fallbackStart(text: string): number {
 }
 
 function untilSemicolon(text: string): string {
-  let offset = 0;
-  for (const t of tokenize(text)) {
-    if (t.kind === "punct" && t.text === ";") return text.slice(0, offset);
-    offset += t.text.length;
-  }
-  return text;
+  const semi = tokenize(text).find((t) => t.type === "punct" && t.text === ";");
+  return semi ? text.slice(0, semi.start) : text;
 }
 
 /**
@@ -122,14 +118,15 @@ function untilSemicolon(text: string): string {
 export function normalizeSql(sql: string): string | null {
   let out = "";
   let pendingSpace = false;
+  let last = 0;
   for (const t of tokenize(sql)) {
-    if (t.kind === "space" || t.kind === "comment") {
-      pendingSpace = true;
-      continue;
-    }
+    // whitespace is what lies between two tokens
+    if (t.start > last || t.type === "comment") pendingSpace = true;
+    last = t.end;
+    if (t.type === "comment") continue;
     if (pendingSpace && out.length > 0) out += " ";
     pendingSpace = false;
-    out += t.text;
+    out += sql.slice(t.start, t.end);
   }
   out = out.replace(/(\s*;)+\s*$/, "").trim();
   return out.length > 0 ? out : null;

@@ -28,7 +28,7 @@ import { dialectCompareOptions, textRules, type DistinctRule } from "./dialects.
 import { candidateOutcome, databaseHash, goldOutcome, sharedGoldCache, type GoldCache } from "./goldcache.js";
 import { defaultNeighborDir, neighborDatabases } from "./neighbors.js";
 import { computeReward } from "./rewards.js";
-import { removeDistinct } from "./sqltext.js";
+import { removeDistinct } from "./clauses.js";
 import { dbIdOf, suiteDatabases } from "./suite.js";
 import type { CompareOptions, GradeResult, Outcome, RewardPreset } from "./types.js";
 

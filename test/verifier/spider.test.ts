@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { DirectExecutor } from "../../lib/tasks/executor.js";
 import { compareResults } from "../../lib/verifier/compare.js";
 import { grade, type GradableTask } from "../../lib/verifier/grade.js";
-import { removeDistinct } from "../../lib/verifier/sqltext.js";
+import { removeDistinct } from "../../lib/verifier/clauses.js";
 import { DEFAULT_VALUE_RULES, trimWhiteSpace, valueKey } from "../../lib/verifier/values.js";
 import type { ExecSuccess, SqlValue } from "../../lib/db/types.js";
 import { scratchDir } from "../helpers.js";

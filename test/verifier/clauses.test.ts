@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { hasOrderByAnywhere, hasTopLevelOrderBy, resolveOrderColumn, tokenize, topLevelOrderTerms } from "../../lib/verifier/sqltext.js";
+import { hasOrderByAnywhere, hasTopLevelOrderBy, removeDistinct, resolveOrderColumn, topLevelOrderTerms } from "../../lib/verifier/clauses.js";
+import { normalizeSql } from "../../lib/verifier/extract.js";
 
 test("top-level ORDER BY is detected", () => {
   assert.equal(hasTopLevelOrderBy("SELECT a FROM t ORDER BY a"), true);
@@ -50,19 +51,8 @@ test("order terms and their output columns", () => {
   assert.equal(topLevelOrderTerms("SELECT a FROM t"), null);
 });
 
-test("tokenizer tracks depth and keeps unterminated literals", () => {
-  const toks = tokenize("f((a)) 'x").filter((t) => t.kind !== "space");
-  assert.deepEqual(toks.map((t) => t.depth), [0, 0, 1, 2, 1, 0, 0]);
-  assert.equal(toks[toks.length - 1].kind, "string");
-});
-
-test("tokenizer character classes: Unicode space, non-ASCII words, numbers with exponents, $ inside words", () => {
-  const kinds = (sql: string) => tokenize(sql).map((t) => [t.kind, t.text]);
-  // a non-ASCII space starts a space token, but inside a word it is a word character (as any non-ASCII unit)
-  assert.deepEqual(kinds("\u00a0b \u2028c"), [["space", "\u00a0"], ["word", "b"], ["space", " \u2028"], ["word", "c"]]);
-  assert.deepEqual(kinds("a\u00a0b"), [["word", "a\u00a0b"]]);
-  assert.deepEqual(kinds("prix_€ x$1 _y"), [["word", "prix_€"], ["space", " "], ["word", "x$1"], ["space", " "], ["word", "_y"]]);
-  assert.deepEqual(kinds("1.5e-3+.5E+2 0x1F"), [["number", "1.5e-3"], ["punct", "+"], ["number", ".5E+2"], ["space", " "], ["number", "0x1F"]]);
-  assert.deepEqual(kinds("$a"), [["punct", "$"], ["word", "a"]]);
-  assert.deepEqual(kinds("'it''s' `q` [r s] -- c\n/* d */"), [["string", "'it''s'"], ["space", " "], ["ident", "`q`"], ["space", " "], ["ident", "[r s]"], ["space", " "], ["comment", "-- c"], ["space", "\n"], ["comment", "/* d */"]]);
+test("DISTINCT is removed as a keyword only; whitespace outside literals collapses, non-ASCII spaces included", () => {
+  assert.equal(removeDistinct("SELECT DISTINCT a, count(distinct b) FROM t WHERE c = 'DISTINCT' AND \"distinct\" > 0"), "SELECT   a, count(  b) FROM t WHERE c = 'DISTINCT' AND \"distinct\" > 0");
+  assert.equal(normalizeSql("SELECT 1,\u00a0a  -- note\n FROM\t t ;; "), "SELECT 1, a FROM t");
+  assert.equal(normalizeSql("SELECT 'a  b', \"c  d\" /* x */ FROM t"), "SELECT 'a  b', \"c  d\" FROM t");
 });
