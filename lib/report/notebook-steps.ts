@@ -11,7 +11,7 @@ import { T2sError } from "../core/errors.js";
 import { kitPath } from "../core/paths.js";
 import { readTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";
-import { passRates } from "../train/band.js";
+import { checkBand, inBand, passRates } from "../tasks/select.js";
 import { commandText, runT2s, startT2s } from "./commands.js";
 import { browseHtml, failures, sample } from "./failures.js";
 import { liveOutput } from "./live.js";
@@ -130,14 +130,13 @@ export interface BandSelection {
 }
 
 /**
- * Selects the training band exactly as the trainer does (pooled pass rate in [lo, hi], lib/train/band.ts)
+ * Selects the training band exactly as the trainer does (pooled pass rate in [lo, hi], lib/tasks/select.ts)
  * and says why each other task is dropped: always right (rate 1), always wrong (rate 0), or out of band.
  */
 export function bandSelection(rows: readonly ReportRow[], lo: number, hi: number): BandSelection {
-  if (!(lo >= 0 && hi <= 1 && lo <= hi)) throw new T2sError("bad_band", `band [${lo}, ${hi}] must satisfy 0 <= lo <= hi <= 1`);
-  const rates = [...passRates(rows as unknown as Array<Record<string, unknown>>).values()].sort((a, b) => (a.task_id < b.task_id ? -1 : 1));
-  const inBand = (r: number) => r >= lo - 1e-12 && r <= hi + 1e-12;
-  const why = (r: number) => (inBand(r) ? "kept (in band)" : r === 1 ? "dropped: always right" : r === 0 ? "dropped: always wrong" : "dropped: out of band");
+  checkBand(lo, hi);
+  const rates = [...passRates(rows).values()].sort((a, b) => (a.task_id < b.task_id ? -1 : 1));
+  const why = (r: number) => (inBand(r, lo, hi) ? "kept (in band)" : r === 1 ? "dropped: always right" : r === 0 ? "dropped: always wrong" : "dropped: out of band");
   const records = rates.map((r) => ({ task_id: r.task_id, rows: r.rows, correct: r.correct, rate: r.rate, rule: why(r.rate) }));
   const rules = ["kept (in band)", "dropped: always right", "dropped: always wrong", "dropped: out of band"];
   const table = aq.from(rules.map((rule) => {

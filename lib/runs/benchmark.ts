@@ -16,7 +16,7 @@ import type { Task } from "../tasks/types.js";
 import type { RewardPreset } from "../verifier/types.js";
 import { defaultEnv } from "./env.js";
 import { rolloutFacts, type RolloutFacts } from "./facts.js";
-import { selectTasks, type BandSpec } from "../train/band.js";
+import { selectTasks, type BandSpec } from "../tasks/select.js";
 import { databaseHashes, tasksHash, type RunGrading } from "./meta.js";
 import type { ProgressSnapshot } from "./progress.js";
 import { runRollout, type RolloutEnv, type RolloutResult } from "./rollout.js";

@@ -18,7 +18,7 @@ import { defaultEnv } from "../runs/env.js";
 import { runRollout } from "../runs/rollout.js";
 import { readTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";
-import { selectTasks } from "./band.js";
+import { selectTasks } from "../tasks/select.js";
 import { checkpointStep, latestCheckpoint } from "./checkpoint.js";
 import { configChanges, type TrainConfig } from "./config.js";
 import { conversationExample, readConversations } from "./conversations.js";

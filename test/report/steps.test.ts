@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bandSelection, writeBand, benchmarkStep, policyModelDir, trainConfigFacts, holdoutCheckpoints, benchmarkBanner } from "../../lib/report/notebook-steps.js";
 import { checkTrainerAgreement, checkAdapterNotNoop, checkGradedTurn, checksHtml, checksTable } from "../../lib/report/serving.js";
-import { selectBand } from "../../lib/train/band.js";
+import { selectBand } from "../../lib/tasks/select.js";
 import { T2sError } from "../../lib/core/errors.js";
 import { scratchDir } from "../helpers.js";
 import { makeRows, makeTrainLog, writeRows } from "./fixtures.js";

@@ -7,7 +7,7 @@ import { runCli, scratchDir } from "../helpers.js";
 import { startFakeOpenAI, scriptedResponder, type FakeRule } from "../support/fake-openai.js";
 import { fenced, makeItemsDb, writeItemTasks } from "../support/fixtures.js";
 import type { RolloutRow } from "../../lib/runs/row.js";
-import { selectTasks } from "../../lib/train/band.js";
+import { selectTasks } from "../../lib/tasks/select.js";
 import { parseBand } from "../../lib/cli/benchmark.js";
 import type { Task } from "../../lib/tasks/types.js";
 

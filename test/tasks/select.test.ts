@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { passRates, selectBand } from "../../lib/train/band.js";
+import { passRates, selectBand } from "../../lib/tasks/select.js";
 import { scratchDir } from "../helpers.js";
 import { isT2sError } from "../../lib/core/errors.js";
 

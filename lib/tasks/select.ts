@@ -1,10 +1,11 @@
 /**
- * The training band: tasks whose pass rate in an earlier rollout rows file lies in [lo, hi]. The rate is
- * pooled over all rows of a task (all samples, all eval runs): correct rows / rows.
+ * Task selection for a run (training or benchmark): split, band, limit. The band is the tasks whose pass
+ * rate in an earlier rollout rows file lies in [lo, hi]; the rate is pooled over all rows of a task (all
+ * samples, all eval runs): correct rows / rows.
  */
 import { readJsonl } from "../core/jsonl.js";
 import { T2sError } from "../core/errors.js";
-import type { Task } from "../tasks/types.js";
+import type { Task } from "./types.js";
 
 /** A band: tasks whose pooled pass rate in the rows file `rows` lies in [lo, hi]. */
 export interface BandSpec {
@@ -21,7 +22,7 @@ export interface PassRate {
 }
 
 /** Returns the pooled pass rate of each task in `rows` (rows without a task_id are an error naming the line). */
-export function passRates(rows: Array<Record<string, unknown>>, source = "rows"): Map<string, PassRate> {
+export function passRates(rows: readonly Record<string, unknown>[], source = "rows"): Map<string, PassRate> {
   const out = new Map<string, PassRate>();
   rows.forEach((r, i) => {
     const id = r.task_id;
@@ -38,13 +39,23 @@ export function passRates(rows: Array<Record<string, unknown>>, source = "rows")
   return out;
 }
 
+/** Throws the one bad_band error unless 0 <= lo <= hi <= 1. */
+export function checkBand(lo: number, hi: number): void {
+  if (!(lo >= 0 && hi <= 1 && lo <= hi)) throw new T2sError("bad_band", `band [${lo}, ${hi}] must satisfy 0 <= lo <= hi <= 1`);
+}
+
+/** True when a pass rate lies in the band [lo, hi]. */
+export function inBand(rate: number, lo: number, hi: number): boolean {
+  // a small tolerance so a rate of exactly 0.1 computed as 1/10 is inside [0.1, ...]
+  return rate >= lo - 1e-12 && rate <= hi + 1e-12;
+}
+
 /** Returns the ids (sorted) of tasks whose pooled pass rate in the rows file lies in [lo, hi], with all rates. */
 export function selectBand(rowsPath: string, lo: number, hi: number): { taskIds: string[]; rates: Map<string, PassRate> } {
-  if (!(lo >= 0 && hi <= 1 && lo <= hi)) throw new T2sError("bad_band", `band [${lo}, ${hi}] must satisfy 0 <= lo <= hi <= 1`);
+  checkBand(lo, hi);
   const { records } = readJsonl<Record<string, unknown>>(rowsPath);
   const rates = passRates(records, rowsPath);
-  // a small tolerance so a rate of exactly 0.1 computed as 1/10 is inside [0.1, ...]
-  const taskIds = [...rates.values()].filter((p) => p.rate >= lo - 1e-12 && p.rate <= hi + 1e-12).map((p) => p.task_id).sort();
+  const taskIds = [...rates.values()].filter((p) => inBand(p.rate, lo, hi)).map((p) => p.task_id).sort();
   return { taskIds, rates };
 }
 
