@@ -5,7 +5,6 @@ import { benchmark } from "../runs/benchmark.js";
 import { formatFacts } from "../runs/facts.js";
 import { progressLine } from "../runs/progress.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
-import type { StatRow } from "../stats/rows.js";
 import { formatSummary } from "./report.js";
 import { collect, dialectOption, intOption, numberOption, oneOf, printJson } from "./options.js";
 import type { RunGrading } from "../runs/meta.js";
@@ -125,7 +124,7 @@ export function registerBenchmark(program: Command): void {
       if (result.duplicates) process.stderr.write(`warning: ${f.out} holds ${result.duplicates} duplicate row(s); they are ignored\n`);
       if (f.json) printJson({ summary, facts, progress: p, meta: result.meta, lost_examples: result.lostExamples });
       else {
-        if (result.rows.length) process.stdout.write(formatSummary(f.out, result.rows as unknown as StatRow[], summary, DEFAULT_B, DEFAULT_SEED) + "\n" + formatFacts(facts));
+        if (result.rows.length) process.stdout.write(formatSummary(f.out, result.rows, summary, DEFAULT_B, DEFAULT_SEED) + "\n" + formatFacts(facts));
         process.stdout.write(`run: ${progressLine(p)}\n`);
       }
       if (p.lost > 0) {

@@ -8,7 +8,7 @@ import { pairedDelta, compareRows, type DeltaReport, type DeltaStats, type Delta
 import { summarizeTasks, defaultK } from "../stats/summary.js";
 import { DEFAULT_SEED } from "../stats/bootstrap.js";
 import type { PlotlyFigure } from "./display.js";
-import { statRows, type ReportRow } from "./rows.js";
+import { type ReportRow } from "./rows.js";
 import type { Table } from "./tables.js";
 
 export interface DeltaAnalysis {
@@ -21,8 +21,8 @@ export interface DeltaAnalysis {
 /** Runs the paired comparison of `a` and `b`, overall and per `by` field. */
 export function analyzeDelta(a: readonly ReportRow[], b: readonly ReportRow[], opts: { by?: string[]; B?: number; seed?: number; labelA?: string; labelB?: string } = {}): DeltaAnalysis {
   const by = opts.by ?? ["difficulty", "archetype"];
-  const report = pairedDelta(statRows(a), statRows(b), { by, B: opts.B, seed: opts.seed });
-  const detail = compareRows(statRows(a), statRows(b), { B: opts.B, seed: opts.seed });
+  const report = pairedDelta(a, b, { by, B: opts.B, seed: opts.seed });
+  const detail = compareRows(a, b, { B: opts.B, seed: opts.seed });
   return { report, detail, labelA: opts.labelA ?? "a", labelB: opts.labelB ?? "b" };
 }
 
@@ -105,9 +105,9 @@ export function passShiftFigure(a: readonly ReportRow[], b: readonly ReportRow[]
   const bIds = new Set(b.map((r) => r.task_id));
   const pa = a.filter((r) => bIds.has(r.task_id));
   const pb = b.filter((r) => ids.has(r.task_id));
-  const k = opts.k ?? Math.min(defaultK(statRows(pa)) ?? 1, defaultK(statRows(pb)) ?? 1);
-  const sa = summarizeTasks(statRows(pa), k > 1 ? k : null, 1, DEFAULT_SEED);
-  const sb = summarizeTasks(statRows(pb), k > 1 ? k : null, 1, DEFAULT_SEED);
+  const k = opts.k ?? Math.min(defaultK(pa) ?? 1, defaultK(pb) ?? 1);
+  const sa = summarizeTasks(pa, k > 1 ? k : null, 1, DEFAULT_SEED);
+  const sb = summarizeTasks(pb, k > 1 ? k : null, 1, DEFAULT_SEED);
   const x = [opts.labelA ?? "a", opts.labelB ?? "b"];
   const line = (name: string, ya: number | null, yb: number | null, dash: string, color: string) =>
     ({ type: "scatter", mode: "lines+markers+text", name, x, y: [ya, yb], line: { dash, color, width: 2.5 }, marker: { size: 10 }, text: [ya, yb].map((v) => (v === null ? "" : v.toFixed(3))), textposition: "top center" });

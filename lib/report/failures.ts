@@ -7,7 +7,8 @@ import * as aq from "arquero";
 import type { Executor, ExecOutcome, SqlValue } from "../db/types.js";
 import type { Task } from "../tasks/types.js";
 import { SeededRandom } from "../core/random.js";
-import { groupOf, isCorrect, outcomeOf, type ReportRow, type TurnMessage } from "./rows.js";
+import type { ChatMessage } from "../policy/types.js";
+import { groupOf, isCorrect, outcomeOf, type ReportRow } from "./rows.js";
 import type { Table } from "./tables.js";
 
 /** Returns the rows that were not graded correct. */
@@ -72,7 +73,7 @@ function prettyArgs(raw: string): string {
   }
 }
 
-function turnHtml(m: TurnMessage, graded: boolean): string {
+function turnHtml(m: ChatMessage, graded: boolean): string {
   const colors: Record<string, string> = { user: "#e8f0fe", assistant: graded ? "#fff4e5" : "#f1f8e9", tool: "#f3e5f5", system: "#eeeeee" };
   const label = m.role === "tool" ? `tool result${m.tool_call_id ? ` (${esc(m.tool_call_id)})` : ""}` : m.role + (graded ? " — graded turn" : "");
   let body = m.content ? pre(m.content, `t2s-${m.role}`) : "";

@@ -6,7 +6,7 @@
 import type { PlotlyFigure } from "./display.js";
 import { passAtKCurve, taskPassRates, defaultK, summarizeTasks } from "../stats/summary.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
-import { groupOf, groupsIn, outcomeOf, outcomesIn, statRows, type ReportRow } from "./rows.js";
+import { groupOf, groupsIn, outcomeOf, outcomesIn, type ReportRow } from "./rows.js";
 
 /** Colours per outcome, stable across figures (green = right, reds = failures). */
 export const OUTCOME_COLORS: Record<string, string> = {
@@ -32,7 +32,7 @@ export interface GroupFigureOptions {
 /** Returns pass@1 per value of `field` as bars with 95% bootstrap-interval whiskers (n tasks in hover). */
 export function pass1ByGroupFigure(rows: readonly ReportRow[], field: string, opts: GroupFigureOptions = {}): PlotlyFigure {
   const groups = groupsIn(rows, field);
-  const stats = groups.map((g) => summarizeTasks(statRows(rows.filter((r) => groupOf(r, field) === g)), null, opts.B ?? DEFAULT_B, opts.seed ?? DEFAULT_SEED));
+  const stats = groups.map((g) => summarizeTasks(rows.filter((r) => groupOf(r, field) === g), null, opts.B ?? DEFAULT_B, opts.seed ?? DEFAULT_SEED));
   const y = stats.map((s) => s.pass1 ?? 0);
   return {
     data: [{
@@ -82,7 +82,7 @@ export function passAtKCurveFigure(rows: readonly ReportRow[], field?: string, m
   if (field) for (const g of groupsIn(rows, field)) sets.push([g, rows.filter((r) => groupOf(r, field) === g)]);
   const data: Array<Record<string, unknown>> = [];
   sets.forEach(([name, rs], i) => {
-    const curve = passAtKCurve(statRows(rs), maxK);
+    const curve = passAtKCurve(rs, maxK);
     const ks = curve.map((p) => p.k);
     const line = { width: i === 0 ? 3 : 1.5, color: PALETTE[i % PALETTE.length] };
     data.push({ type: "scatter", mode: "lines+markers", name: `${name} pass@k`, legendgroup: name, x: ks, y: curve.map((p) => p.passk), line });
@@ -96,7 +96,7 @@ export function passAtKCurveFigure(rows: readonly ReportRow[], field?: string, m
 
 /** Returns a histogram of per-task pass rates (c/n), bins of 1/n when every task has n samples. */
 export function taskRateHistogramFigure(rows: readonly ReportRow[]): PlotlyFigure {
-  const rates = taskPassRates(statRows(rows));
+  const rates = taskPassRates(rows);
   const n = rates.reduce((m, t) => Math.max(m, t.n), 1);
   const size = 1 / Math.max(1, Math.min(n, 20));
   return {
@@ -107,9 +107,9 @@ export function taskRateHistogramFigure(rows: readonly ReportRow[]): PlotlyFigur
 
 /** Returns headroom (pass@k - pass@1) per value of `field`, with pass@1 and pass@k side by side. */
 export function headroomFigure(rows: readonly ReportRow[], field: string, opts: GroupFigureOptions = {}): PlotlyFigure {
-  const k = opts.k ?? defaultK(statRows(rows));
+  const k = opts.k ?? defaultK(rows);
   const groups = groupsIn(rows, field);
-  const stats = groups.map((g) => summarizeTasks(statRows(rows.filter((r) => groupOf(r, field) === g)), k, 1, opts.seed ?? DEFAULT_SEED));
+  const stats = groups.map((g) => summarizeTasks(rows.filter((r) => groupOf(r, field) === g), k, 1, opts.seed ?? DEFAULT_SEED));
   return {
     data: [
       { type: "bar", name: "pass@1", x: groups, y: stats.map((s) => s.pass1), marker: { color: "#1f77b4" } },

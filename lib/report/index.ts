@@ -4,7 +4,7 @@
  * Figure export (playwright) is in ./export.js, imported only by the CLI.
  */
 export { html, text, plotly, ensurePlotly, plotlyFigureHtml, type PlotlyFigure, type FigureOptions } from "./display.js";
-export { readRows, statRows, isCorrect, outcomeOf, isTruncated, groupOf, groupsIn, outcomesIn, OUTCOME_ORDER, type ReportRow, type TurnMessage } from "./rows.js";
+export { readRows, isCorrect, outcomeOf, isTruncated, groupOf, groupsIn, outcomesIn, OUTCOME_ORDER, type ReportRow } from "./rows.js";
 export { headlineTable, groupTable, outcomeTable, rowsTable, summaryOf, failureRates, tableHtml, type Table, type TableOptions } from "./tables.js";
 export {
   pass1ByGroupFigure, outcomeStackFigure, outcomeHeatmapFigure, passAtKCurveFigure, taskRateHistogramFigure, headroomFigure, OUTCOME_COLORS,

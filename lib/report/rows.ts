@@ -1,52 +1,18 @@
 /**
- * The rollout rows the report reads, typed for figures and tables. The fields mirror lib/runs/row.ts but
- * are declared here, so notebooks importing lib/report do not pull the episode loop into tslab's compile.
+ * Reading rollout rows for figures and tables, and the facts of a row the report shows (outcome, group,
+ * truncation). The row type is lib/runs/row.ts's, imported type-only.
  */
 import { existsSync } from "node:fs";
 import { readJsonl } from "../core/jsonl.js";
 import { T2sError } from "../core/errors.js";
-import { dedupeRows, duplicatesNote, type StatRow } from "../stats/rows.js";
+import { dedupeRows, duplicatesNote } from "../stats/rows.js";
+import type { RowRecord } from "../runs/row.js";
 
-/** A chat message of a transcript (the shape lib/policy uses). */
-export interface TurnMessage {
-  role: string;
-  content: string | null;
-  tool_calls?: Array<{ id?: string; type?: string; function: { name: string; arguments: string } }>;
-  tool_call_id?: string;
-  name?: string;
-}
-
-/** One graded episode as a rows file holds it; fields other than task_id/sample/correct may be missing. */
-export interface ReportRow {
-  task_id: string;
-  sample: number;
-  correct: boolean | 0 | 1;
-  eval_run?: string;
-  run_id?: string;
-  db_id?: string;
-  split?: string;
-  difficulty?: string;
-  archetype?: string;
-  policy?: string;
-  model?: string | null;
-  adapter?: string | null;
-  turns?: TurnMessage[];
-  n_assistant_turns?: number;
-  graded_turn?: number;
-  final_sql?: string | null;
-  outcome?: string;
-  executes?: boolean;
-  has_sql?: boolean;
-  reward?: number;
-  reason?: string;
-  tokens_in?: number;
-  tokens_out?: number;
-  finish_reason?: string;
-  latency_ms?: number;
-  n_tool_calls?: number;
-  invalid_tool_calls?: number;
-  [field: string]: unknown;
-}
+/**
+ * A row as the report reads it: the one row schema of lib/runs/row.ts as read back from a file (task_id,
+ * sample and correct always there, any other field possibly missing).
+ */
+export type ReportRow = RowRecord;
 
 /**
  * Reads a rows file; throws T2sError naming the file when it is missing, malformed or empty. A row that
@@ -63,11 +29,6 @@ export function readRows(path: string): ReportRow[] {
   const { rows, duplicates } = dedupeRows(records);
   if (duplicates.count) console.warn(duplicatesNote(path, duplicates));
   return rows;
-}
-
-/** Returns the rows as lib/stats rows (same objects). */
-export function statRows(rows: readonly ReportRow[]): StatRow[] {
-  return rows as unknown as StatRow[];
 }
 
 /** True when the row was graded correct. */

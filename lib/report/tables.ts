@@ -6,7 +6,7 @@
 import * as aq from "arquero";
 import { summarize, summarizeTasks, defaultK } from "../stats/summary.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
-import { groupsIn, groupOf, isTruncated, outcomeOf, outcomesIn, statRows, type ReportRow } from "./rows.js";
+import { groupsIn, groupOf, isTruncated, outcomeOf, outcomesIn, type ReportRow } from "./rows.js";
 
 export type Table = aq.ColumnTable;
 
@@ -36,7 +36,7 @@ export function failureRates(rows: readonly ReportRow[]): { no_sql: number | nul
 }
 
 function statsRecord(label: Record<string, string>, rows: readonly ReportRow[], k: number | null, B: number, seed: number): Record<string, unknown> {
-  const s = summarizeTasks(statRows(rows), k, B, seed);
+  const s = summarizeTasks(rows, k, B, seed);
   return {
     ...label,
     tasks: s.n_tasks,
@@ -58,14 +58,14 @@ function statsRecord(label: Record<string, string>, rows: readonly ReportRow[], 
  * shares of rows and output tokens per reply.
  */
 export function headlineTable(rows: readonly ReportRow[], opts: TableOptions & { label?: string } = {}): Table {
-  const k = opts.k ?? defaultK(statRows(rows));
+  const k = opts.k ?? defaultK(rows);
   const label = opts.label ?? String(rows[0]?.policy ?? rows[0]?.model ?? "rows");
   return aq.from([statsRecord({ model: label }, rows, k, opts.B ?? DEFAULT_B, opts.seed ?? DEFAULT_SEED)]);
 }
 
 /** Returns the headline numbers per value of `field` (difficulty, archetype, ...), one row per group. */
 export function groupTable(rows: readonly ReportRow[], field: string, opts: TableOptions = {}): Table {
-  const k = opts.k ?? defaultK(statRows(rows));
+  const k = opts.k ?? defaultK(rows);
   const records = groupsIn(rows, field).map((g) =>
     statsRecord({ [field]: g }, rows.filter((r) => groupOf(r, field) === g), k, opts.B ?? DEFAULT_B, opts.seed ?? DEFAULT_SEED));
   return aq.from(records);
@@ -97,7 +97,7 @@ export function rowsTable(rows: readonly ReportRow[]): Table {
 
 /** Returns the summary of lib/stats for the rows (with groups), for code that wants the raw numbers. */
 export function summaryOf(rows: readonly ReportRow[], by: string[] = ["difficulty", "archetype"], opts: TableOptions = {}) {
-  return summarize(statRows(rows), { k: opts.k, by, B: opts.B, seed: opts.seed });
+  return summarize(rows, { k: opts.k, by, B: opts.B, seed: opts.seed });
 }
 
 const HEADERS: Record<string, string> = {

@@ -9,7 +9,6 @@ import { T2sError } from "../core/errors.js";
 import { promptTemplateHash, type EpisodeStyle, type PromptConfig, type ToolProtocol } from "../episode/prompt.js";
 import { loadPolicy } from "../policy/spec.js";
 import type { Policy } from "../policy/types.js";
-import type { StatRow } from "../stats/rows.js";
 import { summarize, type Summary } from "../stats/summary.js";
 import { describeMissing, loadTaskSource } from "../tasks/loaders.js";
 import type { Task } from "../tasks/types.js";
@@ -155,7 +154,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
         sampling: { temperature: opts.temperature ?? 0.7, top_p: opts.topP, max_tokens: maxTokens },
       },
     });
-    const summary = summarize(result.rows as unknown as StatRow[], { k, by: opts.by ?? ["difficulty", "archetype"] });
+    const summary = summarize(result.rows, { k, by: opts.by ?? ["difficulty", "archetype"] });
     return { result, summary, facts: rolloutFacts(result.rows), policy: policy.name };
   } finally {
     if (typeof opts.policy === "string") await policy.close?.();

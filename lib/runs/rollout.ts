@@ -19,7 +19,8 @@ import { lockRows } from "./lock.js";
 import { gradingMeta, metaDifferences, metaPath, readMeta, tasksHash, writeMeta, type RunGrading, type RunMeta } from "./meta.js";
 import { planEpisodes } from "./plan.js";
 import { Progress, type ProgressSnapshot } from "./progress.js";
-import { makeRow, type RolloutRow } from "./row.js";
+import { makeRow } from "./episode-row.js";
+import type { RolloutRow } from "./row.js";
 import { RowsStore } from "./store.js";
 
 /** What an episode needs from the world besides the policy. */

@@ -1,11 +1,15 @@
-/** The rollout row: one jsonl line per sampled episode. Every statistic and figure is computed from these. */
+/**
+ * The rollout row, the kit's one row schema: one jsonl line per sampled episode. Every statistic and
+ * figure is computed from these. This file holds types only (and the row key), so report code that
+ * notebooks import can name a row without pulling the episode loop into tslab's compile.
+ */
 import type { ChatMessage, FinishReason } from "../policy/types.js";
 import type { EpisodeStyle, ToolProtocol } from "../episode/prompt.js";
-import type { EpisodeResult } from "../episode/loop.js";
 import type { Outcome } from "../verifier/types.js";
-import type { Task } from "../tasks/types.js";
+import type { StatRow } from "../stats/rows.js";
 
-export interface RolloutRow {
+/** A row as the kit writes it. (A type, not an interface: it is then a StatRow without a cast.) */
+export type RolloutRow = {
   run_id: string;
   eval_run: string;
   task_id: string;
@@ -48,51 +52,14 @@ export interface RolloutRow {
   /** The server that answered the graded turn, when the policy spreads requests over several. */
   endpoint?: string;
   error?: string;
-}
+};
 
-/** What the runner knows about an episode before it runs: the row's fields that do not come from the task or the grade. */
-export type RowContext = Pick<RolloutRow, "run_id" | "eval_run" | "sample" | "seed" | "policy" | "model" | "adapter" | "style" | "protocol" | "rerolls">;
-
-/** Builds the row for a finished episode of `task`. */
-export function makeRow(task: Task, ctx: RowContext, ep: EpisodeResult): RolloutRow {
-  const g = ep.grade;
-  return {
-    run_id: ctx.run_id,
-    eval_run: ctx.eval_run,
-    task_id: task.id,
-    db_id: task.db_id,
-    split: task.split,
-    difficulty: String(task.difficulty),
-    archetype: task.archetype,
-    question_style: task.style,
-    sample: ctx.sample,
-    seed: ctx.seed,
-    policy: ctx.policy,
-    model: ctx.model,
-    adapter: ctx.adapter,
-    style: ctx.style,
-    protocol: ctx.protocol,
-    turns: ep.messages.filter((m) => m.role !== "system"),
-    n_assistant_turns: ep.n_assistant_turns,
-    graded_turn: ep.graded_turn,
-    final_sql: g.sql,
-    outcome: g.outcome,
-    correct: g.correct,
-    executes: g.executes,
-    has_sql: g.sql !== null,
-    reward: g.reward,
-    reason: g.reason,
-    tokens_in: ep.tokens_in,
-    tokens_out: ep.tokens_out,
-    finish_reason: ep.finish_reason,
-    latency_ms: ep.latency_ms,
-    n_tool_calls: ep.n_tool_calls,
-    invalid_tool_calls: ep.invalid_tool_calls,
-    rerolls: ctx.rerolls,
-    truncated_by: ep.truncated_by,
-    ...(ep.endpoint !== undefined ? { endpoint: ep.endpoint } : {}),
-  };
-}
+/**
+ * A row as read back from a rows file, which may come from another tool or an older kit: the fields every
+ * statistic needs (StatRow: task_id, sample, correct as true/false/0/1, eval_run), any of the kit's other
+ * fields, and whatever else the file holds.
+ */
+export interface RowRecord extends StatRow, Partial<Omit<RolloutRow, "task_id" | "sample" | "correct" | "eval_run">> {}
 
 /** The identity of a row within a rows file: (eval run, task, sample). */
 export function rowKey(evalRun: string, taskId: string, sample: number): string {

@@ -7,7 +7,11 @@ import { readFileSync } from "node:fs";
 import { T2sError } from "../core/errors.js";
 import { readJsonl } from "../core/jsonl.js";
 
-/** One graded sample. Any other field (difficulty, archetype, executes, ...) may be used for grouping. */
+/**
+ * The fields of a rollout row (lib/runs/row.ts) every statistic reads: one graded sample. Any other field
+ * (difficulty, archetype, executes, ...) may be used for grouping. A kit row is a StatRow as it is; a row
+ * from another tool needs only these.
+ */
 export interface StatRow {
   task_id: string;
   sample: number;

@@ -15,7 +15,7 @@ export interface FixtureOptions {
 
 const DIFFS = ["easy", "medium", "hard"];
 const ARCHS = ["single-table aggregation", "two-table JOIN", "NULL semantics", "top-N"];
-const FAILS = ["wrong_rows", "sql_error", "no_sql", "truncated"];
+const FAILS = ["wrong_rows", "sql_error", "no_sql", "truncated"] as const;
 
 /** Returns rows for `tasks` tasks x `runs` eval runs x `k` samples; task i's success chance depends on its difficulty. */
 export function makeRows(opts: FixtureOptions = {}): ReportRow[] {
@@ -29,7 +29,7 @@ export function makeRows(opts: FixtureOptions = {}): ReportRow[] {
       const p = Math.min(1, base[i] + (opts.lift ?? 0));
       for (let s = 0; s < (opts.k ?? 4); s++) {
         const correct = rand() < p;
-        const outcome = correct ? "correct" : FAILS[Math.floor(rand() * FAILS.length)];
+        const outcome = correct ? ("correct" as const) : FAILS[Math.floor(rand() * FAILS.length)];
         const sql = outcome === "no_sql" ? null : outcome === "sql_error" ? "SELEC name FROM items" : "SELECT name FROM items";
         out.push({
           run_id: "fixture", eval_run: String(run), task_id: `task_${String(i).padStart(3, "0")}`, db_id: "items", split: "holdout",

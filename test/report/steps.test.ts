@@ -73,7 +73,7 @@ test("serving checks: PASS, FAIL and SKIP with reasons", () => {
   const noop = checkAdapterNotNoop(served, base);
   assert.equal(noop.status, "FAIL");
   assert.match(noop.reason, /identical/);
-  const changed = served.map((r, i) => (i === 0 ? { ...r, turns: [{ role: "assistant", content: "different" }] } : r));
+  const changed = served.map((r, i) => (i === 0 ? { ...r, turns: [{ role: "assistant" as const, content: "different" }] } : r));
   assert.equal(checkAdapterNotNoop(changed, base).status, "PASS");
   assert.equal(checkGradedTurn(served).status, "PASS");
   const second = served.map((r, i) => (i === 2 ? { ...r, graded_turn: 2, n_assistant_turns: 2 } : r));

@@ -1,0 +1,48 @@
+/** The rollout row of a finished episode: the task's fields, the runner's context and the grade. */
+import type { EpisodeResult } from "../episode/loop.js";
+import type { Task } from "../tasks/types.js";
+import type { RolloutRow } from "./row.js";
+
+/** What the runner knows about an episode before it runs: the row's fields that do not come from the task or the grade. */
+export type RowContext = Pick<RolloutRow, "run_id" | "eval_run" | "sample" | "seed" | "policy" | "model" | "adapter" | "style" | "protocol" | "rerolls">;
+
+/** Builds the row for a finished episode of `task`. */
+export function makeRow(task: Task, ctx: RowContext, ep: EpisodeResult): RolloutRow {
+  const g = ep.grade;
+  return {
+    run_id: ctx.run_id,
+    eval_run: ctx.eval_run,
+    task_id: task.id,
+    db_id: task.db_id,
+    split: task.split,
+    difficulty: String(task.difficulty),
+    archetype: task.archetype,
+    question_style: task.style,
+    sample: ctx.sample,
+    seed: ctx.seed,
+    policy: ctx.policy,
+    model: ctx.model,
+    adapter: ctx.adapter,
+    style: ctx.style,
+    protocol: ctx.protocol,
+    turns: ep.messages.filter((m) => m.role !== "system"),
+    n_assistant_turns: ep.n_assistant_turns,
+    graded_turn: ep.graded_turn,
+    final_sql: g.sql,
+    outcome: g.outcome,
+    correct: g.correct,
+    executes: g.executes,
+    has_sql: g.sql !== null,
+    reward: g.reward,
+    reason: g.reason,
+    tokens_in: ep.tokens_in,
+    tokens_out: ep.tokens_out,
+    finish_reason: ep.finish_reason,
+    latency_ms: ep.latency_ms,
+    n_tool_calls: ep.n_tool_calls,
+    invalid_tool_calls: ep.invalid_tool_calls,
+    rerolls: ctx.rerolls,
+    truncated_by: ep.truncated_by,
+    ...(ep.endpoint !== undefined ? { endpoint: ep.endpoint } : {}),
+  };
+}
