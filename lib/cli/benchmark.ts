@@ -8,6 +8,7 @@ import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import { formatSummary } from "./report.js";
 import { collect, dialectOption, intOption, numberOption, oneOf, printJson } from "./options.js";
 import type { RunGrading } from "../runs/meta.js";
+import { SAMPLES_PER_TASK, SAMPLING_TEMPERATURE, TOOL_ROWS } from "../core/defaults.js";
 
 interface BenchmarkFlags {
   policy: string;
@@ -60,15 +61,15 @@ export function registerBenchmark(program: Command): void {
     .option("--split <split>", "only tasks of this split: train or holdout (default: all)")
     .option("--band <file:lo:hi>", "only tasks whose pass rate in an earlier rows file lies in [lo, hi], as training selects its band (e.g. base-train.jsonl:0.1:0.9)")
     .option("--limit <n>", "only the first n tasks (after --split and --band)", intOption("--limit", 1))
-    .option("--k <n>", "samples per task", intOption("--k", 1), 4)
-    .option("--temperature <t>", "sampling temperature", numberOption("--temperature", { min: 0 }), 0.7)
+    .option("--k <n>", "samples per task", intOption("--k", 1), SAMPLES_PER_TASK)
+    .option("--temperature <t>", "sampling temperature", numberOption("--temperature", { min: 0 }), SAMPLING_TEMPERATURE)
     .option("--top-p <p>", "nucleus sampling top_p (default: the server's)", numberOption("--top-p", { gt: 0, max: 1 }))
     .option("--style <style>", "single (one reply, graded) or tool (SQL tool calls, then a final answer)", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
     .option("--max-tokens <n>", "tokens per turn; a reply cut by it is 'truncated'", intOption("--max-tokens", 1), 2048)
     .option("--max-tool-calls <n>", "tool calls per episode (tool style)", intOption("--max-tool-calls", 0), 5)
     .option("--max-context <n>", "total context budget in tokens; a turn that would pass it ends the episode as truncated", intOption("--max-context", 1))
-    .option("--tool-rows <n>", "rows a tool result shows at most", intOption("--tool-rows", 1), 20)
+    .option("--tool-rows <n>", "rows a tool result shows at most", intOption("--tool-rows", 1), TOOL_ROWS)
     .option("--tool-chars <n>", "characters of a tool result kept when cut in the middle", intOption("--tool-chars", 16), 256)
     .option("--tool-truncate <mode>", "middle (head ...(truncated)... tail) or rows (whole rows only)", "middle")
     .option("--concurrency <n>", "episodes and requests in flight", intOption("--concurrency", 1), 8)

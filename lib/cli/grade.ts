@@ -11,6 +11,7 @@ import { dialectDefaults, gradeAnswer, MAX_NEIGHBORS, REQUEST_DEFAULTS, type Gra
 import { dialectOption, intOption, printJson } from "./options.js";
 import { existsSync } from "node:fs";
 import { DISTINCT_RULES, TEXT_RULES, type DistinctRule, type TextRule } from "../verifier/dialects.js";
+import { QUERY_TIMEOUT_MS } from "../core/defaults.js";
 
 interface GradeFlags {
   jsonl?: boolean;
@@ -104,7 +105,7 @@ export function addGradingOptions(cmd: Command): Command {
     .option("--numeric-text", "text that reads as a number ('1,234.50') compares as that number")
     .option("--neighbors <k>", "also require a match on K perturbed copies of the database", intOption("--neighbors", 0), 0)
     .option("--neighbor-seed <n>", "seed of the perturbed copies", intOption("--neighbor-seed", 0), 0)
-    .option("--timeout-ms <n>", "stop a query after this many milliseconds", intOption("--timeout-ms", 1), 5000)
+    .option("--timeout-ms <n>", "stop a query after this many milliseconds", intOption("--timeout-ms", 1), QUERY_TIMEOUT_MS)
     .option("--max-rows <n>", "row cap; a larger candidate result is too_large, a larger gold a task error (default 200; 1000000 with --dialect spider)", intOption("--max-rows", 1));
 }
 

@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { UsageError } from "../core/errors.js";
 import { intOption, numberOption, printJson } from "./options.js";
+import { SAMPLING_TEMPERATURE } from "../core/defaults.js";
 
 interface ModelFlags {
   model: string;
@@ -62,7 +63,7 @@ export function registerModel(program: Command): void {
     .option("--system <text>", "a system message before the prompt")
     .option("--raw", "feed the prompt as plain text, without the chat template")
     .option("--max-tokens <n>", "new tokens at most", intOption("--max-tokens", 1), 128)
-    .option("--temperature <t>", "sampling temperature (0 = greedy)", numberOption("--temperature", { min: 0 }), 0.7)
+    .option("--temperature <t>", "sampling temperature (0 = greedy)", numberOption("--temperature", { min: 0 }), SAMPLING_TEMPERATURE)
     .option("--top-p <p>", "nucleus sampling mass", numberOption("--top-p", { gt: 0, max: 1 }), 1)
     .option("--top-k <k>", "keep the k most likely tokens (0 = all)", intOption("--top-k"), 0)
     .option("--seed <n>", "random seed", intOption("--seed"), 0)

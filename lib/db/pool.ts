@@ -19,6 +19,7 @@ import type { RunReply, RunRequest, WorkerMessage } from "./protocol.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "./run.js";
 import { refChild, residentMb, spawnWorker, stopChild } from "./spawn.js";
 import type { ExecError, ExecOptions, ExecOutcome, Executor, ExecutorPoolOptions, PoolStats } from "./types.js";
+import { QUERY_TIMEOUT_MS } from "../core/defaults.js";
 
 export type { ExecutorPoolOptions, PoolStats } from "./types.js";
 
@@ -102,7 +103,7 @@ export class ExecutorPool implements Executor {
   execute(dbPath: string, sql: string, options: ExecOptions = {}): Promise<ExecOutcome> {
     if (this.closed) return Promise.reject(new T2sError("pool_closed", "the executor pool is closed; create a new ExecutorPool"));
     // setTimeout cannot wait longer than 2^31-1 ms (it would fire at once), so longer limits are capped.
-    const timeoutMs = Math.min(options.timeoutMs ?? 5000, MAX_TIMER_MS);
+    const timeoutMs = Math.min(options.timeoutMs ?? QUERY_TIMEOUT_MS, MAX_TIMER_MS);
     const maxRows = options.maxRows ?? 200;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
       return Promise.reject(new T2sError("bad_exec_options", `timeoutMs must be a positive number, got ${timeoutMs}`));

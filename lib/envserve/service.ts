@@ -20,6 +20,7 @@ import { grade, type GradeOptions } from "../verifier/grade.js";
 import { gradeAnswer, parseGradeRequest, REQUEST_DEFAULTS, type RequestDefaults } from "../verifier/request.js";
 import type { GradeResult } from "../verifier/types.js";
 import { EnvMetrics } from "./metrics.js";
+import { QUERY_TIMEOUT_MS, TOOL_ROWS } from "../core/defaults.js";
 
 export interface EnvServiceOptions {
   executor: Executor;
@@ -27,7 +28,7 @@ export interface EnvServiceOptions {
   tasks: Task[];
   /** Defaults of a grade item (as `t2s grade`'s flags set them). */
   defaults?: RequestDefaults;
-  /** Per-query time limit in ms (default 5000, as `t2s grade`). */
+  /** Per-query time limit in ms (default QUERY_TIMEOUT_MS, as `t2s grade`). */
   timeoutMs?: number;
   /** Row cap of graded queries (default 200, as `t2s grade`). */
   maxRows?: number;
@@ -39,7 +40,7 @@ export interface EnvServiceOptions {
   prompt?: Omit<PromptConfig, "toolRows">;
   /** How tool results are shown (rows, characters, truncation mode); default as `t2s benchmark`. */
   toolOutput?: ToolOutputOptions;
-  /** Time limit of a tool query in ms (default 5000). */
+  /** Time limit of a tool query in ms (default QUERY_TIMEOUT_MS). */
   toolTimeoutMs?: number;
 }
 
@@ -79,7 +80,7 @@ export class EnvService {
       if (this.tasks.has(t.id)) throw new T2sError("duplicate_task", `task id ${t.id} appears twice in the task files; ids must be unique`);
       this.tasks.set(t.id, t);
     }
-    const toolRows = opts.toolOutput?.maxRows ?? 20;
+    const toolRows = opts.toolOutput?.maxRows ?? TOOL_ROWS;
     this.prompt = { style: "single", ...opts.prompt, toolRows };
     this.defaults = opts.defaults ?? REQUEST_DEFAULTS;
     const poolSize = (opts.executor as { size?: number }).size ?? 1;
@@ -138,7 +139,7 @@ export class EnvService {
       invalidToolCalls: req.invalidToolCalls,
       neighbors: req.neighbors,
       neighborSeed: this.opts.neighborSeed ?? 0,
-      timeoutMs: this.opts.timeoutMs ?? 5000,
+      timeoutMs: this.opts.timeoutMs ?? QUERY_TIMEOUT_MS,
       maxRows: this.opts.maxRows ?? 200,
       goldCache: this.goldCache,
       compare: {

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import type { ChatMessage } from "../policy/types.js";
 import { SQL_TOOL_NAME, sqlToolSpec } from "./tools.js";
+import { TOOL_ROWS } from "../core/defaults.js";
 
 export type EpisodeStyle = "single" | "tool";
 /** native: tools sent in the request, calls come back as `tool_calls`; hermes: tools described in the
@@ -37,7 +38,7 @@ function toolInstructions(cfg: PromptConfig): string {
   return [
     "You write SQLite queries that answer questions about the database described below.",
     `You may run read-only queries with the tool ${SQL_TOOL_NAME}(query) to look at the data, at most ${n} times in total.`,
-    `A tool result shows at most ${cfg.toolRows ?? 20} rows, and long results are shortened.`,
+    `A tool result shows at most ${cfg.toolRows ?? TOOL_ROWS} rows, and long results are shortened.`,
     "When you are sure, give your final answer: exactly one read-only query (SELECT or WITH) inside <solution>...</solution>",
     "(or in a ```sql code block), and call no tool in that reply.",
     "Return only the columns the question asks for, in the order it asks for them.",

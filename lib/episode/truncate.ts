@@ -3,11 +3,12 @@
  * middle (`head ...(truncated)... tail`) so both the start and the end stay visible.
  */
 import type { ExecOutcome, SqlValue } from "../db/types.js";
+import { TOOL_ROWS } from "../core/defaults.js";
 
 export const TRUNCATION_MARK = "...(truncated)...";
 
 export interface ToolOutputOptions {
-  /** Rows shown at most (default 20). */
+  /** Rows shown at most (default TOOL_ROWS). */
   maxRows?: number;
   /** Characters kept when cutting in the middle (default 256). */
   maxChars?: number;
@@ -33,7 +34,7 @@ function cell(v: SqlValue, cap: number): string {
 
 /** Renders an execution outcome as the text of a tool result (header line, one line per row, notes). */
 export function formatToolResult(outcome: ExecOutcome, opts: ToolOutputOptions = {}): string {
-  const maxRows = opts.maxRows ?? 20;
+  const maxRows = opts.maxRows ?? TOOL_ROWS;
   const mode = opts.mode ?? "middle";
   if (outcome.ok === false) {
     const text = `error (${outcome.error.kind}): ${outcome.error.message}`;

@@ -10,6 +10,7 @@ import { SeededRandom } from "../core/random.js";
 import type { ChatMessage } from "../policy/types.js";
 import { groupOf, isCorrect, outcomeOf, type ReportRow } from "./rows.js";
 import type { Table } from "./tables.js";
+import { QUERY_TIMEOUT_MS, TOOL_ROWS } from "../core/defaults.js";
 
 /** Returns the rows that were not graded correct. */
 export function failures(rows: readonly ReportRow[]): ReportRow[] {
@@ -88,7 +89,7 @@ function value(v: SqlValue): string {
 }
 
 /** Returns an HTML table of an execution outcome (or its error). */
-export function resultHtml(title: string, out: ExecOutcome | null, maxRows = 20): string {
+export function resultHtml(title: string, out: ExecOutcome | null, maxRows = TOOL_ROWS): string {
   if (out === null) return `<div><strong>${esc(title)}</strong><div>not executed</div></div>`;
   if ("error" in out) return `<div><strong>${esc(title)}</strong><div style="color:#d62728">${esc(out.error.kind)}: ${esc(out.error.message)}</div></div>`;
   const head = out.columns.map((c) => `<th>${esc(c)}</th>`).join("");
@@ -102,7 +103,7 @@ export interface ShowOptions {
   tasks?: Map<string, Task> | Task[];
   /** Executor to re-run the final and gold SQL; without one no rows are shown. */
   executor?: Executor;
-  /** Rows shown per result (default 20). */
+  /** Rows shown per result (default TOOL_ROWS, as a tool result). */
   maxRows?: number;
 }
 
@@ -137,7 +138,7 @@ export async function showHtml(row: ReportRow, opts: ShowOptions = {}): Promise<
   out += `<div><strong>final SQL</strong>${row.final_sql ? pre(row.final_sql, "t2s-final-sql") : " <em>none extracted</em>"}</div>`;
   if (task) out += `<div><strong>gold SQL</strong>${pre(task.gold_sql, "t2s-gold-sql")}</div>`;
   if (task && opts.executor) {
-    const run = (sql: string | null | undefined) => (sql ? opts.executor!.execute(task.db_path, sql, { timeoutMs: 5000, maxRows: opts.maxRows ?? 20 }) : Promise.resolve(null));
+    const run = (sql: string | null | undefined) => (sql ? opts.executor!.execute(task.db_path, sql, { timeoutMs: QUERY_TIMEOUT_MS, maxRows: opts.maxRows ?? TOOL_ROWS }) : Promise.resolve(null));
     const [got, want] = await Promise.all([run(row.final_sql), run(task.gold_sql)]);
     out += `<div class="t2s-got-want" style="display:flex;gap:24px;align-items:flex-start"><div>${resultHtml("got (final SQL)", got, opts.maxRows)}</div><div>${resultHtml("want (gold SQL)", want, opts.maxRows)}</div></div>`;
   }

@@ -19,6 +19,7 @@ import { namedFigureHtml } from "./report.js";
 import { readRows, type ReportRow } from "./rows.js";
 import type { Table } from "./tables.js";
 import { readTrainLog, trainingCurvesFigure, trainProgressLine, type TrainRecord } from "./training.js";
+import { SAMPLES_PER_TASK } from "../core/defaults.js";
 
 /** The kit's own model and task set: what the notebooks use when given no parameters. */
 export const DEFAULT_MODEL_DIR = "data/models/shop-sql-4m";
@@ -81,7 +82,7 @@ export async function benchmarkStep(p: BenchmarkParams): Promise<BenchmarkStep> 
   }
   const out = abs(p.out);
   mkdirSync(dirname(out), { recursive: true });
-  const args = ["benchmark", "--policy", p.policy, "--tasks", p.tasks ?? DEFAULT_TASKS, "--out", out, "--k", String(p.k ?? 4)];
+  const args = ["benchmark", "--policy", p.policy, "--tasks", p.tasks ?? DEFAULT_TASKS, "--out", out, "--k", String(p.k ?? SAMPLES_PER_TASK)];
   if (p.split) args.push("--split", p.split);
   if (p.limit) args.push("--limit", String(p.limit));
   if (p.temperature !== undefined) args.push("--temperature", String(p.temperature));

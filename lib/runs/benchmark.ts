@@ -1,6 +1,6 @@
 /**
  * `benchmark()`: the whole rollout from a policy spec and a task file to rows, a pass@k summary and the
- * failure breakdown. Used by `t2s benchmark` and by notebooks; re-running with the same arguments resumes.
+ * failure breakdown. Used by `t2s benchmark` (notebooks start the CLI); re-running with the same arguments resumes.
  */
 import { resolve } from "node:path";
 import { ExecutorPool } from "../db/pool.js";
@@ -19,6 +19,7 @@ import { selectTasks, type BandSpec } from "../tasks/select.js";
 import { databaseHashes, tasksHash, type RunGrading } from "./meta.js";
 import type { ProgressSnapshot } from "./progress.js";
 import { runRollout, type RolloutEnv, type RolloutResult } from "./rollout.js";
+import { SAMPLES_PER_TASK, SAMPLING_TEMPERATURE, TOOL_ROWS } from "../core/defaults.js";
 
 export interface BenchmarkOptions {
   /** A policy spec ("openai:<model>@<url>", "scripted:<file>", ...) or a Policy. */
@@ -35,7 +36,7 @@ export interface BenchmarkOptions {
   band?: BandSpec;
   /** Only the first N tasks (after the split and band filters), in file order. */
   limit?: number;
-  /** Samples per task (default 4). */
+  /** Samples per task (default SAMPLES_PER_TASK). */
   k?: number;
   out: string;
   style?: EpisodeStyle;
@@ -112,7 +113,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
   const band = opts.band ? `, band [${opts.band.lo}, ${opts.band.hi}] of ${opts.band.rows}` : "";
   if (tasks.length === 0) throw new T2sError("no_tasks", `no tasks to run${opts.split ? ` in split '${opts.split}'` : ""}${band}${typeof opts.tasks === "string" ? ` of ${opts.tasks}` : ""}`);
   const style = opts.style ?? "single";
-  const toolRows = opts.toolRows ?? 20;
+  const toolRows = opts.toolRows ?? TOOL_ROWS;
   const prompt: PromptConfig = { style, protocol: opts.protocol, maxToolCalls: opts.maxToolCalls, toolRows };
   const concurrency = opts.concurrency ?? 8;
   const maxTokens = opts.maxTokens ?? 2048;
@@ -128,7 +129,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
   try {
     if (opts.warmupS && policy.warmup) await policy.warmup(opts.warmupS * 1000);
     const env = opts.env ?? defaultEnv({ executor: (opts.executor ?? ownExecutor)!, prompt, preset: opts.preset, toolRows, toolTimeoutMs: opts.toolTimeoutMs, grading: opts.grading });
-    const k = opts.k ?? 4;
+    const k = opts.k ?? SAMPLES_PER_TASK;
     const result = await runRollout(tasks, policy, env, {
       out: resolve(opts.out),
       k,
@@ -151,7 +152,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
         maxContextTokens: opts.maxContextTokens,
         endOnUnsafeTool: opts.preset === "tool-rl",
         toolOutput: { maxRows: toolRows, maxChars: opts.toolChars ?? 256, mode: opts.toolTruncate ?? "middle" },
-        sampling: { temperature: opts.temperature ?? 0.7, top_p: opts.topP, max_tokens: maxTokens },
+        sampling: { temperature: opts.temperature ?? SAMPLING_TEMPERATURE, top_p: opts.topP, max_tokens: maxTokens },
       },
     });
     const summary = summarize(result.rows, { k, by: opts.by ?? ["difficulty", "archetype"] });

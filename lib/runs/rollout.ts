@@ -22,6 +22,7 @@ import { Progress, type ProgressSnapshot } from "./progress.js";
 import { makeRow } from "./episode-row.js";
 import type { RolloutRow } from "./row.js";
 import { RowsStore } from "./store.js";
+import { TOOL_ROWS } from "../core/defaults.js";
 
 /** What an episode needs from the world besides the policy. */
 export interface RolloutEnv {
@@ -92,7 +93,7 @@ function currentMeta(tasks: Task[], policy: Policy, opts: RolloutOptions): RunMe
     sampling: { temperature: s.temperature ?? null, top_p: s.top_p ?? null, max_tokens: s.max_tokens ?? null, seed: opts.seed ?? 0 },
     max_tool_calls: tool ? ep.maxToolCalls ?? 5 : null,
     max_context_tokens: ep.maxContextTokens ?? null,
-    tool_output: tool ? { max_rows: ep.toolOutput?.maxRows ?? 20, max_chars: ep.toolOutput?.maxChars ?? 256, mode: ep.toolOutput?.mode ?? "middle" } : null,
+    tool_output: tool ? { max_rows: ep.toolOutput?.maxRows ?? TOOL_ROWS, max_chars: ep.toolOutput?.maxChars ?? 256, mode: ep.toolOutput?.mode ?? "middle" } : null,
     prompt_hash: opts.promptHash,
     tasks_hash: opts.tasksHash ?? tasksHash(tasks),
     tasks_file: opts.tasksFile ?? null,

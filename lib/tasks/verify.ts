@@ -10,6 +10,7 @@ import { jsonWithIntegers } from "../db/format.js";
 import type { ExecOutcome, ExecSuccess, Executor } from "../db/types.js";
 import type { Dialect } from "../db/dialect.js";
 import type { Task } from "./types.js";
+import { QUERY_TIMEOUT_MS } from "../core/defaults.js";
 
 export const MAX_GOLD_ROWS = 50;
 /** Row cap of a gold in eval mode: far beyond any evaluation set's answers (the result-size cap still holds). */
@@ -93,7 +94,7 @@ export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, i:
 }
 
 /** The verdict of one task: null when kept, else why it was dropped. */
-export async function verifyTask(task: Task, executor: Executor, timeoutMs = 5000, mode: VerifyMode = "train", dialect?: Dialect): Promise<{ reason: DropReason; detail: string } | null> {
+export async function verifyTask(task: Task, executor: Executor, timeoutMs = QUERY_TIMEOUT_MS, mode: VerifyMode = "train", dialect?: Dialect): Promise<{ reason: DropReason; detail: string } | null> {
   const opts = { timeoutMs, maxRows: mode === "eval" ? EVAL_MAX_ROWS : MAX_GOLD_ROWS + 1, dialect: dialect ?? task.dialect };
   const first = await executor.execute(task.db_path, task.gold_sql, opts);
   const second = first.ok ? await executor.execute(task.db_path, task.gold_sql, opts) : first;

@@ -1,16 +1,18 @@
 /**
  * The `t2s train sft|grpo --config FILE` schema: parsing and validation with errors that name the field.
  * Relative paths are resolved against the config file's folder. Unknown keys are errors (a typo would
- * otherwise silently train with a default). docs/training.md documents every field.
+ * otherwise silently train with a default). The fields, their types and defaults are settings.ts's table
+ * (docs/training.md's table is checked against it).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
-import { LOSS_TYPES, type LossType } from "./losses.js";
+import type { LossType } from "./losses.js";
 import type { AdvantageScale } from "./advantages.js";
 import type { ScheduleKind } from "./schedule.js";
+import { IGNORED_KEYS, SETTINGS, defaultOf, settingOf, type Setting, type SettingValue, type TrainMode } from "./settings.js";
 
-export type TrainMode = "sft" | "grpo";
+export type { TrainMode };
 
 export interface AdapterSettings {
   r: number;
@@ -57,7 +59,7 @@ export interface TrainConfig {
   mask_truncated: boolean;
   reward_preset: "shaped" | "binary" | "tool-rl";
   sampling: { temperature: number; top_p: number; max_tokens: number; max_batch: number };
-  episode: { style: "single" | "tool"; protocol: "native" | "hermes"; max_tool_calls: number; max_context_tokens: number };
+  episode: { style: "single" | "tool"; protocol: "native" | "hermes"; max_tool_calls: number; max_context_tokens: number; tool_rows: number };
   eval: { every: number; split: "train" | "holdout"; limit: number; samples: number } | null;
   // sft
   /** A conversations file (JSONL of {messages, tools?}) to train on instead of the tasks' gold replies. */
@@ -66,16 +68,16 @@ export interface TrainConfig {
   epochs: number;
 }
 
-const KEYS: Record<string, TrainMode[]> = {
-  mode: ["sft", "grpo"], model: ["sft", "grpo"], backend: ["sft", "grpo"], adapter: ["sft", "grpo"], full_weights: ["sft", "grpo"],
-  tasks: ["sft", "grpo"], split: ["sft", "grpo"], band: ["sft", "grpo"], limit: ["sft", "grpo"], steps: ["sft", "grpo"], seed: ["sft", "grpo"],
-  output_dir: ["sft", "grpo"], checkpoint_every: ["sft", "grpo"], keep_checkpoints: ["sft", "grpo"], lr: ["sft", "grpo"], schedule: ["sft", "grpo"], warmup_steps: ["sft", "grpo"],
-  min_lr_ratio: ["sft", "grpo"], weight_decay: ["sft", "grpo"], max_grad_norm: ["sft", "grpo"], max_tensor_elements: ["sft", "grpo"],
-  micro_batch_rows: ["sft", "grpo"], episode: ["sft", "grpo"], $schema: ["sft", "grpo"], comment: ["sft", "grpo"],
-  prompts_per_step: ["grpo"], group_size: ["grpo"], loss_type: ["grpo"], epsilon_low: ["grpo"], epsilon_high: ["grpo"], beta: ["grpo"],
-  scale_rewards: ["grpo"], mu: ["grpo"], mask_truncated: ["grpo"], reward_preset: ["grpo"], sampling: ["grpo"], eval: ["grpo"],
-  batch_size: ["sft"], epochs: ["sft"], conversations: ["sft"],
-};
+// every TrainConfig field is a setting of the table, and every setting a TrainConfig field
+type SettingName = (typeof SETTINGS)[number]["name"];
+const fieldsMatchSettings: [SettingName] extends [keyof TrainConfig] ? ([keyof TrainConfig] extends [SettingName] ? true : never) : never = true;
+void fieldsMatchSettings;
+
+/** The modes each top-level key applies to. */
+const KEYS: Record<string, readonly TrainMode[]> = Object.fromEntries([
+  ...(SETTINGS as readonly Setting[]).map((x) => [x.name, x.modes ?? ["sft", "grpo"]] as const),
+  ...IGNORED_KEYS.map((k) => [k, ["sft", "grpo"]] as const),
+]);
 
 class Fields {
   constructor(private readonly src: string) {}
@@ -122,6 +124,36 @@ class Fields {
   }
 }
 
+/** Reads one scalar or list setting of `obj` (`seen`: the fields of the same object read before it). */
+function readSetting(f: Fields, obj: Record<string, unknown>, s: Setting, mode: TrainMode, seen: Record<string, unknown>, name: string, path: (p: string) => string): unknown {
+  const def = defaultOf(name, mode, seen, obj);
+  const field = s.name;
+  const t = s.type;
+  const absent = obj[field] === undefined || obj[field] === null;
+  if (absent && def === null) return null;
+  switch (t.kind) {
+    case "int":
+    case "number":
+      return f.num(obj, field, def as number | undefined, { int: t.kind === "int", min: t.min, max: t.max, gt: t.gt }, name);
+    case "string":
+      return f.str(obj, field, def as string | undefined, name);
+    case "path":
+      // a default is no path to resolve ("" for the tasks of a conversations run)
+      return absent ? f.str(obj, field, def as string | undefined, name) : path(f.str(obj, field, undefined, name));
+    case "bool":
+      return f.bool(obj, field, def as boolean, name);
+    case "enum":
+      return f.oneOf(obj, field, t.options, def as string, name);
+    case "list": {
+      const v = (obj[field] ?? def) as SettingValue;
+      if (!Array.isArray(v) || v.length === 0 || v.some((x) => !t.options.includes(x as string))) f.fail(name, `must be a non-empty list of ${t.options.join(", ")}`, v);
+      return [...(v as string[])];
+    }
+    case "object":
+      throw new Error(`${name} is an object setting`);
+  }
+}
+
 /** Validates a parsed config object for `mode`; `file` names it in errors and anchors relative paths. */
 export function validateConfig(raw: unknown, mode: TrainMode, file = "config"): TrainConfig {
   const f = new Fields(file);
@@ -135,94 +167,31 @@ export function validateConfig(raw: unknown, mode: TrainMode, file = "config"): 
   const base = dirname(resolve(file));
   const path = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
 
-  const full = f.bool(o, "full_weights", false);
-  const a = f.obj(o, "adapter", ["r", "alpha", "targets", "use_rslora", "init"]);
-  if (full && a) f.fail("adapter", "must be absent when full_weights is true (train either an adapter or all weights)", o.adapter);
-  let adapter: AdapterSettings | null = null;
-  if (!full) {
-    const aa = a ?? {};
-    const targets = aa.targets ?? ["q_proj", "v_proj"];
-    const known = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"];
-    if (!Array.isArray(targets) || targets.length === 0 || targets.some((t) => !known.includes(t as string))) f.fail("adapter.targets", `must be a non-empty list of ${known.join(", ")}`, targets);
-    const r = f.num(aa, "r", 8, { int: true, min: 1 }, "adapter.r");
-    adapter = {
-      r,
-      alpha: f.num(aa, "alpha", r, { gt: 0 }, "adapter.alpha"),
-      targets: targets as string[],
-      use_rslora: f.bool(aa, "use_rslora", false, "adapter.use_rslora"),
-      init: aa.init === undefined || aa.init === null ? null : path(f.str(aa, "init", undefined, "adapter.init")),
-    };
-  }
-  const band = f.obj(o, "band", ["rows", "lo", "hi"]);
-  let bandCfg: TrainConfig["band"] = null;
-  if (band) {
-    const lo = f.num(band, "lo", 0.1, { min: 0, max: 1 }, "band.lo");
-    const hi = f.num(band, "hi", 0.9, { min: 0, max: 1 }, "band.hi");
-    if (lo > hi) f.fail("band.lo", `must not exceed band.hi (${hi})`, lo);
-    bandCfg = { rows: path(f.str(band, "rows", undefined, "band.rows")), lo, hi };
-  }
-  const s = f.obj(o, "sampling", ["temperature", "top_p", "max_tokens", "max_batch"]) ?? {};
-  const e = f.obj(o, "episode", ["style", "protocol", "max_tool_calls", "max_context_tokens"]) ?? {};
-  const ev = f.obj(o, "eval", ["every", "split", "limit", "samples"]);
-  const lossType = f.oneOf(o, "loss_type", LOSS_TYPES, "dapo");
-  const cfg: TrainConfig = {
-    mode,
-    model: path(f.str(o, "model", undefined)),
-    backend: o.backend === undefined ? null : f.str(o, "backend", undefined),
-    adapter,
-    full_weights: full,
-    // SFT on a conversations file needs no tasks
-    tasks: o.conversations !== undefined && o.tasks === undefined ? "" : path(f.str(o, "tasks", undefined)),
-    split: f.oneOf(o, "split", ["train", "holdout", "all"] as const, "train"),
-    band: bandCfg,
-    limit: o.limit === undefined ? null : f.num(o, "limit", undefined, { int: true, min: 1 }),
-    steps: f.num(o, "steps", mode === "grpo" ? undefined : 0, { int: true, min: mode === "grpo" ? 1 : 0 }),
-    seed: f.num(o, "seed", 0, { int: true, min: 0 }),
-    output_dir: path(f.str(o, "output_dir", undefined)),
-    checkpoint_every: f.num(o, "checkpoint_every", 0, { int: true, min: 0 }),
-    keep_checkpoints: f.num(o, "keep_checkpoints", 0, { int: true, min: 0 }),
-    lr: f.num(o, "lr", mode === "grpo" ? 1e-6 : 1e-5, { gt: 0 }),
-    schedule: f.oneOf(o, "schedule", ["cosine", "constant"] as const, "constant"),
-    warmup_steps: f.num(o, "warmup_steps", 0, { int: true, min: 0 }),
-    min_lr_ratio: f.num(o, "min_lr_ratio", 0, { min: 0, max: 1 }),
-    weight_decay: f.num(o, "weight_decay", 0, { min: 0 }),
-    max_grad_norm: f.num(o, "max_grad_norm", 1, { min: 0 }),
-    max_tensor_elements: f.num(o, "max_tensor_elements", 2 ** 28, { int: true, min: 1 }),
-    micro_batch_rows: f.num(o, "micro_batch_rows", 0, { int: true, min: 0 }),
-    prompts_per_step: f.num(o, "prompts_per_step", 8, { int: true, min: 1 }),
-    group_size: f.num(o, "group_size", 8, { int: true, min: 2 }),
-    loss_type: lossType,
-    epsilon_low: f.num(o, "epsilon_low", 0.2, { min: 0, max: 1 }),
-    epsilon_high: f.num(o, "epsilon_high", lossType === "cispo" ? 5 : 0.28, { gt: 0 }),
-    beta: f.num(o, "beta", 0, { min: 0 }),
-    scale_rewards: f.oneOf(o, "scale_rewards", ["group", "batch", "none"] as const, "group"),
-    mu: f.num(o, "mu", 1, { int: true, min: 1 }),
-    mask_truncated: f.bool(o, "mask_truncated", false),
-    reward_preset: f.oneOf(o, "reward_preset", ["shaped", "binary", "tool-rl"] as const, "shaped"),
-    sampling: {
-      temperature: f.num(s, "temperature", 1, { gt: 0 }, "sampling.temperature"),
-      top_p: f.num(s, "top_p", 1, { gt: 0, max: 1 }, "sampling.top_p"),
-      max_tokens: f.num(s, "max_tokens", 512, { int: true, min: 1 }, "sampling.max_tokens"),
-      max_batch: f.num(s, "max_batch", 64, { int: true, min: 1 }, "sampling.max_batch"),
-    },
-    episode: {
-      style: f.oneOf(e, "style", ["single", "tool"] as const, "single", "episode.style"),
-      protocol: f.oneOf(e, "protocol", ["native", "hermes"] as const, "native", "episode.protocol"),
-      max_tool_calls: f.num(e, "max_tool_calls", 5, { int: true, min: 0 }, "episode.max_tool_calls"),
-      max_context_tokens: f.num(e, "max_context_tokens", 4096, { int: true, min: 16 }, "episode.max_context_tokens"),
-    },
-    eval: ev
-      ? {
-          every: f.num(ev, "every", undefined, { int: true, min: 1 }, "eval.every"),
-          split: f.oneOf(ev, "split", ["train", "holdout"] as const, "holdout", "eval.split"),
-          limit: f.num(ev, "limit", 50, { int: true, min: 1 }, "eval.limit"),
-          samples: f.num(ev, "samples", 1, { int: true, min: 1 }, "eval.samples"),
-        }
-      : null,
-    conversations: o.conversations === undefined || o.conversations === null ? null : path(f.str(o, "conversations", undefined)),
-    batch_size: f.num(o, "batch_size", 8, { int: true, min: 1 }),
-    epochs: f.num(o, "epochs", 1, { int: true, min: 1 }),
+  const read = (obj: Record<string, unknown>, name: string, seen: Record<string, unknown> = obj, prefix = ""): unknown =>
+    readSetting(f, obj, settingOf(prefix + name), mode, seen, prefix + name, path);
+  const object = (name: string): Record<string, unknown> | null => {
+    const st = settingOf(name).type;
+    if (st.kind !== "object") throw new Error(`${name} is no object setting`);
+    const v = f.obj(o, name, st.fields.map((x) => x.name));
+    if (v === null && st.absent === "null") return null;
+    const src = v ?? {};
+    const out: Record<string, unknown> = {};
+    for (const x of st.fields) out[x.name] = read(src, x.name, out, `${name}.`);
+    return out;
   };
+
+  const full = read(o, "full_weights") as boolean;
+  if (full && o.adapter !== undefined && o.adapter !== null) f.fail("adapter", "must be absent when full_weights is true (train either an adapter or all weights)", o.adapter);
+  const adapter = full ? null : (object("adapter") as unknown as AdapterSettings);
+  const band = object("band") as TrainConfig["band"];
+  if (band && band.lo > band.hi) f.fail("band.lo", `must not exceed band.hi (${band.hi})`, band.lo);
+  const done: Record<string, unknown> = { adapter, full_weights: full, band };
+  const top: Record<string, unknown> = {};
+  for (const x of SETTINGS as readonly Setting[]) {
+    top[x.name] = x.name in done ? done[x.name] : x.type.kind === "object" ? object(x.name) : read(o, x.name, top);
+  }
+  const cfg = top as unknown as TrainConfig;
+  if (mode === "grpo" && cfg.steps < 1) f.fail("steps", "must be an integer >= 1", cfg.steps);
   if (cfg.loss_type === "cispo" && cfg.epsilon_high < 1) f.fail("epsilon_high", "is the absolute cap on the importance weight for cispo (TRL convention) and must be >= 1", cfg.epsilon_high);
   if (cfg.beta > 0 && cfg.full_weights) f.fail("beta", "needs a reference policy; with full_weights there is none (train an adapter, or set beta 0)", cfg.beta);
   if (cfg.warmup_steps > Math.max(cfg.steps, 1) && mode === "grpo") f.fail("warmup_steps", `must not exceed steps (${cfg.steps})`, cfg.warmup_steps);

@@ -1,7 +1,7 @@
 /**
  * A training run from a validated config: load the model on the chosen backend, attach the adapter,
  * choose the tasks (split, band, limit), build the real environment (prompts, read-only SQL tool,
- * verifier grading) and run SFT or GRPO with checkpoints in output_dir. Used by `t2s train` and notebooks.
+ * verifier grading) and run SFT or GRPO with checkpoints in output_dir. Used by `t2s train` (notebooks start the CLI).
  */
 import { cpSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -73,7 +73,7 @@ export function chooseTasks(cfg: TrainConfig, all: Task[]): Task[] {
 }
 
 function promptConfig(cfg: TrainConfig): PromptConfig {
-  return { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, toolRows: 20 };
+  return { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, toolRows: cfg.episode.tool_rows };
 }
 
 async function prepareModel(cfg: TrainConfig, hooks: RunHooks): Promise<{ model: CausalLM; lm: ModelTrainable }> {
@@ -193,7 +193,7 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
     } else {
       executor = new ExecutorPool({});
       const env = defaultEnv({ executor, prompt, preset: cfg.reward_preset });
-      const episode = { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, maxContextTokens: cfg.episode.max_context_tokens, endOnUnsafeTool: cfg.reward_preset === "tool-rl" };
+      const episode = { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, maxContextTokens: cfg.episode.max_context_tokens, toolOutput: { maxRows: cfg.episode.tool_rows }, endOnUnsafeTool: cfg.reward_preset === "tool-rl" };
       const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, temperature: cfg.sampling.temperature, topP: cfg.sampling.top_p, maxBatch: cfg.sampling.max_batch });
       sampler = policy;
       const ev = cfg.eval;

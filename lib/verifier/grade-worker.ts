@@ -12,6 +12,7 @@ import type { ExecOptions, ExecOutcome, Executor } from "../db/types.js";
 import { startWatchdog } from "../db/watchdog.js";
 import { gradeLine, type LineOptions } from "./line-grader.js";
 import type { RequestDefaults } from "./request.js";
+import { QUERY_TIMEOUT_MS } from "../core/defaults.js";
 
 export interface GraderBatch {
   lines: Array<[number, string]>;
@@ -27,7 +28,7 @@ class WatchedExecutor implements Executor {
   constructor(private readonly deadline: Float64Array) {}
 
   async execute(dbPath: string, sql: string, options: ExecOptions = {}): Promise<ExecOutcome> {
-    this.deadline[0] = Date.now() + (options.timeoutMs ?? 5000);
+    this.deadline[0] = Date.now() + (options.timeoutMs ?? QUERY_TIMEOUT_MS);
     try {
       return runQuery(this.cache, dbPath, sql, { maxRows: options.maxRows ?? 200, maxResultBytes: DEFAULT_MAX_RESULT_BYTES, dialect: options.dialect });
     } finally {

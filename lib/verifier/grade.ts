@@ -31,6 +31,7 @@ import { computeReward } from "./rewards.js";
 import { removeDistinct } from "./clauses.js";
 import { dbIdOf, suiteDatabases } from "./suite.js";
 import type { CompareOptions, GradeResult, Outcome, RewardPreset } from "./types.js";
+import { QUERY_TIMEOUT_MS } from "../core/defaults.js";
 
 /** What grade() needs of a task. */
 export type GradableTask = Pick<Task, "db_path" | "gold_sql"> & Partial<Pick<Task, "grading" | "evidence" | "id" | "db_id" | "dialect">>;
@@ -98,7 +99,7 @@ function asRun(sql: string, distinct: DistinctRule | undefined): string {
 /** Grades one reply against the task's gold; returns the outcome, reason, correct, executes and reward. */
 export async function grade(task: GradableTask, reply: string, opts: GradeOptions): Promise<GradeResult> {
   const dialect = opts.dialect ?? task.dialect ?? "sqlite";
-  const exec = { timeoutMs: opts.timeoutMs ?? 5000, maxRows: opts.maxRows ?? defaultMaxRows(dialect), dialect };
+  const exec = { timeoutMs: opts.timeoutMs ?? QUERY_TIMEOUT_MS, maxRows: opts.maxRows ?? defaultMaxRows(dialect), dialect };
   const cache = opts.goldCache === undefined ? sharedGoldCache : opts.goldCache;
   const goldSql = asRun(task.gold_sql, opts.distinct);
   // the database is hashed once per grade, for the gold's and the candidate's cache keys

@@ -1,0 +1,46 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { validateConfig } from "../../lib/train/config.js";
+import { SETTINGS, defaultOf, settingsMarkdown, type Setting, type TrainMode } from "../../lib/train/settings.js";
+import { kitRoot } from "../../lib/core/paths.js";
+
+test("docs/training.md's settings table is the settings table", () => {
+  const lines = readFileSync(join(kitRoot(), "docs", "training.md"), "utf8").split("\n");
+  const start = lines.indexOf("| field | type | default | meaning |");
+  assert.ok(start >= 0, "docs/training.md has no settings table");
+  let end = start;
+  while (end < lines.length && lines[end].startsWith("|")) end++;
+  assert.deepEqual(lines.slice(start, end), settingsMarkdown(), "regenerate the table from settingsMarkdown() (lib/train/settings.ts)");
+});
+
+test("a config that sets nothing optional gets every default of the table, nested ones included", () => {
+  const required = { model: "m", tasks: "t.jsonl", output_dir: "out", steps: 3 };
+  for (const mode of ["sft", "grpo"] as TrainMode[]) {
+    const cfg = validateConfig({ ...required, ...(mode === "grpo" ? { eval: { every: 2 } } : {}), band: { rows: "r.jsonl" } }, mode, "/cfg/c.json") as unknown as Record<string, unknown>;
+    assert.deepEqual(Object.keys(cfg), (SETTINGS as readonly Setting[]).map((s) => s.name), `${mode}: the config's fields are the table's, in its order`);
+    for (const s of SETTINGS as readonly Setting[]) {
+      if (s.name in required || s.name === "mode") continue;
+      if (s.type.kind === "object") {
+        const got = cfg[s.name] as Record<string, unknown> | null;
+        if (got === null) continue; // sft: eval is off
+        assert.deepEqual(Object.keys(got), s.type.fields.map((f) => f.name), `${mode}: ${s.name}'s fields`);
+        for (const f of s.type.fields) {
+          const d = defaultOf(`${s.name}.${f.name}`, mode, got);
+          if (d !== undefined && f.type.kind !== "path") assert.deepEqual(got[f.name], d, `${mode}: ${s.name}.${f.name}`);
+        }
+      } else assert.deepEqual(cfg[s.name], defaultOf(s.name, mode, cfg), `${mode}: ${s.name}`);
+    }
+  }
+});
+
+test("computed defaults follow the fields they depend on", () => {
+  const base = { model: "m", tasks: "t", output_dir: "o", steps: 1 };
+  assert.equal(validateConfig({ ...base, adapter: { r: 16 } }, "grpo").adapter?.alpha, 16);
+  assert.equal(validateConfig({ ...base, loss_type: "cispo" }, "grpo").epsilon_high, 5);
+  assert.equal(validateConfig(base, "sft").lr, 1e-5);
+  assert.equal(validateConfig(base, "grpo").lr, 1e-6);
+  assert.equal(validateConfig({ ...base, episode: { tool_rows: 7 } }, "grpo").episode.tool_rows, 7);
+  assert.throws(() => validateConfig({ ...base, steps: 0 }, "grpo"), /'steps' must be an integer >= 1/);
+});
