@@ -22,7 +22,7 @@ import { schemaDdl } from "../lib/db/schema.js";
 import { buildShopDatabase, defaultShopPath } from "../lib/db/shop/build.js";
 import { openingMessages } from "../lib/episode/prompt.js";
 import { kitPath } from "../lib/core/paths.js";
-import { notesFor } from "../lib/runs/env.js";
+import { notesFor } from "../lib/db/notes.js";
 import { readTasks } from "../lib/tasks/io.js";
 import { flag, intFlag } from "./args.js";
 

@@ -4,10 +4,11 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { UsageError } from "../core/errors.js";
 import { schemaDdl } from "../db/schema.js";
-import { defaultShopPath, shopNotes } from "../db/shop/build.js";
+import { defaultShopPath } from "../db/shop/build.js";
+import { notesFor } from "../db/notes.js";
 import { openingMessages } from "../episode/prompt.js";
 import { kitPath } from "../core/paths.js";
-import { createExecutor } from "../tasks/executor.js";
+import { createExecutor } from "../db/direct-executor.js";
 import { EXPORT_FORMATS, exportTasks, type ExportFormat } from "../tasks/export.js";
 import { readTasks, writeTasks } from "../tasks/io.js";
 import { describeMissing, loadTaskSource, SOURCE_FORMATS, type LoadOptions, type SourceFormat } from "../tasks/loaders.js";
@@ -222,7 +223,7 @@ export function registerTasks(program: Command): void {
       const ddl = new Map<string, string>();
       const messagesFor = (t: Task) => {
         if (!ddl.has(t.db_path)) ddl.set(t.db_path, schemaDdl(t.db_path));
-        const notes = customNotes ?? (t.db_id === "shop" ? shopNotes() : undefined);
+        const notes = customNotes ?? notesFor(t);
         return openingMessages({ style: "single" }, ddl.get(t.db_path) as string, notes, t.question, t.evidence);
       };
       const written: Record<string, unknown> = {};

@@ -29,11 +29,6 @@ export function tsxCjsHook(): string {
   return tsxHook;
 }
 
-/** The TypeScript file the workers run. */
-export function workerPath(): string {
-  return kitPath("lib", "db", "worker.ts");
-}
-
 /**
  * The compiled worker, when `t2s` runs from dist/ (bin/t2s.js sets T2S_DIST only when dist/ matches lib/):
  * it starts without tsx, in about a third of the time. Undefined otherwise.

@@ -8,7 +8,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { schemaDdl } from "../db/schema.js";
-import { notesFor } from "../runs/env.js";
+import { notesFor } from "../db/notes.js";
 import { normalizeSql } from "../tasks/dedup.js";
 import { readTasks, writeTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";

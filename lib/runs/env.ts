@@ -3,11 +3,9 @@
  * the read-only executor pool, grading by the verifier. Kept apart from the runner so tests and benches
  * can swap any piece.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { basename, dirname, extname, join } from "node:path";
 import type { Executor } from "../db/types.js";
 import { schemaDdl } from "../db/schema.js";
-import { shopNotes } from "../db/shop/build.js";
+import { notesFor } from "../db/notes.js";
 import { openingMessages, type PromptConfig } from "../episode/prompt.js";
 import type { ChatMessage } from "../policy/types.js";
 import type { Task } from "../tasks/types.js";
@@ -15,30 +13,16 @@ import { grade } from "../verifier/grade.js";
 import type { RewardPreset } from "../verifier/types.js";
 import type { RunGrading } from "./meta.js";
 import type { RolloutEnv } from "./rollout.js";
-
-/**
- * The NOTES text for a task's database: the shop's own notes for db_id "shop", else a NOTES file beside
- * the database (`<name>.notes.md`, `NOTES.md` or `NOTES` in its folder), else none.
- */
-export function notesFor(task: Pick<Task, "db_id" | "db_path">): string | undefined {
-  if (task.db_id === "shop") return shopNotes();
-  const dir = dirname(task.db_path);
-  const stem = basename(task.db_path, extname(task.db_path));
-  for (const name of [`${stem}.notes.md`, "NOTES.md", "NOTES"]) {
-    const p = join(dir, name);
-    if (existsSync(p)) return readFileSync(p, "utf8");
-  }
-  return undefined;
-}
+import { QUERY_TIMEOUT_MS, TOOL_ROWS } from "../core/defaults.js";
 
 export interface EnvOptions {
   executor: Executor;
   prompt: PromptConfig;
   /** Reward preset passed to the grader (its default when unset). */
   preset?: RewardPreset;
-  /** Rows a tool query returns at most (default 20). */
+  /** Rows a tool query returns at most (default: the prompt's toolRows, else TOOL_ROWS). */
   toolRows?: number;
-  /** Time limit of a tool query in ms (default 5000). */
+  /** Time limit of a tool query in ms (default QUERY_TIMEOUT_MS). */
   toolTimeoutMs?: number;
   /** Row cap, dialect and DISTINCT rule of grading (default: the verifier's and each task's own). */
   grading?: RunGrading;
@@ -61,7 +45,7 @@ export function defaultEnv(opts: EnvOptions): RolloutEnv {
       return openingMessages(opts.prompt, c.ddl, c.notes, task.question, task.evidence);
     },
     runTool(task, query) {
-      return opts.executor.execute(task.db_path, query, { maxRows: opts.toolRows ?? 20, timeoutMs: opts.toolTimeoutMs ?? 5000 });
+      return opts.executor.execute(task.db_path, query, { maxRows: opts.toolRows ?? opts.prompt.toolRows ?? TOOL_ROWS, timeoutMs: opts.toolTimeoutMs ?? QUERY_TIMEOUT_MS });
     },
     grade(task, reply, facts) {
       const g = opts.grading ?? {};

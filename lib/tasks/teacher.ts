@@ -7,7 +7,7 @@ import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { T2sError, UsageError } from "../core/errors.js";
 import { schemaDdl } from "../db/schema.js";
-import { shopNotes } from "../db/shop/build.js";
+import { notesFor } from "../db/notes.js";
 import type { Executor } from "../db/types.js";
 import { parseJsonl } from "../core/jsonl.js";
 import { DedupIndex } from "./dedup.js";
@@ -86,7 +86,7 @@ export async function runTeacher(opts: TeacherOptions): Promise<TeacherReport> {
   const { model, url } = parseTeacherSpec(opts.spec);
   const log = opts.log ?? (() => undefined);
   const dbId = opts.dbId ?? basename(opts.dbPath).replace(/\.(sqlite3?|db)$/, "");
-  const notes = opts.notes ?? (dbId === "shop" ? shopNotes() : undefined);
+  const notes = opts.notes ?? notesFor({ db_id: dbId, db_path: opts.dbPath });
   const system = teacherSystemPrompt(schemaDdl(opts.dbPath), notes, dataInventory(opts.dbPath));
   const doneFile = `${opts.out}.done`;
   const done = new Set(existsSync(doneFile) ? readFileSync(doneFile, "utf8").split("\n").filter(Boolean) : []);

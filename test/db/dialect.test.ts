@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { doubleQuotedToString, normalizeForDialect, unresolvedDoubleQuoted } from "../../lib/db/dialect.js";
 import { jsonWithIntegers } from "../../lib/db/format.js";
 import { ExecutorPool } from "../../lib/db/pool.js";
-import { DirectExecutor } from "../../lib/tasks/executor.js";
+import { DirectExecutor } from "../../lib/db/direct-executor.js";
 import { scratchDir } from "../helpers.js";
 import { makeFixtureDb } from "./fixture.js";
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { normalizeSql } from "../../lib/tasks/dedup.js";
-import { DirectExecutor } from "../../lib/tasks/executor.js";
+import { DirectExecutor } from "../../lib/db/direct-executor.js";
 import { readTasks } from "../../lib/tasks/io.js";
 import { augmentTrainingTasks } from "../../lib/tasks/shop/augment.js";
 import { splitFor, taskId } from "../../lib/tasks/split.js";

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DirectExecutor } from "../../lib/tasks/executor.js";
+import { DirectExecutor } from "../../lib/db/direct-executor.js";
 import { authorShopTasks } from "../../lib/tasks/shop/author.js";
 import { readInventory } from "../../lib/tasks/shop/inventory.js";
 import { writeShopTaskSet } from "../../lib/tasks/shop/ship.js";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DirectExecutor } from "../../lib/tasks/executor.js";
+import { DirectExecutor } from "../../lib/db/direct-executor.js";
 import { parsePairs } from "../../lib/tasks/teacher-prompt.js";
 import { parseTeacherSpec, runTeacher } from "../../lib/tasks/teacher.js";
 import { readTasks } from "../../lib/tasks/io.js";

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { DirectExecutor, createExecutor } from "../../lib/tasks/executor.js";
+import { DirectExecutor, createExecutor } from "../../lib/db/direct-executor.js";
 import { verifyTasks } from "../../lib/tasks/verify.js";
 import { taskId, splitFor } from "../../lib/tasks/split.js";
 import type { Task } from "../../lib/tasks/types.js";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import Database from "better-sqlite3";
 import { copyFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { DirectExecutor } from "../../lib/tasks/executor.js";
+import { DirectExecutor } from "../../lib/db/direct-executor.js";
 import { compareResults } from "../../lib/verifier/compare.js";
 import { grade, type GradableTask } from "../../lib/verifier/grade.js";
 import { removeDistinct } from "../../lib/verifier/clauses.js";

@@ -3,10 +3,10 @@
  * read-only). DirectExecutor is an in-process alternative for callers that cannot spawn processes: the
  * same statement policy and result typing as the pool's workers (lib/db/run.ts), without the hard timeout.
  */
-import { ConnectionCache } from "../db/connection.js";
-import { ExecutorPool } from "../db/pool.js";
-import { DEFAULT_MAX_RESULT_BYTES, runQuery } from "../db/run.js";
-import type { ExecOptions, ExecOutcome, Executor } from "../db/types.js";
+import { ConnectionCache } from "./connection.js";
+import { ExecutorPool } from "./pool.js";
+import { DEFAULT_MAX_RESULT_BYTES, runQuery } from "./run.js";
+import type { ExecOptions, ExecOutcome, Executor } from "./types.js";
 
 /** Runs statements in-process on read-only connections (no hard timeout: fine for trusted gold SQL). */
 export class DirectExecutor implements Executor {
