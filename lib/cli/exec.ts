@@ -7,6 +7,7 @@ import { formatOutcome, jsonWithIntegers } from "../db/format.js";
 import { ExecutorPool } from "../db/pool.js";
 import type { ExecOutcome } from "../db/types.js";
 import { intOption, printJson } from "./options.js";
+import { QUERY_TIMEOUT_MS } from "../core/defaults.js";
 
 interface ExecFlags {
   db: string;
@@ -45,7 +46,7 @@ export function registerExec(program: Command): void {
     .description("run one read-only SQL query (or a JSONL stream of them) in the sandbox")
     .argument("[sql]", "the SQL query (omit with --jsonl)")
     .requiredOption("--db <path>", "SQLite database file")
-    .option("--timeout-ms <n>", "stop a query after this many milliseconds", intOption("--timeout-ms", 1), 5000)
+    .option("--timeout-ms <n>", "stop a query after this many milliseconds", intOption("--timeout-ms", 1), QUERY_TIMEOUT_MS)
     .option("--max-rows <n>", "return at most this many rows (more sets truncated)", intOption("--max-rows", 0), 200)
     .option("--json", "print the outcome as one JSON object")
     .option("--jsonl", 'read {"sql": ...} objects from stdin, one per line; write one outcome per line, in order')
