@@ -237,6 +237,18 @@ export function configChanges(before: Record<string, unknown>, now: TrainConfig)
   flatten(before, "", a);
   flatten(now, "", b);
   const neutral = (field: string) => RESUME_NEUTRAL.has(field.split(".")[0]) || ((field === "steps" || field === "epochs") && now.schedule !== "cosine" && before.schedule !== "cosine");
-  const fields = [...new Set([...a.keys(), ...b.keys()])].filter((f) => !neutral(f)).sort();
+  // a setting the kit gained after the run started is absent from its config.json: at its default, no change
+  const addedAtDefault = (field: string) => {
+    if (a.has(field)) return false;
+    const [top, sub] = field.split(".");
+    const now_ = now as unknown as Record<string, unknown>;
+    const seen = (sub === undefined ? now_ : now_[top]) as Record<string, unknown> | null;
+    try {
+      return JSON.stringify(defaultOf(field, now.mode, seen ?? {}) ?? null) === b.get(field);
+    } catch {
+      return false; // not a setting of the table
+    }
+  };
+  const fields = [...new Set([...a.keys(), ...b.keys()])].filter((f) => !neutral(f) && !addedAtDefault(f)).sort();
   return fields.filter((f) => (a.get(f) ?? "null") !== (b.get(f) ?? "null")).map((f) => `${f}: ${a.get(f) ?? "(absent)"} -> ${b.get(f) ?? "(absent)"}`);
 }

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { validateConfig } from "../../lib/train/config.js";
+import { configChanges, validateConfig } from "../../lib/train/config.js";
 import { SETTINGS, defaultOf, settingsMarkdown, type Setting, type TrainMode } from "../../lib/train/settings.js";
 import { kitRoot } from "../../lib/core/paths.js";
 
@@ -43,4 +43,12 @@ test("computed defaults follow the fields they depend on", () => {
   assert.equal(validateConfig(base, "grpo").lr, 1e-6);
   assert.equal(validateConfig({ ...base, episode: { tool_rows: 7 } }, "grpo").episode.tool_rows, 7);
   assert.throws(() => validateConfig({ ...base, steps: 0 }, "grpo"), /'steps' must be an integer >= 1/);
+});
+
+test("a resumed run whose config.json predates a setting sees that setting at its default as no change", () => {
+  const base = { model: "m", tasks: "t", output_dir: "o", steps: 1 };
+  const old = JSON.parse(JSON.stringify(validateConfig(base, "grpo")));
+  delete old.episode.tool_rows;
+  assert.deepEqual(configChanges(old, validateConfig(base, "grpo")), []);
+  assert.deepEqual(configChanges(old, validateConfig({ ...base, episode: { tool_rows: 7 } }, "grpo")), ["episode.tool_rows: (absent) -> 7"]);
 });
