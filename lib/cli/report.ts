@@ -5,6 +5,8 @@ import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import { fmt, fmtCI, formatTable } from "../stats/format.js";
 import { duplicatesNote, evalRuns, readStatRows, taskCounts, type RowsFile, type StatRow } from "../stats/rows.js";
 import { summarize, type Summary, type SummaryStats } from "../stats/summary.js";
+import { behaviourLines, behaviourProfile } from "../report/behaviour.js";
+import { readRows } from "../report/rows.js";
 import { collect, intOption, printJson } from "./options.js";
 
 interface ReportFlags {
@@ -15,6 +17,8 @@ interface ReportFlags {
   seed: number;
   skipBad?: boolean;
   json?: boolean;
+  behaviour?: boolean;
+  baseline?: string;
 }
 
 /** Reads a rows file for a stats command, telling stderr what was skipped; throws when nothing is left. */
@@ -87,13 +91,20 @@ export function registerReport(program: Command): void {
     .option("--B <n>", "bootstrap resamples", intOption("--B", 1), DEFAULT_B)
     .option("--seed <n>", "bootstrap seed", intOption("--seed", 0), DEFAULT_SEED)
     .option("--skip-bad", "skip malformed lines and rows without task_id/correct (default: stop at the first, naming file:line)")
-    .option("--json", "print JSON: n_tasks, n_rows, k, pass1, pass1_ci, passk, passk_ci, powk, powk_ci, headroom, by")
+    .option("--json", "print JSON: n_tasks, n_rows, k, pass1, pass1_ci, passk, passk_ci, powk, powk_ci, headroom, by (and behaviour with --behaviour)")
+    .option("--behaviour", "also print the behaviour profile: executable SQL, answers with a query the episode ran, tool calls, invalid calls, tool errors, turns, no committed query, tokens (per episode)")
+    .option("--baseline <file>", "with --behaviour: a second rows file (e.g. the base model's) shown as the 'before' column, with the change")
     .action((opts: ReportFlags) => {
+      if (opts.baseline && !opts.behaviour) throw new UsageError("--baseline needs --behaviour");
       const file = loadRowsForStats(opts.rows, opts.skipBad);
       checkByFields(file.rows, opts.by);
       const summary = summarize(file.rows, { k: opts.k, by: opts.by, B: opts.B, seed: opts.seed });
       summary.duplicates_dropped += file.duplicates.count;
-      if (opts.json) printJson(summary);
-      else process.stdout.write(duplicatesLine(opts.rows, file) + formatSummary(opts.rows, file.rows, summary, opts.B, opts.seed));
+      const sets = opts.behaviour ? [...(opts.baseline ? [{ label: "before", rows: readRows(opts.baseline) }] : []), { label: opts.baseline ? "after" : "rows", rows: readRows(opts.rows) }] : [];
+      if (opts.json) printJson(opts.behaviour ? { ...summary, behaviour: Object.fromEntries(sets.map((x) => [x.label, behaviourProfile(x.rows)])) } : summary);
+      else {
+        process.stdout.write(duplicatesLine(opts.rows, file) + formatSummary(opts.rows, file.rows, summary, opts.B, opts.seed));
+        if (opts.behaviour) process.stdout.write(`\nbehaviour${opts.baseline ? ` (before: ${opts.baseline})` : ""}\n${behaviourLines(sets).join("\n")}\n`);
+      }
     });
 }

@@ -13,6 +13,7 @@ export { readTrainLog, trainingCurvesFigure, trainProgressLine, TRAIN_PANELS, ty
 export {
   analyzeDelta, deltaHeadlineTable, markerTable, runDeltaTable, groupDeltaTable, forestPlotFigure, passShiftFigure, deltaSummaryLines, type DeltaAnalysis,
 } from "./delta.js";
+export { behaviourProfile, behaviourTable, behaviourLines, toolQueries, toolErrors, BEHAVIOUR_FIELDS, type BehaviourProfile } from "./behaviour.js";
 export { failures, where, countBy, sample, taskRows, showHtml, browseHtml, resultHtml, type ShowOptions } from "./failures.js";
 export { NotebookReport, namedFigureHtml, type ReportOptions } from "./report.js";
 export { saveFigure, saveTableCsv, listFigures, FIGURES_DIR, TABLES_DIR } from "./store.js";
