@@ -233,7 +233,8 @@ export function benchmarkBanner(step: BenchmarkStep): string {
   const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;");
   const style = step.source === "fallback" ? "border:2px solid #d62728;background:#fdecea" : "border:1px solid #2ca02c;background:#eef7ee";
   const cmd = step.command ? `<div><code>${esc(step.command)}</code></div>` : "";
-  return `<div class="t2s-source" data-source="${step.source}" style="${style};padding:6px 10px;border-radius:4px"><strong>${esc(step.label)}</strong> — ${step.rows.length} rows from <code>${esc(step.rowsPath)}</code>${cmd}</div>`;
+  const episodeStyle = step.rows[0]?.style ? ` in ${esc(String(step.rows[0].style))} style` : "";
+  return `<div class="t2s-source" data-source="${step.source}" style="${style};padding:6px 10px;border-radius:4px"><strong>${esc(step.label)}</strong> — ${step.rows.length} rows${episodeStyle} from <code>${esc(step.rowsPath)}</code>${cmd}</div>`;
 }
 
 export interface ServingParams {
