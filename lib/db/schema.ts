@@ -142,8 +142,8 @@ export function schemaDdlOf(db: Database.Database, opts: SchemaOptions = {}): st
   return parts.join("\n\n") + "\n";
 }
 
-/** The CREATE TABLE (and CREATE VIEW) text of a database file for prompts: keys, types, column comments, optional sample values. */
-export function schemaDdl(dbPath: string, opts: SchemaOptions = {}): string {
+/** Runs `fn` on a database file opened read-only, closing it after; a file that cannot be opened is T2sError("no_database"). */
+function withDatabase<T>(dbPath: string, fn: (db: Database.Database) => T): T {
   let db: Database.Database;
   try {
     db = openReadOnly(dbPath);
@@ -152,27 +152,23 @@ export function schemaDdl(dbPath: string, opts: SchemaOptions = {}): string {
     throw e;
   }
   try {
-    return schemaDdlOf(db, opts);
+    return fn(db);
   } finally {
     db.close();
   }
 }
 
+/** The CREATE TABLE (and CREATE VIEW) text of a database file for prompts: keys, types, column comments, optional sample values. */
+export function schemaDdl(dbPath: string, opts: SchemaOptions = {}): string {
+  return withDatabase(dbPath, (db) => schemaDdlOf(db, opts));
+}
+
 /** The columns of every table of a database file, lower-cased table name -> column names in order. */
 export function tableColumns(dbPath: string): Map<string, string[]> {
-  let db: Database.Database;
-  try {
-    db = openReadOnly(dbPath);
-  } catch (e) {
-    if (e instanceof ConnectionError) throw new T2sError("no_database", e.message);
-    throw e;
-  }
-  try {
+  return withDatabase(dbPath, (db) => {
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid").all() as { name: string }[];
     const out = new Map<string, string[]>();
     for (const t of tables) out.set(t.name.toLowerCase(), (db.prepare("SELECT name FROM pragma_table_info(?)").all(t.name) as { name: string }[]).map((c) => c.name));
     return out;
-  } finally {
-    db.close();
-  }
+  });
 }
