@@ -12,7 +12,7 @@
  * tokens of the runner against the tfjs path first)  --json
  * Sampling is temperature 1 with seeded uniforms; no stop token, so every row makes exactly --new tokens.
  */
-import { useBackend } from "../lib/model/backend.js";
+import { useBackend } from "../lib/backend/select.js";
 import { generate } from "../lib/model/generate.js";
 import { loadModel } from "../lib/model/load.js";
 import type { CausalLM } from "../lib/model/model.js";

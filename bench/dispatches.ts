@@ -3,7 +3,7 @@
  * thing: Reshape and Identity are kernels that dispatch nothing, and some kernels (the fused optimizer's
  * in-place updates, the sum of squares over many tensors) dispatch without an engine kernel each.
  */
-import { tf } from "../lib/model/tf.js";
+import { tf } from "../lib/backend/tf.js";
 
 /** Runs `f` and returns its result with the number of compute dispatches recorded meanwhile (null off WebGPU). */
 export async function countDispatches<T>(f: () => Promise<T>): Promise<{ result: T; dispatches: number | null }> {

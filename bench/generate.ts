@@ -9,10 +9,10 @@
  *                                                prompt), which the sampler runs once and shares
  * Flags: --batches 1,16,64  --prompt N  --new N  --shared-prefix N  --json
  */
-import { useBackend } from "../lib/model/backend.js";
+import { useBackend } from "../lib/backend/select.js";
 import { generate, type GenerateStats } from "../lib/model/generate.js";
 import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random.js";
-import { tf } from "../lib/model/tf.js";
+import { tf } from "../lib/backend/tf.js";
 import { flag } from "./args.js";
 
 async function main(): Promise<void> {

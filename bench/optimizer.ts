@@ -1,6 +1,6 @@
 /**
  * The optimizer update alone (global gradient norm, clip factor, AdamW over every weight of a random model),
- * run through tfjs ops and, on WebGPU, through the fused kernels of lib/train/webgpu-kernels.ts. Prints the
+ * run through tfjs ops and, on WebGPU, through the fused kernels of lib/backend/webgpu/optimizer.ts. Prints the
  * time and launches of each path (GPU dispatches on WebGPU, tf.profile kernels elsewhere) and the largest
  * difference between their results, and exits 1 when the paths disagree (so a run on the GPU host also
  * checks the kernels; the first fused update also takes the copy-then-overwrite path for weights whose
@@ -9,13 +9,13 @@
  *   npm run bench:optimizer -- --qwen05b               Qwen2-0.5B shapes (494M weights), best backend
  * Flags: --backend NAME  --steps N (timed updates after one warm-up, default 3)  --json
  */
-import { useBackend } from "../lib/model/backend.js";
+import { useBackend } from "../lib/backend/select.js";
 import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random.js";
-import { tf } from "../lib/model/tf.js";
+import { tf } from "../lib/backend/tf.js";
 import type { NamedVariable } from "../lib/train/lm.js";
 import { ModelTrainable } from "../lib/train/model-adapter.js";
 import { AdamW, clipFactor, globalGradNorm } from "../lib/train/optimizer.js";
-import { fusedOptimizerActive, useFusedOptimizer } from "../lib/train/webgpu-kernels.js";
+import { fusedOptimizerActive, useFusedOptimizer } from "../lib/backend/webgpu/optimizer.js";
 import { flag, intFlag } from "./args.js";
 import { countDispatches } from "./dispatches.js";
 

@@ -13,10 +13,10 @@
  * Rows: sft-full (all weights), sft-lora (r 16 on q,k,v,o), grpo-lora (dapo, mu 1), grpo-lora-kl (beta 0.04:
  * one more forward for the reference).
  */
-import { useBackend } from "../lib/model/backend.js";
+import { useBackend } from "../lib/backend/select.js";
 import { createAdapter } from "../lib/model/lora.js";
 import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random.js";
-import { tf } from "../lib/model/tf.js";
+import { tf } from "../lib/backend/tf.js";
 import { GrpoTrainer, type Rollout } from "../lib/train/grpo.js";
 import { ModelTrainable } from "../lib/train/model-adapter.js";
 import { SeededRandom } from "../lib/core/random.js";

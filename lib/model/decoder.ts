@@ -3,7 +3,7 @@
  * LoRA on any linear layer (unmerged: y = xW^T + b + s·(xA^T)B^T). Functions here are pure tf ops, so
  * they are differentiable when the weights are tf.Variables; callers wrap them in tf.tidy.
  */
-import { tf } from "./tf.js";
+import { tf } from "../backend/tf.js";
 import type { ModelConfig } from "./config.js";
 import { matMulWeightT, prefersPlainMatMul } from "./layout.js";
 import { rotaryTables } from "./rope.js";

@@ -6,7 +6,7 @@
  * (tf.Variable) are transposed inside the step instead: their values change every update, and the
  * transpose is then part of the differentiated graph.
  */
-import { tf } from "./tf.js";
+import { tf } from "../backend/tf.js";
 
 /** Backends whose matMul(a, b, false, true) is much slower than matMul(a, bᵀ). */
 const PLAIN_MATMUL_BACKENDS = new Set(["wasm"]);

@@ -5,12 +5,12 @@
 import { existsSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
-import { useBackend } from "./backend.js";
+import { useBackend } from "../backend/select.js";
 import { readConfig, type ModelConfig } from "./config.js";
 import type { DecoderWeights, LayerWeights, Linear } from "./decoder.js";
 import { CausalLM } from "./model.js";
 import { readCheckpoint, type FloatTensor } from "./safetensors.js";
-import { tf } from "./tf.js";
+import { tf } from "../backend/tf.js";
 import { loadTokenizer, type ChatTokenizer } from "./tokenizer.js";
 
 export interface LoadOptions {

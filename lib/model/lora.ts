@@ -12,7 +12,7 @@ import type { DecoderWeights, LayerWeights, Linear, LoraPair } from "./decoder.j
 import { CausalLM, type AttachedAdapter } from "./model.js";
 import { parseLoraKey, peftLoraKey } from "./lora-layout.js";
 import { readSafetensors, writeSafetensors, type FloatTensor } from "./safetensors.js";
-import { tf } from "./tf.js";
+import { tf } from "../backend/tf.js";
 import { SeededRandom } from "../core/random.js";
 
 const MODULES: Record<string, { group: "self_attn" | "mlp"; field: keyof LayerWeights }> = {

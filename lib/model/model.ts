@@ -2,7 +2,7 @@
  * CausalLM: a loaded decoder (config, weights, tokenizer, attached LoRA adapters) with the entry points the
  * sampler, the server and the trainer use. Every call cleans up its intermediate tensors.
  */
-import { tf } from "./tf.js";
+import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
 import type { ModelConfig } from "./config.js";
 import { decoderStep, type DecoderWeights, type KvCache, type StepInput } from "./decoder.js";

@@ -6,7 +6,7 @@
 import type { ModelConfig } from "./config.js";
 import type { DecoderWeights, LayerWeights, Linear } from "./decoder.js";
 import { CausalLM } from "./model.js";
-import { tf } from "./tf.js";
+import { tf } from "../backend/tf.js";
 import type { ChatTokenizer } from "./tokenizer.js";
 
 /** Returns the config of a Qwen2-0.5B-shaped model (494M parameters, tied embeddings). */

@@ -7,8 +7,8 @@ import { join } from "node:path";
 import * as tf from "@tensorflow/tfjs-core";
 import { appendJsonl, readJsonl, toJsonl } from "../core/jsonl.js";
 import { T2sError } from "../core/errors.js";
-import { trimGpuBufferPool } from "../model/backend.js";
-import { ensureGradients } from "./gradients.js";
+import { trimGpuBufferPool } from "../backend/gpu-pool.js";
+import { ensureGradients } from "../backend/gradients.js";
 import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, saveCheckpoint, type SaveOptions, type TrainerState } from "./checkpoint.js";
 import type { NamedVariable, TrainableLM } from "./lm.js";
 import { AdamW, clipFactor, globalGradNorm, GradAccumulator } from "./optimizer.js";
@@ -91,7 +91,7 @@ export class TrainerCore {
       return { loss, gradNorm, lr };
     } finally {
       acc.dispose();
-      // micro-batches change shape every step; WebGPU's pool would keep every freed size (see gpu-pool.ts)
+      // micro-batches change shape every step; WebGPU's pool would keep every freed size (see lib/backend/gpu-pool.ts)
       trimGpuBufferPool();
     }
   }

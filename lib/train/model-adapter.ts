@@ -15,7 +15,7 @@ import { commonPrefix } from "../model/prefix.js";
 import type { CausalLM } from "../model/model.js";
 import { adapterTensors } from "../model/lora.js";
 import type { SaveOptions } from "./checkpoint.js";
-import { ensureGradients } from "./gradients.js";
+import { ensureGradients } from "../backend/gradients.js";
 import type { NamedVariable, TrainableLM } from "./lm.js";
 
 const LINEARS: Array<[keyof LayerWeights, string]> = [

@@ -1,9 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { normalizeBackend, useBackend } from "../../lib/model/backend.js";
+import { normalizeBackend, useBackend } from "../../lib/backend/select.js";
 import { loadModel } from "../../lib/model/load.js";
 import { generate } from "../../lib/model/generate.js";
-import { tf } from "../../lib/model/tf.js";
+import { tf } from "../../lib/backend/tf.js";
 import { isT2sError } from "../../lib/core/errors.js";
 import { fixtureDir, maxAbsDiff, readReference } from "./fixtures.js";
 

@@ -5,7 +5,7 @@ import { attachAdapter } from "../../lib/model/lora.js";
 import { GenerationEngine } from "../../lib/model/engine/scheduler.js";
 import type { Generation, SequenceRequest } from "../../lib/model/engine/types.js";
 import { isT2sError } from "../../lib/core/errors.js";
-import { tf } from "../../lib/model/tf.js";
+import { tf } from "../../lib/backend/tf.js";
 import { fixtureDir } from "./fixtures.js";
 
 const system = [1, 40, 41, 42, 43, 44, 45, 46, 47, 48];

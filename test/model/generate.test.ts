@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { loadModel } from "../../lib/model/load.js";
 import { attachAdapter } from "../../lib/model/lora.js";
 import { generate, type GenerateStats, type Generation } from "../../lib/model/generate.js";
-import { tf } from "../../lib/model/tf.js";
+import { tf } from "../../lib/backend/tf.js";
 import { ARCH_FIXTURES, fixtureDir, readReference, type LogitsReference } from "./fixtures.js";
 
 for (const name of ARCH_FIXTURES) {

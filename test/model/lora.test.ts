@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { loadModel } from "../../lib/model/load.js";
 import { attachAdapter, createAdapter, detachAdapter, mergedModel, saveAdapter } from "../../lib/model/lora.js";
 import { readSafetensors, writeSafetensors } from "../../lib/model/safetensors.js";
-import { tf } from "../../lib/model/tf.js";
+import { tf } from "../../lib/backend/tf.js";
 import { isT2sError } from "../../lib/core/errors.js";
 import { scratchDir } from "../helpers.js";
 import { fixtureDir, maxAbsDiff, readReference, type LogitsReference } from "./fixtures.js";

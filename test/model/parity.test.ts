@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { loadModel } from "../../lib/model/load.js";
-import { tf } from "../../lib/model/tf.js";
+import { tf } from "../../lib/backend/tf.js";
 import { ARCH_FIXTURES, fixtureDir, maxAbsDiff, readReference } from "./fixtures.js";
 
 for (const name of ARCH_FIXTURES) {

@@ -1,12 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { useBackend } from "../../lib/model/backend.js";
+import { useBackend } from "../../lib/backend/select.js";
 import { disposeCache, selectCacheRows, shareCache, type KvCache, type StepInput } from "../../lib/model/decoder.js";
 import { generate, type GenerateStats } from "../../lib/model/generate.js";
 import { loadModel } from "../../lib/model/load.js";
 import type { CausalLM } from "../../lib/model/model.js";
 import { randomModel, tinyConfig } from "../../lib/model/random.js";
-import { tf } from "../../lib/model/tf.js";
+import { tf } from "../../lib/backend/tf.js";
 import { fixtureDir } from "./fixtures.js";
 
 const PREFIX = [1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49];

@@ -10,7 +10,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { useBackend } from "../../lib/model/backend.js";
+import { useBackend } from "../../lib/backend/select.js";
 import { loadModel } from "../../lib/model/load.js";
 import { attachAdapter } from "../../lib/model/lora.js";
 import { sampleToken } from "../../lib/model/sampler.js";

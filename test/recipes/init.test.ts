@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { initialWeights, parameterCount, qwen2Config, writeInitialModel } from "../../lib/recipes/init.js";
 import { buildTokenizer } from "../../lib/recipes/tokenizer.js";
 import { loadModel } from "../../lib/model/load.js";
-import { tf } from "../../lib/model/tf.js";
+import { tf } from "../../lib/backend/tf.js";
 import { scratchDir } from "../helpers.js";
 
 const shape = { hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 48, vocabSize: 300, maxPositions: 128 };

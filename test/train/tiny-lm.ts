@@ -1,7 +1,7 @@
 /** A tiny causal LM for trainer tests: logits_t = E[x_t] W + P[t] U + b (a bigram model with a position term). */
 import * as tf from "@tensorflow/tfjs-core";
 import "@tensorflow/tfjs-backend-cpu";
-import { ensureGradients } from "../../lib/train/gradients.js";
+import { ensureGradients } from "../../lib/backend/gradients.js";
 import type { NamedVariable, TrainableLM } from "../../lib/train/lm.js";
 import { SeededRandom } from "../../lib/core/random.js";
 

@@ -10,7 +10,7 @@
  * tokens in position order, the shared part is per-row dot products, and the split between the two is set
  * by the request (prefixLength), so a seed gives the same tokens whatever batch the row lands in.
  */
-import { tf } from "../tf.js";
+import { tf } from "../../backend/tf.js";
 import { linear, rmsNorm, shareCache, disposeCache, type SharedPrefix } from "../decoder.js";
 import type { CausalLM } from "../model.js";
 import { rotaryTables } from "../rope.js";

@@ -7,12 +7,12 @@
  * input, and reads back once.
  */
 import type { CausalLM } from "../model.js";
-import { tf } from "../tf.js";
+import { tf } from "../../backend/tf.js";
 import type { DecodeRow, MultiStepRunner, PrefillRow, RowSampling, SampledToken } from "../engine/runner.js";
-import { type Dispatch, GpuContext, Profiler } from "./device.js";
+import { type Dispatch, GpuContext, Profiler } from "../../backend/webgpu/device.js";
 import { WebgpuForward } from "./forward.js";
-import { prefixCopyWgsl } from "./kernels.js";
-import { ADVANCE_WGSL, MAX_TOP, OUT_WORDS, PARAM_WORDS, samplerWgsl } from "./sampling.js";
+import { prefixCopyWgsl } from "../../backend/webgpu/token-kernels.js";
+import { ADVANCE_WGSL, MAX_TOP, OUT_WORDS, PARAM_WORDS, samplerWgsl } from "../../backend/webgpu/sampling.js";
 
 /** Token rows one forward pass holds; longer prefills run in chunks of this many tokens. */
 const PREFILL_CHUNK = 1024;
@@ -300,7 +300,7 @@ export class WebgpuRunner implements MultiStepRunner {
 /**
  * A WebGPU runner for `model` with `slots` sequences of up to `maxLength` tokens (default: the model's
  * limit, at most 2048), applying the unmerged adapter `adapter` (null: none). The webgpu backend must be
- * active (backend.ts useBackend("webgpu")).
+ * active (lib/backend/select.ts useBackend("webgpu")).
  */
 export async function createWebgpuRunner(model: CausalLM, opts: { adapter: string | null; slots: number; maxLength?: number }): Promise<MultiStepRunner> {
   if (tf.getBackend() !== "webgpu") throw new Error(`the WebGPU runner needs the webgpu backend (active: ${tf.getBackend()})`);

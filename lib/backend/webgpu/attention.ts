@@ -8,7 +8,7 @@
  * running max and denominator, the partial context rescaled when the max grows), so the cache length is not
  * bounded by workgroup memory.
  */
-import { DIMS_WGSL } from "./kernels.js";
+import { DIMS_WGSL } from "./token-kernels.js";
 
 export interface AttentionShape {
   H: number;

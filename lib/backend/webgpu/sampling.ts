@@ -1,6 +1,6 @@
 /**
- * Sampling on the device, one workgroup per row of logits, as sampler.ts defines it: the row's sparse bias
- * is added, then greedy (temperature 0) takes the argmax (lowest index among ties); otherwise
+ * Sampling on the device, one workgroup per row of logits, as lib/model/sampler.ts defines it: the row's
+ * sparse bias is added, then greedy (temperature 0) takes the argmax (lowest index among ties); otherwise
  * p = softmax((logits + bias) / T), the top-k and top-p cuts become one probability threshold τ found by
  * bisection (the largest τ keeping at least k tokens, then the largest keeping mass ≥ top-p: the same set the
  * CPU's sort keeps, up to exact ties at the cut), and the token is the inverse CDF of the kept mass at the
@@ -10,7 +10,7 @@
  * order. Only ids and log-probabilities are written out. In decode mode the sampled id and the next position
  * are written into the row's token entry, so the next step runs on the device without a read-back.
  */
-import { DIMS_WGSL } from "./kernels.js";
+import { DIMS_WGSL } from "./token-kernels.js";
 
 /** Most top-n log-probabilities a row can ask for (OpenAI's limit). */
 export const MAX_TOP = 20;

@@ -1,6 +1,6 @@
 /**
- * The one place lib/model imports TensorFlow.js from, so every file shares the same engine (and the CPU
- * backend is always registered as the fallback).
+ * The one place lib/backend and lib/model import TensorFlow.js from, so every file shares the same engine
+ * (and the CPU backend is always registered as the fallback).
  */
 import * as tf from "@tensorflow/tfjs-core";
 import "@tensorflow/tfjs-backend-cpu";

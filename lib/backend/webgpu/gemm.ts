@@ -10,7 +10,7 @@
  * the down projection a separate pass. Shapes are compiled in as constants; the row count comes from the
  * shared `Dims` uniform, so one pipeline serves every batch size.
  */
-import { DIMS_WGSL } from "./kernels.js";
+import { DIMS_WGSL } from "./token-kernels.js";
 
 export interface GemmSpec {
   K: number;

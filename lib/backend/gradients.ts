@@ -5,9 +5,9 @@
  * no gradient functions, and the package's ESM gradient files cannot be loaded by Node (extensionless
  * imports). So training registers its own, for the kernels it needs, and only where none is registered
  * yet (a gradient registered by someone else wins). Every rule here is checked against central finite
- * differences in test/train/gradients.test.ts.
+ * differences in test/backend/gradients.test.ts.
  */
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "./tf.js";
 
 type Grads = Record<string, () => tf.Tensor> | Array<() => tf.Tensor>;
 type Rule = { kernelName: string; inputsToSave?: string[]; saveAllInputs?: boolean; outputsToSave?: boolean[]; gradFunc: (dy: tf.Tensor, saved: tf.Tensor[], attrs: any) => Grads };

@@ -8,14 +8,14 @@
  *
  * AdamW overwrites m, v and the weights in place. New tensors every step would hand the buffer pool three
  * model-sized buffers to recycle per step (6 GB for a 0.5B model), more than its budget
- * (lib/model/gpu-pool.ts), so each step would create them afresh. The tfjs Sum kernel reduces a whole
+ * (lib/backend/gpu-pool.ts), so each step would create them afresh. The tfjs Sum kernel reduces a whole
  * tensor in a single workgroup, which is slow for the 136M-entry embedding gradient; the sum-of-squares
  * kernel spreads each tensor over up to 1,024 workgroups.
  *
  * lib/train/optimizer.ts uses these when the webgpu backend is active and tfjs ops everywhere else.
  * `npm run bench:optimizer` compares both paths on a GPU.
  */
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../tf.js";
 
 export const SUM_OF_SQUARES = "T2sSumOfSquares";
 

@@ -5,7 +5,6 @@
  * there, so the Dawn instance is installed on globalThis first.
  */
 import { T2sError } from "../core/errors.js";
-import { type BufferPoolLike, poolBudgetBytes, trimPool } from "./gpu-pool.js";
 import { tf } from "./tf.js";
 
 export const BACKENDS = ["webgpu", "tensorflow", "wasm", "cpu"] as const;
@@ -132,20 +131,4 @@ export async function useBackend(want: string = process.env.T2S_BACKEND ?? "cpu"
     skipped[b] = why;
   }
   throw new T2sError("backend_unavailable", `no tfjs backend could start: ${JSON.stringify(skipped)}`);
-}
-
-/** The tfjs backend active now. */
-export function activeBackend(): string {
-  return tf.getBackend();
-}
-
-/**
- * Trims the WebGPU backend's pool of freed buffers after a training step (see gpu-pool.ts): sizes the step
- * did not ask for are destroyed, the rest kept up to T2S_GPU_POOL_MB. No-op on other backends.
- */
-export function trimGpuBufferPool(): void {
-  if (tf.getBackend() !== "webgpu") return;
-  const pool = (tf.backend() as unknown as { bufferManager?: BufferPoolLike }).bufferManager;
-  if (!pool?.freeBuffers) return;
-  trimPool(pool, poolBudgetBytes());
 }

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { type BufferPoolLike, type PooledBuffer, poolBudgetBytes, trimPool, watchPool } from "../../lib/model/gpu-pool.js";
+import { type BufferPoolLike, type PooledBuffer, poolBudgetBytes, trimPool, watchPool } from "../../lib/backend/gpu-pool.js";
 
 /**
  * A pool with tfjs-backend-webgpu's BufferManager bookkeeping (free lists keyed `${size}_${usage}`), for the

@@ -12,6 +12,7 @@
  * pool holds no more than the buffers the last step freed and no more than the budget; when step lengths
  * change, the next step's new sizes come on top of that, so on a GPU with little memory lower the budget.
  */
+import { tf } from "./tf.js";
 
 export interface PooledBuffer {
   size: number;
@@ -81,4 +82,15 @@ export function trimPool(pool: BufferPoolLike, budgetBytes: number): number {
   }
   requested?.clear();
   return released;
+}
+
+/**
+ * Trims the WebGPU backend's pool of freed buffers after a training step (see above): sizes the step
+ * did not ask for are destroyed, the rest kept up to T2S_GPU_POOL_MB. No-op on other backends.
+ */
+export function trimGpuBufferPool(): void {
+  if (tf.getBackend() !== "webgpu") return;
+  const pool = (tf.backend() as unknown as { bufferManager?: BufferPoolLike }).bufferManager;
+  if (!pool?.freeBuffers) return;
+  trimPool(pool, poolBudgetBytes());
 }

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as tf from "@tensorflow/tfjs-core";
-import { assertClose, finiteDiff, useCpu } from "./tiny-lm.js";
+import { assertClose, finiteDiff, useCpu } from "../train/tiny-lm.js";
 import { SeededRandom } from "../../lib/core/random.js";
 
 await useCpu();
