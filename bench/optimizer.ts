@@ -13,7 +13,7 @@ import { useBackend } from "../lib/backend/select.js";
 import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random.js";
 import { tf } from "../lib/backend/tf.js";
 import type { NamedVariable } from "../lib/train/lm.js";
-import { ModelTrainable } from "../lib/train/model-adapter.js";
+import { ModelTrainable } from "../lib/train/trainable-model.js";
 import { AdamW, clipFactor, globalGradNorm } from "../lib/train/optimizer.js";
 import { fusedOptimizerActive, useFusedOptimizer } from "../lib/backend/webgpu/optimizer.js";
 import { flag, intFlag } from "./args.js";

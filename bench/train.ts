@@ -18,7 +18,7 @@ import { createAdapter } from "../lib/model/lora.js";
 import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random.js";
 import { tf } from "../lib/backend/tf.js";
 import { GrpoTrainer, type Rollout } from "../lib/train/grpo.js";
-import { ModelTrainable } from "../lib/train/model-adapter.js";
+import { ModelTrainable } from "../lib/train/trainable-model.js";
 import { SeededRandom } from "../lib/core/random.js";
 import { SftTrainer } from "../lib/train/sft.js";
 import { flag } from "./args.js";

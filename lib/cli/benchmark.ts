@@ -5,7 +5,7 @@ import { benchmark } from "../runs/benchmark.js";
 import { formatFacts } from "../runs/facts.js";
 import { progressLine } from "../runs/progress.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
-import { formatSummary } from "./report.js";
+import { formatSummary } from "./stats-report.js";
 import { collect, dialectOption, intOption, numberOption, oneOf, printJson } from "./options.js";
 import type { RunGrading } from "../runs/meta.js";
 import { SAMPLES_PER_TASK, SAMPLING_TEMPERATURE, TOOL_ROWS } from "../core/defaults.js";

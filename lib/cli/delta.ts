@@ -6,7 +6,7 @@ import { fmt, fmtCI, fmtP, fmtSigned, formatTable } from "../stats/format.js";
 import { DEFAULT_PERMUTATIONS } from "../stats/permutation.js";
 import { taskCounts, type StatRow } from "../stats/rows.js";
 import { collect, intOption, printJson } from "./options.js";
-import { checkByFields, duplicatesLine, loadRowsForStats } from "./report.js";
+import { checkByFields, duplicatesLine, loadRowsForStats } from "./stats-report.js";
 
 interface DeltaFlags {
   a: string;

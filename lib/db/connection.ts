@@ -22,7 +22,7 @@ export interface CachedConnection {
   signature: string;
   statements: Map<string, Database.Statement>;
   /** The schema holds views, triggers, virtual tables or generated columns: code the query text does not
-   * show may run, so every statement's bytecode is checked (policy.ts checkPrepared). */
+   * show may run, so every statement's bytecode is checked (allowlist.ts checkPrepared). */
   schemaRunsCode: boolean;
 }
 

@@ -14,7 +14,7 @@ import { cpus } from "node:os";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { T2sError } from "../core/errors.js";
-import { checkSqlText } from "./policy.js";
+import { checkSqlText } from "./allowlist.js";
 import type { RunReply, RunRequest, WorkerMessage } from "./protocol.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "./run.js";
 import { refChild, residentMb, spawnWorker, stopChild } from "./spawn.js";

@@ -6,7 +6,7 @@
 import type Database from "better-sqlite3";
 import { performance } from "node:perf_hooks";
 import { ConnectionCache, ConnectionError } from "./connection.js";
-import { checkPrepared, checkSqlText } from "./policy.js";
+import { checkPrepared, checkSqlText } from "./allowlist.js";
 import { doubleQuotedToString, MAX_DQS_REWRITES, normalizeForDialect, unresolvedDoubleQuoted, type Dialect } from "./dialect.js";
 import type { ExecError, ExecOutcome, SqlValue } from "./types.js";
 

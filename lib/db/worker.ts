@@ -6,7 +6,7 @@
  */
 import Database from "better-sqlite3";
 import { ConnectionCache } from "./connection.js";
-import { checkPrepared, checkSqlText } from "./policy.js";
+import { checkPrepared, checkSqlText } from "./allowlist.js";
 import type { RunReply, RunRequest } from "./protocol.js";
 import { runQuery } from "./run.js";
 import { startWatchdog, WATCHDOG_GRACE_MS } from "./watchdog.js";

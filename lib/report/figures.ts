@@ -1,7 +1,7 @@
 /**
  * Plotly figure specs (plain JSON {data, layout}) for benchmark rows: pass@1 by group with interval
  * whiskers, outcome x group stacked bars and heatmap, pass@k curves, per-task pass-rate histogram and
- * headroom by group. Builders only compute; showing and saving is report.ts's job.
+ * headroom by group. Builders only compute; showing and saving is notebook-report.ts's job.
  */
 import type { PlotlyFigure } from "./display.js";
 import { passAtKCurve, taskPassRates, defaultK, summarizeTasks } from "../stats/summary.js";

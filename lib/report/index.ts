@@ -15,7 +15,7 @@ export {
 } from "./delta.js";
 export { behaviourProfile, behaviourTable, behaviourLines, toolQueries, toolErrors, BEHAVIOUR_FIELDS, type BehaviourProfile } from "./behaviour.js";
 export { failures, where, countBy, sample, taskRows, showHtml, browseHtml, resultHtml, type ShowOptions } from "./failures.js";
-export { NotebookReport, namedFigureHtml, type ReportOptions } from "./report.js";
+export { NotebookReport, namedFigureHtml, type ReportOptions } from "./notebook-report.js";
 export { saveFigure, saveTableCsv, listFigures, FIGURES_DIR, TABLES_DIR } from "./store.js";
 export { checkTrainerAgreement, checkAdapterPlacement, readRewardLog, checkAdapterNotNoop, checkGradedTurn, checksTable, checksHtml, type Check } from "./serving.js";
 export {

@@ -15,7 +15,7 @@ import { checkBand, inBand, passRates } from "../tasks/select.js";
 import { commandText, runT2s, startT2s } from "./commands.js";
 import { browseHtml, failures, sample } from "./failures.js";
 import { liveOutput } from "./live.js";
-import { namedFigureHtml } from "./report.js";
+import { namedFigureHtml } from "./notebook-report.js";
 import { readRows, type ReportRow } from "./rows.js";
 import type { Table } from "./tables.js";
 import { readTrainLog, trainingCurvesFigure, trainProgressLine, type TrainRecord } from "./training.js";

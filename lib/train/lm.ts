@@ -1,6 +1,7 @@
 /**
- * What the trainer needs from a language model: its trainable variables and causal logits. The adapter
- * over lib/model lives in lib/train/model-adapter.ts; tests use a tiny model defined in test/train.
+ * What the trainer needs from a language model: its trainable variables and causal logits. The
+ * implementation over lib/model lives in lib/train/trainable-model.ts; tests use a tiny model defined in
+ * test/train.
  */
 import * as tf from "@tensorflow/tfjs-core";
 

@@ -24,7 +24,7 @@ import { configChanges, type TrainConfig } from "./config.js";
 import { conversationExample, readConversations } from "./conversations.js";
 import { episodeGrader, episodeSampler, ModelPolicy } from "./episode-sampler.js";
 import { GrpoTrainer } from "./grpo.js";
-import { ModelTrainable } from "./model-adapter.js";
+import { ModelTrainable } from "./trainable-model.js";
 import type { TokenRow } from "./batching.js";
 import { SftTrainer } from "./sft.js";
 

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { saveFigure, listFigures, saveTableCsv } from "../../lib/report/store.js";
 import { parseFormats, findBrowser } from "../../lib/report/export.js";
-import { NotebookReport } from "../../lib/report/report.js";
+import { NotebookReport } from "../../lib/report/notebook-report.js";
 import { pass1ByGroupFigure, outcomeHeatmapFigure } from "../../lib/report/figures.js";
 import { headlineTable } from "../../lib/report/tables.js";
 import { runCli, scratchDir } from "../helpers.js";

@@ -1,4 +1,7 @@
-/** `t2s report`: pass@1 with a bootstrap interval, pass@k, pass^k and headroom of a rows file, by group. */
+/**
+ * `t2s report`: the statistics of a rows file (pass@1 with a bootstrap interval, pass@k, pass^k and headroom),
+ * by group. The notebooks' reports (tables and figures) are lib/report's.
+ */
 import type { Command } from "commander";
 import { T2sError, UsageError } from "../core/errors.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";

@@ -1,4 +1,7 @@
-/** More templates for the cells the data makes hardest to fill (hierarchies, anti-joins, hard metrics). */
+/**
+ * Templates for the archetype x difficulty cells the data makes hardest to fill: a few of every archetype,
+ * most of them self-joins, anti-joins and hard metrics.
+ */
 import { REVENUE_RULE, REVENUE_STATUSES, full, int, lit, maybe, oneNumber, tpl, type Template } from "./template.js";
 
 const yr = (col: string, y: string) => `strftime('%Y', ${col}) = '${y}'`;
@@ -9,7 +12,7 @@ const TOTAL_RULE = "item subtotal after the order discount plus shipping";
 /** Category ids in the subtree of `id` (itself included). */
 const SUBTREE = (name: string) => `WITH RECURSIVE tree(category_id) AS (SELECT category_id FROM categories WHERE name = ${lit(name)} UNION ALL SELECT c.category_id FROM categories c JOIN tree t ON c.parent_id = t.category_id)`;
 
-export const EXTRA_TEMPLATES: Template[] = [
+export const SPARSE_CELL_TEMPLATES: Template[] = [
   // ---- self-join / hierarchy
   tpl("sj_referrer_orders", "self_join", "medium", (c) => {
     const r = maybe(c, c.inv.referrers);

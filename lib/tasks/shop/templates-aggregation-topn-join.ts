@@ -3,7 +3,7 @@ import { FILED, REVENUE_RULE, REVENUE_STATUSES, full, int, lit, maybe, oneNumber
 
 const yr = (col: string, y: string) => `strftime('%Y', ${col}) = '${y}'`;
 
-export const BASIC_TEMPLATES: Template[] = [
+export const AGGREGATION_TOPN_JOIN_TEMPLATES: Template[] = [
   // ---- aggregation
   tpl("agg_count_status_year", "aggregation", "easy", (c) => {
     const s = maybe(c, c.inv.statuses), y = maybe(c, c.inv.years);

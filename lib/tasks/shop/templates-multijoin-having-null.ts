@@ -4,7 +4,7 @@ import { FILED, ROOT_CTE, REVENUE_RULE, REVENUE_STATUSES, full, int, lit, maybe,
 const yr = (col: string, y: string) => `strftime('%Y', ${col}) = '${y}'`;
 const ITEMS = "order_items oi JOIN orders o ON o.order_id = oi.order_id JOIN products p ON p.product_id = oi.product_id";
 
-export const JOIN_TEMPLATES: Template[] = [
+export const MULTIJOIN_HAVING_NULL_TEMPLATES: Template[] = [
   // ---- multi-table join (3+ tables)
   tpl("jm_products_bought_by", "join_multi", "easy", (c) => {
     const b = maybe(c, c.inv.buyers);

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { checkSqlText, MAX_SQL_LENGTH } from "../../lib/db/policy.js";
+import { checkSqlText, MAX_SQL_LENGTH } from "../../lib/db/allowlist.js";
 
 test("plain queries pass the text check", () => {
   for (const sql of ["SELECT 1", "  with a as (select 1) select * from a", "VALUES (1, 2)", "select 1;", "select 1; -- done", "/* lead */ select 'drop table x; delete'"]) {

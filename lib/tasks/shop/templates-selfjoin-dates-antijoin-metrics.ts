@@ -6,7 +6,7 @@ const SUBTOTAL = "(SELECT SUM(oi.quantity * oi.unit_price) FROM order_items oi W
 const TOTAL = `(${SUBTOTAL} * (1 - COALESCE(o.discount_pct, 0) / 100.0) + o.shipping_cost)`;
 const TOTAL_RULE = "items subtotal (quantity x unit_price) minus the order's discount, plus shipping";
 
-export const MORE_TEMPLATES: Template[] = [
+export const SELFJOIN_DATES_ANTIJOIN_METRICS_TEMPLATES: Template[] = [
   // ---- self-join / hierarchy
   tpl("sj_direct_reports", "self_join", "easy", (c) => {
     const m = maybe(c, c.inv.managers);

@@ -7,7 +7,7 @@ import { assertClose, finiteDiff, useCpu } from "./tiny-lm.js";
 import { loadModel } from "../../lib/model/load.js";
 import { createAdapter, attachAdapter } from "../../lib/model/lora.js";
 import { expectedShapes } from "../../lib/model/load.js";
-import { ModelTrainable } from "../../lib/train/model-adapter.js";
+import { ModelTrainable } from "../../lib/train/trainable-model.js";
 import { sequenceLogprobs } from "../../lib/train/logprobs.js";
 import { policyLoss } from "../../lib/train/losses.js";
 import { SftTrainer } from "../../lib/train/sft.js";
