@@ -3,6 +3,7 @@
  * (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` inside the reply), which is what servers
  * without a tool parser pass through and what small chat models are trained to write.
  */
+import { TOOL_CALL_OPEN, toolCallBlocks } from "../model/toolcalls.js";
 import type { ToolCall, ToolSpec } from "../policy/types.js";
 
 export const SQL_TOOL_NAME = "execute_sql_query";
@@ -37,48 +38,22 @@ export interface RawCall {
 /** A call checked against the tool's contract: either a query to run or an error to answer with. */
 export type CheckedCall = { ok: true; call: RawCall; query: string } | { ok: false; call: RawCall; error: string };
 
-const OPEN = "<tool_call>";
-const CLOSE = "</tool_call>";
-
 /** True when the text holds a hermes tool call opening tag. */
 export function hasHermesCall(text: string): boolean {
-  return text.includes(OPEN);
+  return text.includes(TOOL_CALL_OPEN);
 }
 
 /**
- * Returns the hermes tool calls in `text`, in order. A block that is not a JSON object with a "name", or an
- * opening tag never closed (a reply cut off mid-call), comes back with `parseError` set.
+ * Returns the hermes tool calls in `text`, in order (lib/model/toolcalls.ts reads the blocks). A block that
+ * is not a JSON object with a "name", or an opening tag never closed (a reply cut off mid-call), comes back
+ * with `parseError` set.
  */
 export function parseHermesCalls(text: string, idPrefix = "hermes"): RawCall[] {
-  const calls: RawCall[] = [];
-  let at = 0;
-  for (;;) {
-    const start = text.indexOf(OPEN, at);
-    if (start < 0) break;
-    const end = text.indexOf(CLOSE, start + OPEN.length);
-    const id = `${idPrefix}_${calls.length}`;
-    if (end < 0) {
-      calls.push({ id, name: "", arguments: null, source: "hermes", parseError: "the <tool_call> block is not closed with </tool_call>" });
-      break;
-    }
-    const body = text.slice(start + OPEN.length, end).trim();
-    at = end + CLOSE.length;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(body);
-    } catch (e) {
-      calls.push({ id, name: "", arguments: null, source: "hermes", parseError: `the tool call is not valid JSON (${(e as Error).message})` });
-      continue;
-    }
-    const obj = parsed as { name?: unknown; arguments?: unknown; parameters?: unknown };
-    if (!obj || typeof obj !== "object" || typeof obj.name !== "string") {
-      calls.push({ id, name: "", arguments: null, source: "hermes", parseError: 'the tool call needs {"name": ..., "arguments": {...}}' });
-      continue;
-    }
-    const args = obj.arguments ?? obj.parameters ?? {};
-    calls.push({ id, name: obj.name, arguments: typeof args === "string" ? args : JSON.stringify(args), source: "hermes" });
-  }
-  return calls;
+  return toolCallBlocks(text).map((b, i): RawCall => {
+    const id = `${idPrefix}_${i}`;
+    if (!b.call) return { id, name: "", arguments: null, source: "hermes", parseError: b.error };
+    return { id, name: b.call.name, arguments: b.call.arguments, source: "hermes" };
+  });
 }
 
 /** Native calls as RawCalls. */

@@ -9,32 +9,80 @@ export interface ParsedToolCall {
   arguments: string;
 }
 
+export const TOOL_CALL_OPEN = "<tool_call>";
+export const TOOL_CALL_CLOSE = "</tool_call>";
+const OPEN = TOOL_CALL_OPEN;
+const CLOSE = TOOL_CALL_CLOSE;
+
+/** One `<tool_call>` block of a reply: where it is, and the call it holds or why it holds none. */
+export interface ToolCallBlock {
+  /** Offsets of the block, from its opening tag to past its closing tag (the text's end when unclosed). */
+  start: number;
+  end: number;
+  closed: boolean;
+  call?: ParsedToolCall;
+  error?: string;
+}
+
+/**
+ * The `<tool_call>` blocks of `text`, in order: each opening tag up to the first closing tag after it; an
+ * opening tag never closed (a reply cut off mid-call) ends the list. A block whose body is not a JSON object
+ * with a string "name" carries `error`; arguments may be given as "arguments" or "parameters".
+ */
+export function toolCallBlocks(text: string): ToolCallBlock[] {
+  const blocks: ToolCallBlock[] = [];
+  let at = 0;
+  for (;;) {
+    const start = text.indexOf(OPEN, at);
+    if (start < 0) break;
+    const close = text.indexOf(CLOSE, start + OPEN.length);
+    if (close < 0) {
+      blocks.push({ start, end: text.length, closed: false, error: "the <tool_call> block is not closed with </tool_call>" });
+      break;
+    }
+    const end = close + CLOSE.length;
+    at = end;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text.slice(start + OPEN.length, close).trim());
+    } catch (e) {
+      blocks.push({ start, end, closed: true, error: `the tool call is not valid JSON (${(e as Error).message})` });
+      continue;
+    }
+    const obj = parsed as { name?: unknown; arguments?: unknown; parameters?: unknown };
+    if (!obj || typeof obj !== "object" || typeof obj.name !== "string") {
+      blocks.push({ start, end, closed: true, error: 'the tool call needs {"name": ..., "arguments": {...}}' });
+      continue;
+    }
+    const args = obj.arguments ?? obj.parameters ?? {};
+    blocks.push({ start, end, closed: true, call: { name: obj.name, arguments: typeof args === "string" ? args : JSON.stringify(args) } });
+  }
+  return blocks;
+}
+
 /**
  * Splits a model reply into its plain content (blocks removed, trimmed; null when nothing is left) and the
- * well-formed tool calls. A block whose JSON does not parse, or has no name, stays in the content and is
- * counted in `invalid`, so a caller can tell a malformed call from no call.
+ * well-formed tool calls. A closed block with no usable call (bad JSON, no name or an empty one: nothing to
+ * send over the protocol) stays in the content and is counted in `invalid`, so a caller can tell a
+ * malformed call from no call; an unclosed block stays in the content uncounted.
  */
 export function parseToolCalls(text: string): { content: string | null; calls: ParsedToolCall[]; invalid: number } {
   const calls: ParsedToolCall[] = [];
   let invalid = 0;
-  const content = text.replace(/<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g, (block, body: string) => {
-    try {
-      const v = JSON.parse(body) as { name?: unknown; arguments?: unknown; parameters?: unknown };
-      const args = v.arguments ?? v.parameters ?? {};
-      if (typeof v.name !== "string" || v.name === "") throw new Error("no name");
-      calls.push({ name: v.name, arguments: typeof args === "string" ? args : JSON.stringify(args) });
-      return "";
-    } catch {
-      invalid++;
-      return block;
-    }
-  });
-  const trimmed = content.trim();
+  let content = "";
+  let at = 0;
+  for (const b of toolCallBlocks(text)) {
+    if (!b.closed) break;
+    if (b.call && b.call.name !== "") {
+      calls.push(b.call);
+      content += text.slice(at, b.start);
+      at = b.end;
+    } else invalid++;
+  }
+  const trimmed = (content + text.slice(at)).trim();
   return { content: trimmed === "" ? null : trimmed, calls, invalid };
 }
 
-const OPEN = "<tool_call>";
-const CLOSE = "</tool_call>";
 
 /**
  * The opening of a hermes call that a forced tool_choice writes into the assistant turn (through the prompt
