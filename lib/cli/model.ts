@@ -74,11 +74,12 @@ export function registerModel(program: Command): void {
     .action(async (opts: ModelFlags & { prompt: string; system?: string; raw?: boolean; maxTokens: number; temperature: number; topP: number; topK: number; seed: number; n: number; stop?: string[] }) => {
       const { model, adapter } = await openModel(opts);
       const { generate } = await import("../model/generate.js");
+      const { renderChat } = await import("../model/chat.js");
       const tok = model.requireTokenizer();
       let text = opts.prompt;
       if (!opts.raw && tok.hasChatTemplate) {
         const messages = [...(opts.system ? [{ role: "system", content: opts.system }] : []), { role: "user", content: opts.prompt }];
-        text = tok.applyChatTemplate(messages);
+        text = renderChat(tok, messages);
       }
       const ids = tok.encode(text, { addSpecialTokens: opts.raw ?? !tok.hasChatTemplate });
       const started = Date.now();

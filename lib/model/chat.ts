@@ -10,7 +10,7 @@ import { GenerationEngine, type EngineMetrics } from "./engine/scheduler.js";
 import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js";
 import type { CausalLM } from "./model.js";
 import { commonPrefix } from "./prefix.js";
-import type { TemplateMessage } from "./tokenizer.js";
+import type { ChatTokenizer, TemplateMessage } from "./tokenizer.js";
 import { forcedToolCallPrefill, parseForcedToolCalls, parseToolCalls, type ParsedToolCall } from "./toolcalls.js";
 
 export interface ChatMessageIn {
@@ -98,7 +98,7 @@ export interface ChatEngineOptions {
 const RENDERED_PROMPTS = 1024;
 
 /** Tool call arguments arrive as JSON text; templates expect objects, so parse what parses. */
-export function templateMessages(messages: ChatMessageIn[]): TemplateMessage[] {
+function templateMessages(messages: ChatMessageIn[]): TemplateMessage[] {
   return messages.map((m) => {
     const out: TemplateMessage = { role: m.role, content: m.content ?? "" };
     if (m.tool_calls?.length) {
@@ -118,6 +118,15 @@ export function templateMessages(messages: ChatMessageIn[]): TemplateMessage[] {
     if (m.name) out.name = m.name;
     return out;
   });
+}
+
+/**
+ * The chat template's text of a conversation: the one place the kit turns messages into template text (the
+ * chat engine's prompts, the server's /tokenize, SFT examples and conversations, `t2s generate`). With
+ * `addGenerationPrompt` the text ends where the assistant's reply starts.
+ */
+export function renderChat(tok: ChatTokenizer, messages: ChatMessageIn[], opts: { tools?: unknown[]; addGenerationPrompt?: boolean } = {}): string {
+  return tok.applyChatTemplate(templateMessages(messages), opts);
 }
 
 const COUNTERS = ["steps", "promptTokens", "generatedTokens", "batchRows", "finished", "cancelled"] as const;
@@ -209,7 +218,7 @@ export class ChatEngine {
       this.rendered.set(key, hit);
       return hit.slice();
     }
-    const text = tok.applyChatTemplate(templateMessages(req.messages), { tools, addGenerationPrompt: true });
+    const text = renderChat(tok, req.messages, { tools, addGenerationPrompt: true });
     const ids = tok.encode(text + this.prefill(req), { addSpecialTokens: false });
     this.rendered.set(key, ids);
     if (this.rendered.size > RENDERED_PROMPTS) this.rendered.delete(this.rendered.keys().next().value as string);

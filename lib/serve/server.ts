@@ -6,7 +6,7 @@
  */
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { AddressInfo } from "node:net";
-import { ChatEngine, templateMessages } from "../model/chat.js";
+import { ChatEngine, renderChat } from "../model/chat.js";
 import { mergedModel } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
 import { chatCompletions, type ServeContext } from "./chat-route.js";
@@ -94,7 +94,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const tok = model.requireTokenizer();
     let ids: number[];
     if (body.messages !== undefined) {
-      const text = tok.applyChatTemplate(templateMessages(parseMessages(body)), { tools: parseTools(body), addGenerationPrompt: body.add_generation_prompt !== false });
+      const text = renderChat(tok, parseMessages(body), { tools: parseTools(body), addGenerationPrompt: body.add_generation_prompt !== false });
       ids = tok.encode(text, { addSpecialTokens: body.add_special_tokens === true });
     } else if (typeof body.prompt === "string") {
       ids = tok.encode(body.prompt, { addSpecialTokens: body.add_special_tokens !== false });

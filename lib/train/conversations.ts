@@ -6,7 +6,8 @@
  */
 import { T2sError } from "../core/errors.js";
 import { readJsonl } from "../core/jsonl.js";
-import { templateMessages } from "../model/chat.js";
+import { renderChat } from "../model/chat.js";
+import { commonPrefix } from "../model/prefix.js";
 import type { ChatTokenizer } from "../model/tokenizer.js";
 import type { ChatMessage, ToolSpec } from "../policy/types.js";
 import type { TokenRow } from "./batching.js";
@@ -38,12 +39,6 @@ export function readConversations(path: string): Conversation[] {
   });
 }
 
-function commonPrefix(a: number[], b: number[]): number {
-  let k = 0;
-  while (k < a.length && k < b.length && a[k] === b[k]) k++;
-  return k;
-}
-
 function indexOfSeq(ids: number[], seq: number[], from: number): number {
   outer: for (let i = from; i + seq.length <= ids.length; i++) {
     for (let j = 0; j < seq.length; j++) if (ids[i + j] !== seq[j]) continue outer;
@@ -62,13 +57,13 @@ function indexOfSeq(ids: number[], seq: number[], from: number): number {
  */
 export function conversationExample(tok: ChatTokenizer, conv: Conversation): TokenRow {
   const render = (messages: ChatMessage[], addGenerationPrompt: boolean) =>
-    tok.encode(tok.applyChatTemplate(templateMessages(messages), { tools: conv.tools, addGenerationPrompt }), { addSpecialTokens: false });
+    tok.encode(renderChat(tok, messages, { tools: conv.tools, addGenerationPrompt }), { addSpecialTokens: false });
   const ids = render(conv.messages, false);
   const eos = new Set(tok.eosIds);
   const turns = conv.messages.filter((m) => m.role === "assistant").length;
   const opening = conv.messages.findIndex((m) => m.role === "assistant");
   let starts = headerStarts(tok, ids, render(conv.messages.slice(0, opening), true), turns);
-  if (!starts) starts = conv.messages.flatMap((m, i) => (m.role === "assistant" ? [commonPrefix(render(conv.messages.slice(0, i), true), ids)] : []));
+  if (!starts) starts = conv.messages.flatMap((m, i) => (m.role === "assistant" ? [commonPrefix([render(conv.messages.slice(0, i), true), ids])] : []));
   const mask = new Array<number>(ids.length).fill(0);
   for (const start of starts) {
     let end = start;
@@ -85,8 +80,8 @@ export function conversationExample(tok: ChatTokenizer, conv: Conversation): Tok
  * header is not found exactly once per turn.
  */
 function headerStarts(tok: ChatTokenizer, ids: number[], firstPrompt: number[], turns: number): number[] | null {
-  const first = commonPrefix(firstPrompt, ids);
-  const generationPrompt = tok.encode(tok.applyChatTemplate([], { addGenerationPrompt: true }), { addSpecialTokens: false });
+  const first = commonPrefix([firstPrompt, ids]);
+  const generationPrompt = tok.encode(renderChat(tok, [], { addGenerationPrompt: true }), { addSpecialTokens: false });
   if (generationPrompt.length === 0 || indexOfSeq(firstPrompt, generationPrompt, firstPrompt.length - generationPrompt.length) < 0) return null;
   const starts = [first];
   let at = first;

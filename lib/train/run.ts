@@ -11,6 +11,7 @@ import { T2sError } from "../core/errors.js";
 import { appendJsonl } from "../core/jsonl.js";
 import { promptTemplateHash, type PromptConfig } from "../episode/prompt.js";
 import { sqlToolSpec } from "../episode/tools.js";
+import { renderChat } from "../model/chat.js";
 import { assertTokenizerFile, loadModel } from "../model/load.js";
 import { attachAdapter, createAdapter } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
@@ -151,7 +152,7 @@ export function sftExamples(model: CausalLM, tasks: Task[], cfg: TrainConfig, op
       const messages = await opening(t);
       const prompt = policy.promptIds(messages, tools);
       const reply = "```sql\n" + t.gold_sql.trim() + "\n```";
-      const text = tok.applyChatTemplate([...messages.map((m) => ({ role: m.role, content: m.content ?? "" })), { role: "assistant", content: reply }], { tools, addGenerationPrompt: false });
+      const text = renderChat(tok, [...messages, { role: "assistant", content: reply }], { tools, addGenerationPrompt: false });
       const ids = tok.encode(text, { addSpecialTokens: false });
       // the completion starts where the rendered conversation stops matching the prompt
       let k = 0;
