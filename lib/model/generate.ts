@@ -37,7 +37,7 @@ export interface GenerateOptions {
   onText?: (row: number, delta: string) => void;
 }
 
-export type GenerationFinish = "stop" | "length";
+export type { GenerationFinish } from "./engine/types.js";
 
 export interface GenerateStats {
   /** Tokens of the common prefix computed once. */

@@ -1,5 +1,7 @@
 /** What callers hand the generation engine and what they get back. */
-import type { GenerationFinish } from "../generate.js";
+
+/** Why a sequence ended: a stop (string, token or end id) or the token budget. */
+export type GenerationFinish = "stop" | "length";
 
 /** The sampling settings a request may set: the engine's sequences and the chat layer's requests share them. */
 export interface SamplingSettings {
