@@ -9,6 +9,25 @@ export interface ParsedToolCall {
   arguments: string;
 }
 
+/** A tool call in the OpenAI form (`tool_calls` of a message or a choice). */
+export interface OpenAiToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+let counter = 0;
+/** A fresh id with a prefix ("chatcmpl", "cmpl", "call") for the OpenAI protocol's objects. */
+export function newId(prefix: string): string {
+  counter = (counter + 1) % 1e9;
+  return `${prefix}-${Date.now().toString(36)}${counter.toString(36)}`;
+}
+
+/** Parsed calls in the OpenAI form, each with a fresh "call" id: the server's replies, the in-process policy. */
+export function openAiToolCalls(calls: ParsedToolCall[]): OpenAiToolCall[] {
+  return calls.map((c) => ({ id: newId("call"), type: "function" as const, function: { name: c.name, arguments: c.arguments } }));
+}
+
 export const TOOL_CALL_OPEN = "<tool_call>";
 export const TOOL_CALL_CLOSE = "</tool_call>";
 const OPEN = TOOL_CALL_OPEN;

@@ -10,7 +10,7 @@ import { loadModel } from "../model/load.js";
 import { mergedModel } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
 import { ChatEngine } from "../model/chat.js";
-import { newId } from "../serve/protocol.js";
+import { openAiToolCalls } from "../model/toolcalls.js";
 import { registerPolicyKind } from "./spec.js";
 import { PolicyError, type ChatMessage, type Completion, type Policy, type SampleOptions, type ToolSpec } from "./types.js";
 
@@ -44,7 +44,7 @@ export async function tfjsPolicy(rest: string, opts: { backend?: string } = {}):
       const latency = Date.now() - started;
       return result.choices.map((c) => ({
         text: c.content ?? "",
-        tool_calls: c.toolCalls.map((t) => ({ id: newId("call"), type: "function" as const, function: { name: t.name, arguments: t.arguments } })),
+        tool_calls: openAiToolCalls(c.toolCalls),
         finish_reason: c.finishReason,
         tokens_in: result.promptTokens,
         tokens_out: c.ids.length,

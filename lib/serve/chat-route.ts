@@ -6,10 +6,10 @@
  */
 import type { FastifyReply } from "fastify";
 import type { ChatChoice, ChatEngine } from "../model/chat.js";
-import { ToolCallStream, type ToolStreamEvent } from "../model/toolcalls.js";
+import { newId, ToolCallStream, type ToolStreamEvent } from "../model/toolcalls.js";
 import type { ServeMetrics } from "./metrics.js";
 import { asRequestError } from "./errors.js";
-import { chunkBody, completionBody, errorBody, logprobsContent, newId, parseChatBody, requestObject, toolCallsDelta, usageBody } from "./protocol.js";
+import { chunkBody, completionBody, errorBody, logprobsContent, parseChatBody, requestObject, toolCallsDelta, usageBody } from "./protocol.js";
 import { disconnectSignal, EventStream } from "./sse.js";
 
 export interface ServeContext {

@@ -10,7 +10,8 @@ import type { ChatTokenizer } from "../model/tokenizer.js";
 import { failure, type ServeContext } from "./chat-route.js";
 import { asRequestError } from "./errors.js";
 import { bad, optNumber, parseSampling, refuseUnsupported, SAMPLING_KEYS, type StreamOptions } from "./params.js";
-import { errorBody, newId, requestObject } from "./protocol.js";
+import { newId } from "../model/toolcalls.js";
+import { errorBody, requestObject } from "./protocol.js";
 import { disconnectSignal, EventStream } from "./sse.js";
 
 const COMPLETION_KEYS = new Set([...SAMPLING_KEYS, "prompt", "echo", "best_of", "add_special_tokens"]);

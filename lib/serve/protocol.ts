@@ -3,6 +3,7 @@
  * field) and shaping responses, stream chunks and errors.
  */
 import type { ChatRequest, ChatResult, ToolChoice } from "../model/chat.js";
+import { openAiToolCalls } from "../model/toolcalls.js";
 import { bad, optNumber, parseSampling, refuseUnsupported, RequestError, SAMPLING_KEYS, type StreamOptions } from "./params.js";
 
 export { RequestError } from "./params.js";
@@ -93,17 +94,6 @@ export function parseChatBody(raw: unknown, vocab: number): ParsedRequest {
   return { model: body.model, messages, tools, toolChoice: parseToolChoice(body.tool_choice, tools), ...parseSampling(body, vocab), logprobs, topLogprobs: topLogprobs || undefined };
 }
 
-let counter = 0;
-/** A fresh id with a prefix ("chatcmpl", "call"). */
-export function newId(prefix: string): string {
-  counter = (counter + 1) % 1e9;
-  return `${prefix}-${Date.now().toString(36)}${counter.toString(36)}`;
-}
-
-function toolCallsJson(calls: ChatResult["choices"][number]["toolCalls"]) {
-  return calls.map((c) => ({ id: newId("call"), type: "function" as const, function: { name: c.name, arguments: c.arguments } }));
-}
-
 type Top = { id: number; logprob: number }[];
 
 /** The OpenAI `logprobs.content` entries of some sampled tokens, named by `tokenText`. */
@@ -124,7 +114,7 @@ export function completionBody(id: string, created: number, r: ChatResult, token
     model: r.model,
     choices: r.choices.map((c) => ({
       index: c.index,
-      message: { role: "assistant", content: c.content, ...(c.toolCalls.length ? { tool_calls: toolCallsJson(c.toolCalls) } : {}) },
+      message: { role: "assistant", content: c.content, ...(c.toolCalls.length ? { tool_calls: openAiToolCalls(c.toolCalls) } : {}) },
       logprobs: tokenText ? { content: logprobsContent(c.ids, c.logprobs, c.topLogprobs, tokenText) } : null,
       finish_reason: c.finishReason,
     })),
@@ -144,5 +134,5 @@ export function chunkBody(id: string, created: number, model: string, index: num
 
 /** The tool_calls delta of streamed calls, numbered from `first` within their choice. */
 export function toolCallsDelta(calls: ChatResult["choices"][number]["toolCalls"], first = 0): Record<string, unknown> {
-  return { tool_calls: toolCallsJson(calls).map((c, i) => ({ index: first + i, ...c })) };
+  return { tool_calls: openAiToolCalls(calls).map((c, i) => ({ index: first + i, ...c })) };
 }
