@@ -1,5 +1,5 @@
 /**
- * Runs one statement on a read-only connection inside the current process: policy checks, row cap,
+ * Runs one statement on a read-only connection inside the current process: allow-list checks, row cap,
  * result-size cap, typed values. The pool calls this inside its worker processes, where a runaway can be
  * killed; calling it directly has no timeout.
  */
