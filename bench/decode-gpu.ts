@@ -16,7 +16,7 @@ import { useBackend } from "../lib/backend/select.js";
 import { generate } from "../lib/model/generate.js";
 import { loadModel } from "../lib/model/load.js";
 import type { CausalLM } from "../lib/model/model.js";
-import { qwen2HalfBConfig, randomModel } from "../lib/model/random.js";
+import { qwen2HalfBConfig, randomModel } from "../lib/model/random-model.js";
 import { sampleToken } from "../lib/model/sampler.js";
 import { mulberry32 } from "../lib/core/random.js";
 import type { RowSampling } from "../lib/model/engine/runner.js";

@@ -11,7 +11,7 @@
  */
 import { useBackend } from "../lib/backend/select.js";
 import { generate, type GenerateStats } from "../lib/model/generate.js";
-import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random.js";
+import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random-model.js";
 import { tf } from "../lib/backend/tf.js";
 import { flag } from "./args.js";
 

@@ -10,7 +10,7 @@
  * Flags: --backend NAME  --steps N (timed updates after one warm-up, default 3)  --json
  */
 import { useBackend } from "../lib/backend/select.js";
-import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random.js";
+import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random-model.js";
 import { tf } from "../lib/backend/tf.js";
 import type { NamedVariable } from "../lib/train/lm.js";
 import { ModelTrainable } from "../lib/train/trainable-model.js";

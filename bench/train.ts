@@ -15,7 +15,7 @@
  */
 import { useBackend } from "../lib/backend/select.js";
 import { createAdapter } from "../lib/model/lora.js";
-import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random.js";
+import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random-model.js";
 import { tf } from "../lib/backend/tf.js";
 import { GrpoTrainer, type Rollout } from "../lib/train/grpo.js";
 import { ModelTrainable } from "../lib/train/trainable-model.js";

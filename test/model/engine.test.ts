@@ -142,7 +142,7 @@ test("after the weights change, a shared prefix is recomputed; no tensors leak",
 
 test("the chat layer names a missing tokenizer as such", async () => {
   const { ChatEngine } = await import("../../lib/model/chat.js");
-  const { randomModel, tinyConfig } = await import("../../lib/model/random.js");
+  const { randomModel, tinyConfig } = await import("../../lib/model/random-model.js");
   const model = randomModel(tinyConfig(), { seed: 1 });
   assert.throws(() => new ChatEngine(model), (e) => isT2sError(e, "no_tokenizer"));
   model.dispose();

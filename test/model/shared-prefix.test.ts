@@ -5,7 +5,7 @@ import { disposeCache, selectCacheRows, shareCache, type KvCache, type StepInput
 import { generate, type GenerateStats } from "../../lib/model/generate.js";
 import { loadModel } from "../../lib/model/load.js";
 import type { CausalLM } from "../../lib/model/model.js";
-import { randomModel, tinyConfig } from "../../lib/model/random.js";
+import { randomModel, tinyConfig } from "../../lib/model/random-model.js";
 import { tf } from "../../lib/backend/tf.js";
 import { fixtureDir } from "./fixtures.js";
 
