@@ -33,6 +33,14 @@ export const TOOL_CALL_CLOSE = "</tool_call>";
 const OPEN = TOOL_CALL_OPEN;
 const CLOSE = TOOL_CALL_CLOSE;
 
+/**
+ * A call written as hermes text, `<tool_call>\n{"name": "<name>", "arguments": <arguments>}\n</tool_call>`:
+ * the bytes the kit's chat template renders for a native call. `argumentsJson` goes in as written.
+ */
+export function toolCallText(name: string, argumentsJson: string): string {
+  return `${OPEN}\n{"name": ${JSON.stringify(name)}, "arguments": ${argumentsJson}}\n${CLOSE}`;
+}
+
 /** One `<tool_call>` block of a reply: where it is, and the call it holds or why it holds none. */
 export interface ToolCallBlock {
   /** Offsets of the block, from its opening tag to past its closing tag (the text's end when unclosed). */

@@ -14,6 +14,7 @@ import { T2sError } from "../core/errors.js";
 import { runEpisode } from "../episode/loop.js";
 import type { EpisodeStyle, ToolProtocol } from "../episode/prompt.js";
 import { SQL_TOOL_NAME, sqlToolSpec } from "../episode/tools.js";
+import { toolCallText } from "../model/toolcalls.js";
 import { scriptedPolicy, type ScriptedReply } from "../policy/scripted.js";
 import type { ChatMessage, ToolSpec } from "../policy/types.js";
 import { mulberry32 } from "../core/random.js";
@@ -75,7 +76,7 @@ function pickPlan(u: number): ToolPlan {
 
 /** A tool call as the model writes it: the same bytes in hermes text as the chat template renders for a native call. */
 export function hermesCallText(query: string): string {
-  return `<tool_call>\n{"name": "${SQL_TOOL_NAME}", "arguments": {"query": ${JSON.stringify(query)}}}\n</tool_call>`;
+  return toolCallText(SQL_TOOL_NAME, `{"query": ${JSON.stringify(query)}}`);
 }
 
 function callReply(query: string, protocol: ToolProtocol): ScriptedReply {

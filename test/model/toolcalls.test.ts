@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseToolCalls } from "../../lib/model/toolcalls.js";
+import { parseToolCalls, toolCallText } from "../../lib/model/toolcalls.js";
 import { parseHermesCalls } from "../../lib/episode/tools.js";
 import { parseAdapterFlags } from "../../lib/cli/serve.js";
 import { isT2sError } from "../../lib/core/errors.js";
@@ -57,4 +57,10 @@ test("the block scanner reads every mix of calls, broken calls and text as the r
     assert.deepEqual(named.map((c) => ({ name: c.name, arguments: c.arguments })), parseToolCalls(text).calls, JSON.stringify(text));
   }
   assert.equal(texts.length, 11 ** 4);
+});
+
+test("a call written by toolCallText reads back as that call", () => {
+  const text = toolCallText("execute_sql_query", '{"query": "SELECT \\"a\\" FROM t"}');
+  assert.equal(text, '<tool_call>\n{"name": "execute_sql_query", "arguments": {"query": "SELECT \\"a\\" FROM t"}}\n</tool_call>');
+  assert.deepEqual(parseToolCalls(text), { content: null, calls: [{ name: "execute_sql_query", arguments: '{"query":"SELECT \\"a\\" FROM t"}' }], invalid: 0 });
 });
