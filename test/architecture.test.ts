@@ -2,7 +2,8 @@
  * The layering of lib/ as docs/architecture.md states it: every import in lib/ (static, type-only,
  * re-exports, dynamic import() and require()) stays in its own folder or goes to a folder lower in the
  * stated order, so data flows one way and folders cannot form a cycle; modules inside a folder form no
- * cycle either. Every folder of lib/ is in the order and has its paragraph in the document.
+ * cycle either; lib/model reaches TensorFlow.js only through lib/backend. Every folder of lib/ is in the
+ * order and has its paragraph in the document.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -112,6 +113,13 @@ test("no module of lib/ imports a folder above its own in the layer order", () =
 test("the modules of lib/ import each other without a cycle", () => {
   const { files, edges } = libImports();
   assert.deepEqual(importCycles(files, edges), []);
+});
+
+test("lib/model reaches TensorFlow.js only through lib/backend (one engine instance)", () => {
+  const direct = sourceFiles(join(LIB, "model")).filter((file) =>
+    ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles.some((r) => r.fileName.startsWith("@tensorflow/")),
+  );
+  assert.deepEqual(direct.map((f) => relative(ROOT, f)), []);
 });
 
 test("the checks see every kind of import, an upward import and a cycle", () => {

@@ -1,7 +1,7 @@
 /**
  * The executor the task tools run gold queries through: the kit's worker-process pool (hard timeouts,
  * read-only). DirectExecutor is an in-process alternative for callers that cannot spawn processes: the
- * same statement policy and result typing as the pool's workers (lib/db/run.ts), without the hard timeout.
+ * same statement allow-list and result typing as the pool's workers (lib/db/run.ts), without the hard timeout.
  */
 import { ConnectionCache } from "./connection.js";
 import { ExecutorPool } from "./pool.js";
