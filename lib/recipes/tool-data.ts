@@ -8,6 +8,7 @@
  * written (native `tool_calls` through the chat template, and hermes text), plus a share of single-style
  * episodes so the model keeps that format.
  */
+import { QUERY_TIMEOUT_MS, TOOL_ROWS } from "../core/defaults.js";
 import { tableColumns } from "../db/schema.js";
 import type { Executor } from "../db/types.js";
 import { T2sError } from "../core/errors.js";
@@ -98,7 +99,7 @@ export async function buildToolTranscripts(tasks: Task[], opts: ToolDataOptions)
       const distinct = new Map<string, number>();
       for (const [table, cols] of columns) {
         for (const c of cols) {
-          const r = await opts.executor.execute(dbPath, `SELECT COUNT(DISTINCT "${c}") FROM "${table}"`, { maxRows: 1, timeoutMs: 5000 });
+          const r = await opts.executor.execute(dbPath, `SELECT COUNT(DISTINCT "${c}") FROM "${table}"`, { maxRows: 1, timeoutMs: QUERY_TIMEOUT_MS });
           if (r.ok) distinct.set(`${table}.${c}`, Number(r.rows[0][0]));
         }
       }
@@ -117,7 +118,7 @@ export async function buildToolTranscripts(tasks: Task[], opts: ToolDataOptions)
   const runs = async (task: Task, sql: string) => {
     const key = `${task.db_path}\u0000${sql}`;
     if (!probeOk.has(key)) {
-      const r = await opts.executor.execute(task.db_path, sql, { maxRows: 20, timeoutMs: 5000 });
+      const r = await opts.executor.execute(task.db_path, sql, { maxRows: TOOL_ROWS, timeoutMs: QUERY_TIMEOUT_MS });
       probeOk.set(key, r.ok && r.rows.length > 0);
     }
     return probeOk.get(key)!;

@@ -3,6 +3,7 @@
  * choose the tasks (split, band, limit), build the real environment (prompts, read-only SQL tool,
  * verifier grading) and run SFT or GRPO with checkpoints in output_dir. Used by `t2s train` (notebooks start the CLI).
  */
+import { commonPrefix } from "../model/prefix.js";
 import { cpSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ExecutorPool } from "../db/pool.js";
@@ -155,8 +156,7 @@ export function sftExamples(model: CausalLM, tasks: Task[], cfg: TrainConfig, op
       const text = renderChat(tok, [...messages, { role: "assistant", content: reply }], { tools, addGenerationPrompt: false });
       const ids = tok.encode(text, { addSpecialTokens: false });
       // the completion starts where the rendered conversation stops matching the prompt
-      let k = 0;
-      while (k < prompt.length && k < ids.length && ids[k] === prompt[k]) k++;
+      const k = commonPrefix([prompt, ids]);
       return { ids, mask: ids.map((_, i) => (i >= k ? 1 : 0)) };
     }),
   );
