@@ -18,7 +18,7 @@ import { SQL_TOOL_NAME, sqlToolSpec } from "../episode/tools.js";
 import { toolCallText } from "../model/toolcalls.js";
 import { scriptedPolicy, type ScriptedReply } from "../policy/scripted.js";
 import type { ChatMessage, ToolSpec } from "../policy/types.js";
-import { mulberry32 } from "../core/random.js";
+import { SeededRandom } from "../core/random.js";
 import { defaultEnv } from "../runs/env.js";
 import { sampleSeed } from "../runs/plan.js";
 import type { Task } from "../tasks/types.js";
@@ -129,10 +129,10 @@ export async function buildToolTranscripts(tasks: Task[], opts: ToolDataOptions)
 
   for (const [n, task] of tasks.entries()) {
     opts.onProgress?.(n, tasks.length);
-    const rand = mulberry32(sampleSeed(opts.seed, "tool-data", task.id, 0));
-    const single = rand() < singleShare;
-    const protocol: ToolProtocol = rand() < hermesShare ? "hermes" : "native";
-    let plan: ToolPlan = single ? "direct" : pickPlan(rand());
+    const rng = new SeededRandom(sampleSeed(opts.seed, "tool-data", task.id, 0));
+    const single = rng.next() < singleShare;
+    const protocol: ToolProtocol = rng.next() < hermesShare ? "hermes" : "native";
+    let plan: ToolPlan = single ? "direct" : pickPlan(rng.next());
     let probes: Probe[] = [];
     if (plan === "probe" || plan === "probe_draft" || plan === "two_probes") {
       const db = await schemaFacts(task.db_path);
@@ -141,13 +141,14 @@ export async function buildToolTranscripts(tasks: Task[], opts: ToolDataOptions)
       for (const p of probesFor(task.gold_sql, db.columns, count)) if (await runs(task, p.sql)) candidates.push(p);
       const specific = candidates.filter((p) => p.kind !== "count");
       const pool = specific.length ? specific : candidates;
-      const first = pool[Math.floor(rand() * pool.length)];
+      // each task draws from its own stream, so a draw skipped on an empty list changes no other task
+      const first = pool.length ? rng.pick(pool) : undefined;
       if (!first) plan = "draft";
       else {
         probes = [first];
         if (plan === "two_probes") {
           const rest = candidates.filter((p) => p !== first);
-          if (rest.length) probes.push(rest[Math.floor(rand() * rest.length)]);
+          if (rest.length) probes.push(rng.pick(rest));
           else plan = "probe";
         }
       }
