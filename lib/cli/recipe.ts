@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { join, resolve } from "node:path";
 import { kitPath } from "../core/paths.js";
 import { existsSync } from "node:fs";
-import { ExecutorPool } from "../db/pool.js";
+import { withExecutor } from "../db/pool.js";
 import { writeJsonlAtomic } from "../core/jsonl.js";
 import { checkpointSteps, defaultRecipe, exportModel, runRecipe, trainOnlyTasks } from "../recipes/default-model.js";
 import { buildToolTranscripts } from "../recipes/tool-data.js";
@@ -120,23 +120,18 @@ export function registerRecipe(program: Command): void {
       const out = resolve(f.out);
       if (existsSync(out) && !f.force) throw new UsageError(`${f.out} exists; pass --force to overwrite it`);
       const { train, extra } = trainOnlyTasks(resolve(f.tasks), f.extraTasks ? resolve(f.extraTasks) : undefined);
-      const executor = new ExecutorPool({});
       const t0 = Date.now();
-      try {
-        const tty = process.stderr.isTTY;
-        const r = await buildToolTranscripts([...train, ...extra], {
-          executor, seed: f.seed, singleShare: f.singleShare, hermesShare: f.hermesShare,
-          onProgress: (done, total) => {
-            if (done % 500 === 0 || done === total) process.stderr.write(`${tty ? "\r" : ""}tool-data ${done}/${total}${tty && done < total ? "" : "\n"}`);
-          },
-        });
-        writeJsonlAtomic(out, r.transcripts);
-        const summary = { out, tasks: train.length + extra.length, conversations: r.transcripts.length, by_plan: countBy(r.transcripts, (t) => t.plan), by_protocol: countBy(r.transcripts, (t) => t.protocol ?? "single"), dropped: r.dropped, seconds: (Date.now() - t0) / 1000 };
-        if (f.json) printJson(summary);
-        else process.stdout.write(`${summary.conversations} conversations from ${summary.tasks} tasks -> ${out}\nplans ${JSON.stringify(summary.by_plan)}; formats ${JSON.stringify(summary.by_protocol)}${Object.keys(r.dropped).length ? `; dropped ${JSON.stringify(r.dropped)}` : ""}\n`);
-      } finally {
-        await executor.close();
-      }
+      const tty = process.stderr.isTTY;
+      const r = await withExecutor((executor) => buildToolTranscripts([...train, ...extra], {
+        executor, seed: f.seed, singleShare: f.singleShare, hermesShare: f.hermesShare,
+        onProgress: (done, total) => {
+          if (done % 500 === 0 || done === total) process.stderr.write(`${tty ? "\r" : ""}tool-data ${done}/${total}${tty && done < total ? "" : "\n"}`);
+        },
+      }));
+      writeJsonlAtomic(out, r.transcripts);
+      const summary = { out, tasks: train.length + extra.length, conversations: r.transcripts.length, by_plan: tally(r.transcripts, (t) => t.plan), by_protocol: tally(r.transcripts, (t) => t.protocol ?? "single"), dropped: r.dropped, seconds: (Date.now() - t0) / 1000 };
+      if (f.json) printJson(summary);
+      else process.stdout.write(`${summary.conversations} conversations from ${summary.tasks} tasks -> ${out}\nplans ${JSON.stringify(summary.by_plan)}; formats ${JSON.stringify(summary.by_protocol)}${Object.keys(r.dropped).length ? `; dropped ${JSON.stringify(r.dropped)}` : ""}\n`);
     });
   recipe
     .command("export")
@@ -157,7 +152,8 @@ function exportStep(work: string, step: number, out: string, seed: number): stri
   return exportModel(join(work, "init"), join(ckpt, "model.safetensors"), out, "F16", { sft_step: String(step), seed: String(seed) });
 }
 
-function countBy<T>(items: T[], key: (x: T) => string): Record<string, number> {
+/** How many items fall under each key. */
+function tally<T>(items: T[], key: (x: T) => string): Record<string, number> {
   const out: Record<string, number> = {};
   for (const x of items) out[key(x)] = (out[key(x)] ?? 0) + 1;
   return out;

@@ -10,6 +10,9 @@ export const TOOL_ROWS = 20;
 /** Time limit in ms of one SQL query run for a model or a grade (a tool call, a graded reply, a gold check). */
 export const QUERY_TIMEOUT_MS = 5000;
 
+/** Rows a query run for grading returns at most (the executors' cap when none is given; the spider dialect lifts it). */
+export const RESULT_ROWS = 200;
+
 /** Samples per task of a benchmark (the k of pass@k). */
 export const SAMPLES_PER_TASK = 4;
 

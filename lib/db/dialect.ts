@@ -12,6 +12,7 @@
  *    and the statement is prepared again. A token that does name a column stays an identifier, as in
  *    legacy SQLite. See environment.md for the measurements behind this choice.
  */
+import { RESULT_ROWS } from "../core/defaults.js";
 import { tokenize } from "./sqltext.js";
 
 export type Dialect = "sqlite" | "spider";
@@ -54,5 +55,5 @@ export const MAX_DQS_REWRITES = 32;
  * official evaluators fetch every row; the result-size cap of the executor still bounds memory).
  */
 export function defaultMaxRows(dialect: Dialect | undefined): number {
-  return dialect === "spider" ? 1_000_000 : 200;
+  return dialect === "spider" ? 1_000_000 : RESULT_ROWS;
 }

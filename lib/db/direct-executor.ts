@@ -3,6 +3,7 @@
  * read-only). DirectExecutor is an in-process alternative for callers that cannot spawn processes: the
  * same statement allow-list and result typing as the pool's workers (lib/db/run.ts), without the hard timeout.
  */
+import { RESULT_ROWS } from "../core/defaults.js";
 import { ConnectionCache } from "./connection.js";
 import { ExecutorPool } from "./pool.js";
 import { DEFAULT_MAX_RESULT_BYTES, runQuery } from "./run.js";
@@ -13,7 +14,7 @@ export class DirectExecutor implements Executor {
   private readonly cache = new ConnectionCache();
 
   async execute(dbPath: string, sql: string, options: ExecOptions = {}): Promise<ExecOutcome> {
-    return runQuery(this.cache, dbPath, sql, { maxRows: options.maxRows ?? 200, maxResultBytes: DEFAULT_MAX_RESULT_BYTES, dialect: options.dialect });
+    return runQuery(this.cache, dbPath, sql, { maxRows: options.maxRows ?? RESULT_ROWS, maxResultBytes: DEFAULT_MAX_RESULT_BYTES, dialect: options.dialect });
   }
 
   async close(): Promise<void> {

@@ -1,25 +1,24 @@
 /**
- * The executor pool: N worker processes, each running one read-only query at a time. better-sqlite3 has
- * no interrupt or progress handler, so the pool enforces limits from outside: a query that outlives its
- * timeout or grows its worker past the memory ceiling gets the worker killed (SIGKILL) and replaced, and
- * its caller an answer at once. Queued calls wait for the next ready worker and are never dropped.
- * Idle workers do not keep the parent's event loop alive, so a forgotten close() cannot hang a script.
- * Each running worker is also sent up to PIPELINE_DEPTH more queries, which it runs after its current one:
- * a worker then never sits idle while its answer travels back and the next query travels out. A query's
- * clock starts only when the worker reaches it; queries queued behind one that has used half its time are
- * taken back and given to other workers (the worker's late answers to them are ignored).
+ * The executor pool: N worker processes, each running one read-only query at a time. better-sqlite3 has no
+ * interrupt or progress handler, so the pool enforces limits from outside: a query that outlives its timeout
+ * or grows its worker past the memory ceiling gets the worker killed (SIGKILL) and replaced, and its caller an
+ * answer at once. Queued calls wait for the next ready worker and are never dropped. Idle workers do not keep
+ * the parent's event loop alive, so a forgotten close() cannot hang a script. Each running worker is also sent
+ * up to PIPELINE_DEPTH more queries, run after its current one, so it never sits idle while answers travel. A
+ * query's clock starts only when the worker reaches it; queries queued behind one that has used half its time
+ * are taken back and given to other workers (the worker's late answers to them are ignored).
  */
 import type { ChildProcess } from "node:child_process";
 import { cpus } from "node:os";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
+import { QUERY_TIMEOUT_MS, RESULT_ROWS } from "../core/defaults.js";
 import { T2sError } from "../core/errors.js";
 import { checkSqlText } from "./allowlist.js";
 import type { RunReply, RunRequest, WorkerMessage } from "./protocol.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "./run.js";
 import { refChild, residentMb, spawnWorker, stopChild } from "./spawn.js";
 import type { ExecError, ExecOptions, ExecOutcome, Executor, ExecutorPoolOptions, PoolStats } from "./types.js";
-import { QUERY_TIMEOUT_MS } from "../core/defaults.js";
 
 export type { ExecutorPoolOptions, PoolStats } from "./types.js";
 
@@ -60,9 +59,7 @@ const MAX_TIMER_MS = 2_147_483_647;
 const KILL_MEMORY_MS = 5000;
 const START_FAILURE_LIMIT = 3;
 
-function fail(kind: ExecError["kind"], message: string): ExecOutcome {
-  return { ok: false, error: { kind, message } };
-}
+const fail = (kind: ExecError["kind"], message: string): ExecOutcome => ({ ok: false, error: { kind, message } });
 
 /** A pool of read-only SQLite worker processes with hard timeouts and a memory ceiling. */
 export class ExecutorPool implements Executor {
@@ -104,7 +101,7 @@ export class ExecutorPool implements Executor {
     if (this.closed) return Promise.reject(new T2sError("pool_closed", "the executor pool is closed; create a new ExecutorPool"));
     // setTimeout cannot wait longer than 2^31-1 ms (it would fire at once), so longer limits are capped.
     const timeoutMs = Math.min(options.timeoutMs ?? QUERY_TIMEOUT_MS, MAX_TIMER_MS);
-    const maxRows = options.maxRows ?? 200;
+    const maxRows = options.maxRows ?? RESULT_ROWS;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
       return Promise.reject(new T2sError("bad_exec_options", `timeoutMs must be a positive number, got ${timeoutMs}`));
     }

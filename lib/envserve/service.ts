@@ -20,7 +20,7 @@ import { grade, type GradeOptions } from "../verifier/grade.js";
 import { gradeAnswer, parseGradeRequest, REQUEST_DEFAULTS, type RequestDefaults } from "../verifier/request.js";
 import type { GradeResult } from "../verifier/types.js";
 import { EnvMetrics } from "./metrics.js";
-import { QUERY_TIMEOUT_MS, TOOL_ROWS } from "../core/defaults.js";
+import { QUERY_TIMEOUT_MS, RESULT_ROWS, TOOL_ROWS } from "../core/defaults.js";
 
 export interface EnvServiceOptions {
   executor: Executor;
@@ -140,7 +140,7 @@ export class EnvService {
       neighbors: req.neighbors,
       neighborSeed: this.opts.neighborSeed ?? 0,
       timeoutMs: this.opts.timeoutMs ?? QUERY_TIMEOUT_MS,
-      maxRows: this.opts.maxRows ?? 200,
+      maxRows: this.opts.maxRows ?? RESULT_ROWS,
       goldCache: this.goldCache,
       compare: {
         order: explicit("order") ? req.order : undefined,

@@ -7,6 +7,7 @@
 import type { ExecOutcome } from "../db/types.js";
 import type { GradeResult } from "../verifier/types.js";
 import { PolicyError, type ChatMessage, type Completion, type FinishReason, type Policy, type SampleOptions } from "../policy/types.js";
+import { toolResponseText } from "../model/toolcalls.js";
 import type { EpisodeStyle, ToolProtocol } from "./prompt.js";
 import { checkCall, fromNative, hasHermesCall, hasSolution, parseHermesCalls, sqlToolSpec, type RawCall } from "./tools.js";
 import { formatToolResult, type ToolOutputOptions } from "./truncate.js";
@@ -112,7 +113,7 @@ function toolMessages(calls: RawCall[], contents: string[]): ChatMessage[] {
   const hermes: string[] = [];
   calls.forEach((c, i) => {
     if (c.source === "native") out.push({ role: "tool", tool_call_id: c.id, name: c.name, content: contents[i] });
-    else hermes.push(`<tool_response>\n${contents[i]}\n</tool_response>`);
+    else hermes.push(toolResponseText(contents[i]));
   });
   if (hermes.length) out.push({ role: "user", content: hermes.join("\n") });
   return out;

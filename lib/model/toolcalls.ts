@@ -41,6 +41,16 @@ export function toolCallText(name: string, argumentsJson: string): string {
   return `${OPEN}\n{"name": ${JSON.stringify(name)}, "arguments": ${argumentsJson}}\n${CLOSE}`;
 }
 
+/** A tool result written as hermes text (the bytes the kit's chat template renders for a native tool turn). */
+export function toolResponseText(content: string): string {
+  return `<tool_response>\n${content}\n</tool_response>`;
+}
+
+/** The results of the `<tool_response>` blocks in a (user) turn's text, in order. */
+export function toolResponseBodies(text: string): string[] {
+  return [...text.matchAll(/<tool_response>\n([\s\S]*?)\n<\/tool_response>/g)].map((m) => m[1]);
+}
+
 /** One `<tool_call>` block of a reply: where it is, and the call it holds or why it holds none. */
 export interface ToolCallBlock {
   /** Offsets of the block, from its opening tag to past its closing tag (the text's end when unclosed). */

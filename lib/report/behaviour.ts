@@ -12,6 +12,7 @@
  */
 import * as aq from "arquero";
 import { parseHermesCalls } from "../episode/tools.js";
+import { toolResponseBodies } from "../model/toolcalls.js";
 import type { ChatMessage } from "../policy/types.js";
 import { normalizeSql } from "../verifier/extract.js";
 import type { ReportRow } from "./rows.js";
@@ -55,7 +56,7 @@ export function toolErrors(turns: readonly ChatMessage[]): number {
   let n = 0;
   for (const m of turns) {
     if (m.role === "tool") n += /^error/.test(m.content ?? "") ? 1 : 0;
-    else if (m.role === "user") n += (m.content ?? "").split("<tool_response>\n").slice(1).filter((b) => b.startsWith("error")).length;
+    else if (m.role === "user") n += toolResponseBodies(m.content ?? "").filter((b) => b.startsWith("error")).length;
   }
   return n;
 }

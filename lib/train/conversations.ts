@@ -39,6 +39,15 @@ export function readConversations(path: string): Conversation[] {
   });
 }
 
+const headers = new WeakMap<ChatTokenizer, number[]>();
+
+/** The ids of the generation prompt alone (`<|im_start|>assistant\n` in ChatML), rendered once per tokenizer. */
+function generationHeader(tok: ChatTokenizer): number[] {
+  let ids = headers.get(tok);
+  if (!ids) headers.set(tok, (ids = tok.encode(renderChat(tok, [], { addGenerationPrompt: true }), { addSpecialTokens: false })));
+  return ids;
+}
+
 function indexOfSeq(ids: number[], seq: number[], from: number): number {
   outer: for (let i = from; i + seq.length <= ids.length; i++) {
     for (let j = 0; j < seq.length; j++) if (ids[i + j] !== seq[j]) continue outer;
@@ -81,7 +90,7 @@ export function conversationExample(tok: ChatTokenizer, conv: Conversation): Tok
  */
 function headerStarts(tok: ChatTokenizer, ids: number[], firstPrompt: number[], turns: number): number[] | null {
   const first = commonPrefix([firstPrompt, ids]);
-  const generationPrompt = tok.encode(renderChat(tok, [], { addGenerationPrompt: true }), { addSpecialTokens: false });
+  const generationPrompt = generationHeader(tok);
   if (generationPrompt.length === 0 || indexOfSeq(firstPrompt, generationPrompt, firstPrompt.length - generationPrompt.length) < 0) return null;
   const starts = [first];
   let at = first;

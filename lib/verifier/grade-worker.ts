@@ -6,8 +6,7 @@
  * grades that batch's unanswered lines again on the executor pool, which tells a slow gold from a slow
  * candidate exactly. Configuration comes in T2S_GRADE_CONFIG (JSON: request defaults and line options).
  */
-import { ConnectionCache } from "../db/connection.js";
-import { DEFAULT_MAX_RESULT_BYTES, runQuery } from "../db/run.js";
+import { DirectExecutor } from "../db/direct-executor.js";
 import type { ExecOptions, ExecOutcome, Executor } from "../db/types.js";
 import { startWatchdog } from "../db/watchdog.js";
 import { gradeLine, type LineOptions } from "./line-grader.js";
@@ -22,22 +21,22 @@ export interface GraderAnswers {
   answers: Array<[number, string]>;
 }
 
-/** Runs queries in this process; the watchdog ends the process when one passes its time limit. */
+/** Runs queries in this process (DirectExecutor); the watchdog ends the process when one passes its time limit. */
 class WatchedExecutor implements Executor {
-  private readonly cache = new ConnectionCache();
+  private readonly direct = new DirectExecutor();
   constructor(private readonly deadline: Float64Array) {}
 
   async execute(dbPath: string, sql: string, options: ExecOptions = {}): Promise<ExecOutcome> {
     this.deadline[0] = Date.now() + (options.timeoutMs ?? QUERY_TIMEOUT_MS);
     try {
-      return runQuery(this.cache, dbPath, sql, { maxRows: options.maxRows ?? 200, maxResultBytes: DEFAULT_MAX_RESULT_BYTES, dialect: options.dialect });
+      return await this.direct.execute(dbPath, sql, options);
     } finally {
       this.deadline[0] = 0;
     }
   }
 
-  async close(): Promise<void> {
-    this.cache.close();
+  close(): Promise<void> {
+    return this.direct.close();
   }
 }
 
