@@ -9,7 +9,6 @@ import { fmt, fmtCI, formatTable } from "../stats/format.js";
 import { duplicatesNote, evalRuns, readStatRows, taskCounts, type RowsFile, type StatRow } from "../stats/rows.js";
 import { summarize, type Summary, type SummaryStats } from "../stats/summary.js";
 import { behaviourLines, behaviourProfile } from "../report/behaviour.js";
-import { readRows } from "../report/rows.js";
 import { collect, intOption, printJson } from "./options.js";
 
 interface ReportFlags {
@@ -103,7 +102,7 @@ export function registerReport(program: Command): void {
       checkByFields(file.rows, opts.by);
       const summary = summarize(file.rows, { k: opts.k, by: opts.by, B: opts.B, seed: opts.seed });
       summary.duplicates_dropped += file.duplicates.count;
-      const sets = opts.behaviour ? [...(opts.baseline ? [{ label: "before", rows: readRows(opts.baseline) }] : []), { label: opts.baseline ? "after" : "rows", rows: readRows(opts.rows) }] : [];
+      const sets = opts.behaviour ? [...(opts.baseline ? [{ label: "before", rows: loadRowsForStats(opts.baseline, opts.skipBad).rows }] : []), { label: opts.baseline ? "after" : "rows", rows: file.rows }] : [];
       if (opts.json) printJson(opts.behaviour ? { ...summary, behaviour: Object.fromEntries(sets.map((x) => [x.label, behaviourProfile(x.rows)])) } : summary);
       else {
         process.stdout.write(duplicatesLine(opts.rows, file) + formatSummary(opts.rows, file.rows, summary, opts.B, opts.seed));

@@ -15,7 +15,7 @@ import { parseHermesCalls } from "../episode/tools.js";
 import { toolResponseBodies } from "../model/toolcalls.js";
 import type { ChatMessage } from "../policy/types.js";
 import { normalizeSql } from "../verifier/extract.js";
-import type { ReportRow } from "./rows.js";
+import type { StatRow } from "../stats/rows.js";
 import type { Table } from "./tables.js";
 
 export interface BehaviourProfile {
@@ -63,12 +63,12 @@ export function toolErrors(turns: readonly ChatMessage[]): number {
 
 const loose = (sql: string) => (normalizeSql(sql) ?? "").toLowerCase();
 
-/** The profile of a set of rows (per-episode means and shares). */
-export function behaviourProfile(rows: readonly ReportRow[]): BehaviourProfile {
+/** The profile of a set of rows (per-episode means and shares); any rows file's rows, fields read where present. */
+export function behaviourProfile(rows: readonly StatRow[]): BehaviourProfile {
   const n = rows.length;
   const sum = { executable: 0, ran: 0, ranExact: 0, withCall: 0, calls: 0, invalid: 0, errors: 0, turns: 0, none: 0, out: 0, in: 0 };
   for (const r of rows) {
-    const turns = (r.turns ?? []) as ChatMessage[];
+    const turns = Array.isArray(r.turns) ? (r.turns as ChatMessage[]) : [];
     const queries = toolQueries(turns);
     const final = typeof r.final_sql === "string" ? r.final_sql : null;
     if (r.executes === true) sum.executable++;
@@ -118,7 +118,7 @@ export const BEHAVIOUR_FIELDS: ReadonlyArray<[keyof BehaviourProfile, string]> =
 ];
 
 /** One row per profile field, one column per labelled rows set (e.g. base and tuned), plus the change when there are two. */
-export function behaviourTable(sets: ReadonlyArray<{ label: string; rows: readonly ReportRow[] }>): Table {
+export function behaviourTable(sets: ReadonlyArray<{ label: string; rows: readonly StatRow[] }>): Table {
   const profiles = sets.map((s) => behaviourProfile(s.rows));
   return aq.from(BEHAVIOUR_FIELDS.map(([key, label]) => {
     const rec: Record<string, unknown> = { measure: label };
@@ -130,7 +130,7 @@ export function behaviourTable(sets: ReadonlyArray<{ label: string; rows: readon
 }
 
 /** The profile as aligned text lines (the CLI's table). */
-export function behaviourLines(sets: ReadonlyArray<{ label: string; rows: readonly ReportRow[] }>): string[] {
+export function behaviourLines(sets: ReadonlyArray<{ label: string; rows: readonly StatRow[] }>): string[] {
   const t = behaviourTable(sets).objects() as Array<Record<string, unknown>>;
   const cols = ["measure", ...sets.map((s) => s.label), ...(sets.length === 2 ? ["change"] : [])];
   const fmt = (v: unknown, c: string, row: string) => {
