@@ -3,7 +3,8 @@
  * a torn last line (a writer killed mid-line: no trailing newline, invalid JSON) is told apart from a
  * malformed line in the middle, because append-only stores must ignore the former and reject the latter.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { writeFileAtomic } from "./files.js";
 import { dirname } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { T2sError } from "./errors.js";
@@ -92,7 +93,5 @@ export function toJsonl(records: unknown[]): string {
 /** Writes records as a JSONL file atomically (a temp file renamed over the target), so a reader never sees half a file. */
 export function writeJsonlAtomic(path: string, records: unknown[]): void {
   mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, toJsonl(records));
-  renameSync(tmp, path);
+  writeFileAtomic(path, toJsonl(records));
 }

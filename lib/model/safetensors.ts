@@ -4,7 +4,8 @@
  * and BF16 are widened on read; writes can narrow again. Sharded checkpoints
  * (`model.safetensors.index.json`) are read through their weight map.
  */
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, writeFileSync, renameSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from "node:fs";
+import { writeFileAtomic } from "../core/files.js";
 import { basename, join } from "node:path";
 import { T2sError } from "../core/errors.js";
 
@@ -263,7 +264,5 @@ export function writeSafetensors(file: string, tensors: Map<string, { shape: num
   while ((8 + Buffer.byteLength(json)) % 8 !== 0) json += " ";
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(Buffer.byteLength(json)));
-  const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, Buffer.concat([len, Buffer.from(json, "utf8"), ...chunks]));
-  renameSync(tmp, file);
+  writeFileAtomic(file, Buffer.concat([len, Buffer.from(json, "utf8"), ...chunks]));
 }

@@ -2,7 +2,8 @@
  * Runs one notebook headless on a fresh tslab kernel: cells in order, outputs collected, stop at the
  * first failing cell, then the executed .ipynb and its HTML rendering are written (also after a failure).
  */
-import { mkdirSync, writeFileSync, renameSync } from "node:fs";
+import { mkdirSync } from "node:fs";
+import { writeFileAtomic } from "../core/files.js";
 import { basename, join, resolve } from "node:path";
 import { kitRoot } from "../core/paths.js";
 import { TslabKernel, type ExecuteOutcome } from "./kernel.js";
@@ -49,13 +50,6 @@ export interface NotebookRunResult {
   warnings: string[];
   /** Whether the executed .ipynb was signed for the user's Jupyter (figures show on open). */
   signed: boolean;
-}
-
-function writeAtomic(path: string, text: string): void {
-  // never leave a half-written report where a previous good one was
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, path);
 }
 
 /**
@@ -149,8 +143,8 @@ export async function runNotebook(path: string, opts: RunNotebookOptions): Promi
     duration_ms: durationMs,
     ...(failure ? { failed_cell: failure.cell, failed_cell_id: failure.cellId } : {}),
   };
-  writeAtomic(ipynb, serializeNotebook(nb));
-  writeAtomic(html, renderNotebookHtml(nb, { title: name }));
+  writeFileAtomic(ipynb, serializeNotebook(nb));
+  writeFileAtomic(html, renderNotebookHtml(nb, { title: name }));
   const trust = signForJupyter(ipynb);
   if (trust.signed) log(`${name}: signed for Jupyter (opens trusted, figures shown)`);
   else {

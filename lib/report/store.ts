@@ -3,7 +3,8 @@
  * `<report>/figures/<name>.json` ({data, layout, config?}), and `t2s figures export` renders every file
  * there to SVG/PNG/PDF beside it. Tables go to `<report>/tables/<name>.csv`.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { writeFileAtomic } from "../core/files.js";
 import { join } from "node:path";
 import { T2sError } from "../core/errors.js";
 import type { PlotlyFigure } from "./display.js";
@@ -18,19 +19,13 @@ export function checkName(name: string): void {
   if (!NAME.test(name) || name.length > 120) throw new T2sError("bad_name", `figure/table name '${name}' must be letters, digits, '.', '_' or '-' (at most 120 characters)`);
 }
 
-function writeAtomic(path: string, text: string): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, path);
-}
-
 /** Writes `fig` as `<dir>/figures/<name>.json` (replacing an earlier one) and returns the path. */
 export function saveFigure(dir: string, name: string, fig: PlotlyFigure): string {
   checkName(name);
   const folder = join(dir, FIGURES_DIR);
   mkdirSync(folder, { recursive: true });
   const path = join(folder, `${name}.json`);
-  writeAtomic(path, JSON.stringify({ data: fig.data, layout: fig.layout ?? {}, ...(fig.config ? { config: fig.config } : {}) }));
+  writeFileAtomic(path, JSON.stringify({ data: fig.data, layout: fig.layout ?? {}, ...(fig.config ? { config: fig.config } : {}) }));
   return path;
 }
 
@@ -40,7 +35,7 @@ export function saveTableCsv(dir: string, name: string, csv: string): string {
   const folder = join(dir, TABLES_DIR);
   mkdirSync(folder, { recursive: true });
   const path = join(folder, `${name}.csv`);
-  writeAtomic(path, csv);
+  writeFileAtomic(path, csv);
   return path;
 }
 

@@ -4,7 +4,8 @@
  * never mix two different experiments.
  */
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { writeFileAtomic } from "../core/files.js";
 import { resolve } from "node:path";
 import { fileSha256 } from "../db/copies.js";
 import { T2sError } from "../core/errors.js";
@@ -125,7 +126,5 @@ export function readMeta(path: string): RunMeta | null {
 
 /** Writes a sidecar atomically (temp file + rename), so a crash never leaves half a file. */
 export function writeMeta(path: string, meta: RunMeta): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, JSON.stringify(meta, null, 2) + "\n");
-  renameSync(tmp, path);
+  writeFileAtomic(path, JSON.stringify(meta, null, 2) + "\n");
 }

@@ -3,7 +3,9 @@
  * record and names file:line for the first bad one; db_path comes back absolute, resolved against the
  * file's folder, and is written back relative to the folder of the file being written.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { writeFileAtomic } from "../core/files.js";
+import { toJsonl } from "../core/jsonl.js";
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import { T2sError } from "../core/errors.js";
 import { splitFor, taskId } from "./split.js";
@@ -98,10 +100,7 @@ export function writeTasks(path: string, tasks: Task[]): void {
   const abs = resolve(path);
   const base = dirname(abs);
   mkdirSync(base, { recursive: true });
-  const lines = tasks.map((t) => JSON.stringify(portable(t, base)) + "\n").join("");
-  const tmp = `${abs}.tmp-${process.pid}`;
-  writeFileSync(tmp, lines);
-  renameSync(tmp, abs);
+  writeFileAtomic(abs, toJsonl(tasks.map((t) => portable(t, base))));
 }
 
 /** The task with db_path relative to `base` when it is absolute and below or near it (always / separators). */

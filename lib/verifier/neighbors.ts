@@ -20,7 +20,8 @@
  * so copy i is the same file whatever K is asked for.
  */
 import Database from "better-sqlite3";
-import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
+import { writeFileAtomic } from "../core/files.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { T2sError } from "../core/errors.js";
@@ -52,9 +53,7 @@ export function neighborDatabases(dbPath: string, k: number, seed = 0, dir = def
     const db = new Database(image);
     try {
       perturb(db, hashSeed(sha, seed, i));
-      const tmp = `${path}.tmp-${process.pid}`;
-      writeFileSync(tmp, db.serialize());
-      renameSync(tmp, path);
+      writeFileAtomic(path, db.serialize());
     } finally {
       db.close();
     }
