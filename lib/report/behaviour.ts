@@ -15,6 +15,7 @@ import { parseHermesCalls } from "../episode/tools.js";
 import { toolResponseBodies } from "../model/toolcalls.js";
 import type { ChatMessage } from "../policy/types.js";
 import { normalizeSql } from "../verifier/extract.js";
+import { formatTable } from "../stats/format.js";
 import type { StatRow } from "../stats/rows.js";
 import type { Table } from "./tables.js";
 
@@ -129,17 +130,15 @@ export function behaviourTable(sets: ReadonlyArray<{ label: string; rows: readon
   }));
 }
 
-/** The profile as aligned text lines (the CLI's table). */
+/** The profile as aligned text lines (the CLI's table): shares and means to 3 decimals, the change signed. */
 export function behaviourLines(sets: ReadonlyArray<{ label: string; rows: readonly StatRow[] }>): string[] {
-  const t = behaviourTable(sets).objects() as Array<Record<string, unknown>>;
-  const cols = ["measure", ...sets.map((s) => s.label), ...(sets.length === 2 ? ["change"] : [])];
-  const fmt = (v: unknown, c: string, row: string) => {
-    if (c === "measure") return String(v);
-    if (typeof v !== "number") return "";
-    if (row === "episodes") return String(v);
-    return c === "change" ? (v >= 0 ? "+" : "") + v.toFixed(3) : v.toFixed(3);
-  };
-  const cells = [cols, ...t.map((r) => cols.map((c) => fmt(r[c], c, String(r.measure))))];
-  const width = cols.map((_, j) => Math.max(...cells.map((r) => r[j].length)));
-  return cells.map((r) => r.map((x, j) => (j === 0 ? x.padEnd(width[j]) : x.padStart(width[j]))).join("  "));
+  const profiles = sets.map((s) => behaviourProfile(s.rows));
+  const signed = (v: number) => (v >= 0 ? "+" : "") + v.toFixed(3);
+  const rows = BEHAVIOUR_FIELDS.map(([key, label]) => {
+    const values = profiles.map((p) => (key === "episodes" ? String(p[key]) : p[key].toFixed(3)));
+    const change = profiles.length === 2 ? [key === "episodes" ? "" : signed(profiles[1][key] - profiles[0][key])] : [];
+    return [label, ...values, ...change];
+  });
+  const header = ["measure", ...sets.map((s) => s.label), ...(sets.length === 2 ? ["change"] : [])];
+  return formatTable(header, rows, ["measure"]).trimEnd().split("\n");
 }
