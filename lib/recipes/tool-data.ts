@@ -8,9 +8,9 @@
  * written (native `tool_calls` through the chat template, and hermes text), plus a share of single-style
  * episodes so the model keeps that format.
  */
-import { QUERY_TIMEOUT_MS, TOOL_ROWS } from "../core/defaults.js";
+import { QUERY_TIMEOUT_MS } from "../core/defaults.js";
 import { tableColumns } from "../db/schema.js";
-import type { Executor } from "../db/types.js";
+import type { ExecOutcome, Executor } from "../db/types.js";
 import { T2sError } from "../core/errors.js";
 import { runEpisode } from "../episode/loop.js";
 import type { EpisodeStyle, ToolProtocol } from "../episode/prompt.js";
@@ -107,7 +107,6 @@ export async function buildToolTranscripts(tasks: Task[], opts: ToolDataOptions)
     }
     return f;
   };
-  const probeOk = new Map<string, boolean>();
   const envs = new Map<string, ReturnType<typeof defaultEnv>>();
   const envFor = (style: EpisodeStyle, protocol: ToolProtocol) => {
     const key = `${style}/${protocol}`;
@@ -115,13 +114,18 @@ export async function buildToolTranscripts(tasks: Task[], opts: ToolDataOptions)
     if (!env) envs.set(key, (env = defaultEnv({ executor: opts.executor, prompt: { style, protocol, maxToolCalls: opts.maxToolCalls }, preset: "tool-rl" })));
     return env;
   };
-  const runs = async (task: Task, sql: string) => {
+  // a tool query's result, run once (the database is read-only): the check that a probe is usable and the
+  // episode that shows it share the run
+  const toolRuns = new Map<string, Promise<ExecOutcome>>();
+  const runTool = (task: Task, sql: string) => {
     const key = `${task.db_path}\u0000${sql}`;
-    if (!probeOk.has(key)) {
-      const r = await opts.executor.execute(task.db_path, sql, { maxRows: TOOL_ROWS, timeoutMs: QUERY_TIMEOUT_MS });
-      probeOk.set(key, r.ok && r.rows.length > 0);
-    }
-    return probeOk.get(key)!;
+    let run = toolRuns.get(key);
+    if (!run) toolRuns.set(key, (run = envFor("tool", "native").runTool(task, sql)));
+    return run;
+  };
+  const usable = async (task: Task, sql: string) => {
+    const r = await runTool(task, sql);
+    return r.ok && r.rows.length > 0;
   };
   const transcripts: Transcript[] = [];
   const dropped: Record<string, number> = {};
@@ -138,7 +142,7 @@ export async function buildToolTranscripts(tasks: Task[], opts: ToolDataOptions)
       const db = await schemaFacts(task.db_path);
       const count = (table: string, column: string) => db.distinct.get(`${table}.${column}`) ?? Number.POSITIVE_INFINITY;
       const candidates: Probe[] = [];
-      for (const p of probesFor(task.gold_sql, db.columns, count)) if (await runs(task, p.sql)) candidates.push(p);
+      for (const p of probesFor(task.gold_sql, db.columns, count)) if (await usable(task, p.sql)) candidates.push(p);
       const specific = candidates.filter((p) => p.kind !== "count");
       const pool = specific.length ? specific : candidates;
       // each task draws from its own stream, so a draw skipped on an empty list changes no other task
@@ -158,7 +162,7 @@ export async function buildToolTranscripts(tasks: Task[], opts: ToolDataOptions)
     const replies: ScriptedReply[] = [...queries.map((q) => callReply(q, protocol)), "```sql\n" + task.gold_sql.trim() + "\n```"];
     const env = envFor(style, protocol);
     const policy = scriptedPolicy([{ replies }], "tool-data");
-    const ep = await runEpisode(await env.opening(task), { policy, runTool: (q) => env.runTool(task, q), grade: (reply, facts) => env.grade(task, reply, facts) }, {
+    const ep = await runEpisode(await env.opening(task), { policy, runTool: (q) => runTool(task, q), grade: (reply, facts) => env.grade(task, reply, facts) }, {
       style, protocol, maxToolCalls: opts.maxToolCalls,
     });
     if (!ep.grade.correct) {
