@@ -16,52 +16,11 @@
  * `npm run bench:optimizer` compares both paths on a GPU.
  */
 import { tf } from "../tf.js";
+import { ELEMENTWISE_WORKGROUP, elementwise, type Program, type Uniform, type WebGpuBackendLike } from "./program.js";
 
 export const SUM_OF_SQUARES = "T2sSumOfSquares";
 
-/** The parts of tfjs-backend-webgpu's program interface these kernels use (its own type needs @webgpu/types). */
-interface Program {
-  variableNames: string[];
-  outputShape: number[];
-  shaderKey: string;
-  dispatchLayout: { x: number[] };
-  dispatch: [number, number, number];
-  workgroupSize: [number, number, number];
-  size?: boolean;
-  uniforms?: string;
-  getUserCode(): string;
-}
-
-type Uniform = { type: "float32" | "int32"; data: number[] };
-
-interface WebGpuBackendLike {
-  runWebGPUProgram(program: Program, inputs: tf.TensorInfo[], dtype: "float32", uniforms?: Uniform[], output?: tf.TensorInfo): tf.TensorInfo;
-  makeTensorInfo(shape: number[], dtype: "float32"): tf.TensorInfo;
-  refCount(dataId: object): number;
-  tensorMap: { get(dataId: object): { values: unknown } | undefined };
-}
-
-const WORKGROUP = 256;
-
-/** One thread per element over flat buffers (inputs have the output's size; their shapes do not matter). */
-function elementwise(shape: number[], key: string, variableNames: string[], uniforms: string, body: string): Program {
-  return {
-    variableNames,
-    outputShape: shape,
-    shaderKey: key,
-    dispatchLayout: { x: shape.map((_, i) => i) },
-    dispatch: [Math.ceil(tf.util.sizeFromShape(shape) / WORKGROUP), 1, 1],
-    workgroupSize: [WORKGROUP, 1, 1],
-    size: true,
-    uniforms,
-    getUserCode: () => `
-      fn main(index : i32) {
-        if (index < uniforms.size) {
-          ${body}
-        }
-      }`,
-  };
-}
+const WORKGROUP = ELEMENTWISE_WORKGROUP;
 
 /** In place: result holds a moment s and becomes beta s + (1 - beta) (scale g), with (scale g)^2 for v. */
 function momentInPlaceProgram(shape: number[], square: boolean): Program {
