@@ -1,0 +1,66 @@
+/**
+ * What one fused-kernel check reports (bench/kernels.ts prints them): the fused kernel against the tfjs ops
+ * path on the same inputs, for values and gradients, and the time of each.
+ */
+import { tf } from "../../lib/backend/tf.js";
+import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
+
+export interface KernelCheck {
+  /** Kernel (and direction) checked, e.g. "rmsnorm fwd+bwd". */
+  kernel: string;
+  /** The shape it ran at, in words ("4x512x896"). */
+  shape: string;
+  /** Largest |fused - ops| of the outputs, relative to the largest |ops| output. */
+  value_err: number;
+  /** Same for the gradients of every input (NaN when the check has none). */
+  grad_err: number;
+  /** Milliseconds per call (forward and backward as the check runs them), each path. */
+  fused_ms: number;
+  ops_ms: number;
+}
+
+/** Largest |a - b| over the largest |b| (0 when both are all zero). */
+export async function relativeError(a: tf.Tensor, b: tf.Tensor): Promise<number> {
+  const [x, y] = [await a.data(), await b.data()];
+  let diff = 0;
+  let scale = 0;
+  for (let i = 0; i < y.length; i++) {
+    diff = Math.max(diff, Math.abs(x[i] - y[i]));
+    scale = Math.max(scale, Math.abs(y[i]));
+  }
+  return scale === 0 ? diff : diff / scale;
+}
+
+/**
+ * Runs `f` (which returns tensors; they are disposed) once to warm up, then `reps` times, with the fused
+ * kernels on or off, and returns ms per call; waits for the GPU by reading one value back.
+ */
+export async function timePath(fused: boolean, f: () => tf.Tensor[], reps = 5): Promise<number> {
+  useFusedKernels(fused);
+  try {
+    const run = async () => {
+      const out = f();
+      await out[0].data();
+      tf.dispose(out);
+    };
+    await run();
+    const t0 = performance.now();
+    for (let i = 0; i < reps; i++) await run();
+    return (performance.now() - t0) / reps;
+  } finally {
+    useFusedKernels(true);
+  }
+}
+
+/** Both paths' outputs of `f`, fused first; the caller disposes them. */
+export function bothPaths(f: () => tf.Tensor[]): { fused: tf.Tensor[]; ops: tf.Tensor[] } {
+  try {
+    useFusedKernels(true);
+    const fused = f();
+    useFusedKernels(false);
+    const ops = f();
+    return { fused, ops };
+  } finally {
+    useFusedKernels(true);
+  }
+}
