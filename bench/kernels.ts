@@ -21,7 +21,7 @@ const GROUPS: Record<string, () => Promise<{ checks(big: boolean): Promise<Kerne
 
 async function main(): Promise<void> {
   const choice = await useBackend(flag("--backend") ?? "webgpu");
-  if (tf.getBackend() !== "webgpu") throw new Error(`bench:kernels needs the webgpu backend (got ${choice.backend}: ${choice.skipped.join("; ")})`);
+  if (tf.getBackend() !== "webgpu") throw new Error(`bench:kernels needs the webgpu backend (got ${choice.backend}: ${JSON.stringify(choice.skipped)})`);
   const big = process.argv.includes("--qwen05b");
   const only = flag("--only")?.split(",");
   const rows: KernelCheck[] = [];
