@@ -17,6 +17,7 @@ const TOLERANCE = 1e-3;
 
 /** Kernel groups: each module's checks at small (software adapter) or full (--qwen05b) shapes. */
 const GROUPS: Record<string, () => Promise<{ checks(big: boolean): Promise<KernelCheck[]> }>> = {
+  matmul: () => import("./kernels/matmul.js"),
 };
 
 async function main(): Promise<void> {
@@ -37,8 +38,8 @@ async function main(): Promise<void> {
   else {
     const e = (x: number) => (Number.isNaN(x) ? "-" : x.toExponential(1));
     printTable(
-      ["kernel", "shape", "value err", "grad err", "fused ms", "ops ms", "speed-up"],
-      rows.map((r) => [r.kernel, r.shape, e(r.value_err), e(r.grad_err), r.fused_ms.toFixed(2), r.ops_ms.toFixed(2), `${(r.ops_ms / r.fused_ms).toFixed(2)}x`]),
+      ["kernel", "shape", "value err", "grad err", "fused ms", "ops ms", "speed-up", "note"],
+      rows.map((r) => [r.kernel, r.shape, e(r.value_err), e(r.grad_err), r.fused_ms.toFixed(2), r.ops_ms.toFixed(2), `${(r.ops_ms / r.fused_ms).toFixed(2)}x`, r.note ?? ""]),
     );
   }
   if (bad.length) {

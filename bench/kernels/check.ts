@@ -17,6 +17,15 @@ export interface KernelCheck {
   /** Milliseconds per call (forward and backward as the check runs them), each path. */
   fused_ms: number;
   ops_ms: number;
+  /** Anything else worth a column (e.g. TFLOP/s of each path). */
+  note?: string;
+}
+
+/** Waits until the GPU has run everything queued, reading back one value (not the whole tensor). */
+export async function settle(t: tf.Tensor): Promise<void> {
+  const one = tf.slice(tf.reshape(t, [-1]), [0], [1]);
+  await one.data();
+  one.dispose();
 }
 
 /** Largest |a - b| over the largest |b| (0 when both are all zero). */
@@ -33,14 +42,14 @@ export async function relativeError(a: tf.Tensor, b: tf.Tensor): Promise<number>
 
 /**
  * Runs `f` (which returns tensors; they are disposed) once to warm up, then `reps` times, with the fused
- * kernels on or off, and returns ms per call; waits for the GPU by reading one value back.
+ * kernels on or off, and returns ms per call; waits for the GPU by reading one value back (settle).
  */
 export async function timePath(fused: boolean, f: () => tf.Tensor[], reps = 5): Promise<number> {
   useFusedKernels(fused);
   try {
     const run = async () => {
       const out = f();
-      await out[0].data();
+      await settle(out[0]);
       tf.dispose(out);
     };
     await run();

@@ -1,0 +1,290 @@
+/**
+ * The kit's fp32 matrix multiply for tfjs's BatchMatMul kernel on WebGPU: C[b] = op(A[b]) · op(B[b]) for the
+ * forward and backward shapes of a training step (every linear layer, attention, the vocabulary head).
+ *
+ * tfjs-backend-webgpu's own kernel computes a 32x32 tile per workgroup, each thread a 4x4 block: two
+ * workgroup-memory reads per multiply-add pair of values, about 17 TFLOP/s on an H200 (docs/training.md).
+ * Here a workgroup of 256 threads computes a 128x128 tile, each thread an 8x8 block held in 16 vec4
+ * registers, so one K step reads 4 vec4 from workgroup memory for 64 multiply-adds. Tiles are staged K-major
+ * (As[k][m], Bs[k][n]) as vec4 along M and N whatever the operands' layout, so all four transpose cases
+ * share the inner loop; only the loads from global memory differ. The next K slice is loaded into
+ * registers while the current one is multiplied.
+ *
+ * Outputs too small to fill the GPU with 128x128 tiles take 64x64 tiles (4x4 per thread); when even those
+ * give fewer workgroups than the GPU has cores (a weight gradient: M and N the layer's sizes, K the token
+ * count; the head's input gradient: K the vocabulary), K is split into slices whose partial products a
+ * second dispatch sums.
+ *
+ * The kernel replaces tfjs's BatchMatMul for the webgpu backend while the fused kernels are on
+ * (lib/backend/webgpu/fused.ts); other dtypes and batch broadcasts other than "same" or "one" go to
+ * tfjs's kernel, which stays registered as the fallback.
+ */
+import { tf } from "../tf.js";
+import { fusedKernelsActive } from "./fused.js";
+import { elementwise, webgpuBackend, viewAs, type Program, type Uniform } from "./program.js";
+
+/** One tile shape: the output block of a workgroup (BM x BN), of a thread (TM x TN), and the K slice. */
+export interface GemmTile {
+  name: string;
+  BM: number;
+  BN: number;
+  TM: number;
+  TN: number;
+  BK: number;
+}
+
+export const TILES: Record<string, GemmTile> = {
+  large: { name: "large", BM: 128, BN: 128, TM: 8, TN: 8, BK: 16 },
+  medium: { name: "medium", BM: 64, BN: 64, TM: 4, TN: 4, BK: 16 },
+};
+
+/** Streaming multiprocessors of the GPU the rule is tuned for (an H200 has 132); workgroups wanted per SM. */
+const GPU_CORES = 132;
+const WAVES = 2;
+/** K per slice at least, so a split never makes slices too short to amortise their loads. */
+const MIN_SLICE_K = 256;
+const MAX_SLICES = 16;
+
+export interface GemmShape {
+  batch: number;
+  M: number;
+  N: number;
+  K: number;
+  transposeA: boolean;
+  transposeB: boolean;
+  /** Whether A / B have one matrix broadcast over the batch. */
+  aBroadcast: boolean;
+  bBroadcast: boolean;
+}
+
+export interface GemmPlan {
+  tile: GemmTile;
+  slices: number;
+}
+
+const workgroups = (s: GemmShape, t: GemmTile) => s.batch * Math.ceil(s.M / t.BM) * Math.ceil(s.N / t.BN);
+
+/** Picks the tile and the K split for a shape (T2S_GEMM_TILE / T2S_GEMM_SLICES force them, for tuning). */
+export function planGemm(s: GemmShape): GemmPlan {
+  const forcedTile = process.env.T2S_GEMM_TILE;
+  const forcedSlices = Number(process.env.T2S_GEMM_SLICES ?? 0);
+  const want = GPU_CORES * WAVES;
+  let tile = forcedTile && TILES[forcedTile] ? TILES[forcedTile] : workgroups(s, TILES.large) >= want ? TILES.large : TILES.medium;
+  let slices = 1;
+  if (forcedSlices > 0) slices = forcedSlices;
+  else if (!forcedTile && tile === TILES.medium && s.batch === 1 && workgroups(s, tile) < GPU_CORES) {
+    slices = Math.min(MAX_SLICES, Math.ceil(want / workgroups(s, tile)), Math.floor(s.K / MIN_SLICE_K));
+  }
+  if (s.batch !== 1) slices = 1;
+  slices = Math.max(1, Math.min(slices, Math.ceil(s.K / tile.BK)));
+  return { tile, slices };
+}
+
+/** WGSL of one tile shape and transpose case; M, N, K, the slice length and batch strides are uniforms. */
+function gemmProgram(s: GemmShape, plan: GemmPlan, outShape: number[]): Program {
+  const { BM, BN, TM, TN, BK } = plan.tile;
+  const WX = BN / TN;
+  const WY = BM / TM;
+  const NT = WX * WY;
+  const PA = (BK * BM) / 4 / NT;
+  const PB = (BK * BN) / 4 / NT;
+  const lines: string[] = [];
+  const emit = (l: string) => lines.push(l);
+  // A(m, k) and B(k, n) as stored: A [M, K] or [K, M] (transposeA), B [K, N] or [N, K] (transposeB)
+  const aIndex = s.transposeA ? "k * M + m" : "m * K + k";
+  const bIndex = s.transposeB ? "n * K + k" : "k * N + n";
+  // which coordinate runs fastest across threads when a tile is loaded: the one contiguous in memory
+  const aFast = s.transposeA ? "m" : "k";
+  const bFast = s.transposeB ? "k" : "n";
+  for (let p = 0; p < PA; p++) emit(`var ra${p} : vec4<f32>;`);
+  for (let p = 0; p < PB; p++) emit(`var rb${p} : vec4<f32>;`);
+  const loadTiles: string[] = [];
+  for (let p = 0; p < PA; p++) {
+    const e = `(tid + ${NT * p}u)`;
+    const [k, g] = aFast === "k" ? [`${e} % ${BK}u`, `${e} / ${BK}u`] : [`${e} / ${BM / 4}u`, `${e} % ${BM / 4}u`];
+    loadTiles.push(`{ let k = k0 + ${k}; let m = m0 + 4u * (${g}); ra${p} = vec4<f32>(loadA(aOff, m, k, kEnd), loadA(aOff, m + 1u, k, kEnd), loadA(aOff, m + 2u, k, kEnd), loadA(aOff, m + 3u, k, kEnd)); }`);
+  }
+  for (let p = 0; p < PB; p++) {
+    const e = `(tid + ${NT * p}u)`;
+    const [k, g] = bFast === "k" ? [`${e} % ${BK}u`, `${e} / ${BK}u`] : [`${e} / ${BN / 4}u`, `${e} % ${BN / 4}u`];
+    loadTiles.push(`{ let k = k0 + ${k}; let n = n0 + 4u * (${g}); rb${p} = vec4<f32>(loadB(bOff, k, n, kEnd), loadB(bOff, k, n + 1u, kEnd), loadB(bOff, k, n + 2u, kEnd), loadB(bOff, k, n + 3u, kEnd)); }`);
+  }
+  const storeTiles: string[] = [];
+  for (let p = 0; p < PA; p++) {
+    const e = `(tid + ${NT * p}u)`;
+    const [k, g] = aFast === "k" ? [`${e} % ${BK}u`, `${e} / ${BK}u`] : [`${e} / ${BM / 4}u`, `${e} % ${BM / 4}u`];
+    storeTiles.push(`As[(${k}) * ${BM / 4}u + ${g}] = ra${p};`);
+  }
+  for (let p = 0; p < PB; p++) {
+    const e = `(tid + ${NT * p}u)`;
+    const [k, g] = bFast === "k" ? [`${e} % ${BK}u`, `${e} / ${BK}u`] : [`${e} / ${BN / 4}u`, `${e} % ${BN / 4}u`];
+    storeTiles.push(`Bs[(${k}) * ${BN / 4}u + ${g}] = rb${p};`);
+  }
+  const GI = TM / 4;
+  const GJ = TN / 4;
+  const acc: string[] = [];
+  for (let r = 0; r < TM; r++) for (let j = 0; j < GJ; j++) acc.push(`var c${r}_${j} = vec4<f32>(0.0);`);
+  const inner: string[] = [];
+  for (let i = 0; i < GI; i++) inner.push(`let a${i} = As[kk * ${BM / 4}u + ty + ${WY * i}u];`);
+  for (let j = 0; j < GJ; j++) inner.push(`let b${j} = Bs[kk * ${BN / 4}u + tx + ${WX * j}u];`);
+  for (let i = 0; i < GI; i++) {
+    for (let c = 0; c < 4; c++) {
+      const r = 4 * i + c;
+      for (let j = 0; j < GJ; j++) inner.push(`c${r}_${j} = fma(vec4<f32>(a${i}[${c}]), b${j}, c${r}_${j});`);
+    }
+  }
+  const store: string[] = [];
+  for (let i = 0; i < GI; i++) {
+    for (let c = 0; c < 4; c++) {
+      const r = 4 * i + c;
+      store.push(`{ let m = m0 + 4u * (ty + ${WY * i}u) + ${c}u;`);
+      store.push(`  if (m < M) {`);
+      for (let j = 0; j < GJ; j++) {
+        store.push(`    { let n = n0 + 4u * (tx + ${WX * j}u); let o = cOff + m * N + n;`);
+        for (let q = 0; q < 4; q++) store.push(`      if (n + ${q}u < N) { result[o + ${q}u] = c${r}_${j}[${q}]; }`);
+        store.push(`    }`);
+      }
+      store.push(`  } }`);
+    }
+  }
+  const key = `t2s_gemm_${plan.tile.name}_${s.transposeA ? "t" : "n"}${s.transposeB ? "t" : "n"}`;
+  return {
+    variableNames: ["A", "B"],
+    outputShape: outShape,
+    shaderKey: key,
+    dispatchLayout: { x: [0] },
+    dispatch: [Math.ceil(s.N / BN), Math.ceil(s.M / BM), s.batch * plan.slices],
+    workgroupSize: [NT, 1, 1],
+    uniforms: "M : i32, N : i32, K : i32, sliceK : i32, slices : i32, aStride : i32, bStride : i32,",
+    getUserCode: () => `
+      var<workgroup> As : array<vec4<f32>, ${(BK * BM) / 4}>;
+      var<workgroup> Bs : array<vec4<f32>, ${(BK * BN) / 4}>;
+      var<workgroup> tileCount : u32;
+      var<private> M : u32;
+      var<private> N : u32;
+      var<private> K : u32;
+      fn loadA(off : u32, m : u32, k : u32, kEnd : u32) -> f32 {
+        if (m < M && k < kEnd) { return A[off + ${aIndex}]; }
+        return 0.0;
+      }
+      fn loadB(off : u32, k : u32, n : u32, kEnd : u32) -> f32 {
+        if (n < N && k < kEnd) { return B[off + ${bIndex}]; }
+        return 0.0;
+      }
+      fn main(index : i32) {
+        M = u32(uniforms.M);
+        N = u32(uniforms.N);
+        K = u32(uniforms.K);
+        let tid = localId.x;
+        let tx = tid % ${WX}u;
+        let ty = tid / ${WX}u;
+        let n0 = workgroupId.x * ${BN}u;
+        let m0 = workgroupId.y * ${BM}u;
+        let slices = u32(uniforms.slices);
+        let batch = workgroupId.z / slices;
+        let slice = workgroupId.z % slices;
+        let kBegin = slice * u32(uniforms.sliceK);
+        let kEnd = min(K, kBegin + u32(uniforms.sliceK));
+        let aOff = batch * u32(uniforms.aStride);
+        let bOff = batch * u32(uniforms.bStride);
+        // partial products of slice s land in block s of the output ([slices, M, N] when split)
+        let cOff = workgroupId.z * M * N;
+        ${acc.join("\n        ")}
+        ${lines.join("\n        ")}
+        var k0 = kBegin;
+        ${loadTiles.join("\n        ")}
+        // the tile count is the same for the whole workgroup, but WGSL cannot prove it from workgroupId
+        // (a private copy here): passing it through workgroup memory makes the barriers' control flow uniform
+        if (tid == 0u) { tileCount = select(0u, (kEnd - kBegin + ${BK - 1}u) / ${BK}u, kEnd > kBegin); }
+        let tiles = workgroupUniformLoad(&tileCount);
+        for (var t = 0u; t < tiles; t = t + 1u) {
+          workgroupBarrier();
+          ${storeTiles.join("\n          ")}
+          workgroupBarrier();
+          k0 = k0 + ${BK}u;
+          if (k0 < kEnd) {
+            ${loadTiles.join("\n            ")}
+          }
+          for (var kk = 0u; kk < ${BK}u; kk = kk + 1u) {
+            ${inner.join("\n            ")}
+          }
+        }
+        ${store.join("\n        ")}
+      }`,
+  };
+}
+
+/** Sums `slices` partial products [slices, M·N] into the output. */
+function sliceSumProgram(size: number, slices: number): Program {
+  const terms = Array.from({ length: slices }, (_, s) => `P[index + ${s} * uniforms.size]`).join(" + ");
+  return elementwise([size], `t2s_gemm_slice_sum_${slices}`, ["P"], "", `result[index] = ${terms};`);
+}
+
+/** C = op(A) · op(B) for rank-3 A and B (batch first) through the kit's kernel; returns C [batch, M, N]. */
+export function runGemm(a: tf.TensorInfo, b: tf.TensorInfo, s: GemmShape): tf.TensorInfo {
+  const gpu = webgpuBackend();
+  const plan = planGemm(s);
+  const sliceK = Math.ceil(Math.ceil(s.K / plan.slices) / plan.tile.BK) * plan.tile.BK;
+  const slices = Math.ceil(s.K / sliceK);
+  const used = { ...plan, slices };
+  const uniforms: Uniform[] = [s.M, s.N, s.K, sliceK, slices, s.aBroadcast ? 0 : s.M * s.K, s.bBroadcast ? 0 : s.K * s.N].map((v) => ({ type: "int32" as const, data: [v] }));
+  if (slices === 1) return gpu.runWebGPUProgram(gemmProgram(s, used, [s.batch, s.M, s.N]), [a, b], "float32", uniforms);
+  const partial = gpu.runWebGPUProgram(gemmProgram(s, used, [slices, s.M, s.N]), [a, b], "float32", uniforms);
+  const size = s.M * s.N;
+  const sum = gpu.runWebGPUProgram(sliceSumProgram(size, slices), [viewAs(partial, [slices * size])], "float32");
+  gpu.disposeData(partial.dataId);
+  return viewAs(sum, [1, s.M, s.N]);
+}
+
+type KernelFunc = (args: { inputs: tf.NamedTensorInfoMap; backend: tf.KernelBackend; attrs?: tf.NamedAttrMap }) => tf.TensorInfo | tf.TensorInfo[];
+
+/** The shape of a BatchMatMul call, or null when the kit's kernel does not take it (tfjs's does). */
+export function gemmShape(a: tf.TensorInfo, b: tf.TensorInfo, transposeA: boolean, transposeB: boolean): GemmShape | null {
+  if (a.dtype !== "float32" || b.dtype !== "float32" || a.shape.length < 2 || b.shape.length < 2) return null;
+  const ra = a.shape.length;
+  const rb = b.shape.length;
+  const M = transposeA ? a.shape[ra - 1] : a.shape[ra - 2];
+  const K = transposeA ? a.shape[ra - 2] : a.shape[ra - 1];
+  const N = transposeB ? b.shape[rb - 2] : b.shape[rb - 1];
+  const Kb = transposeB ? b.shape[rb - 1] : b.shape[rb - 2];
+  if (K !== Kb || M === 0 || N === 0 || K === 0) return null;
+  const batchA = tf.util.sizeFromShape(a.shape.slice(0, -2));
+  const batchB = tf.util.sizeFromShape(b.shape.slice(0, -2));
+  const outer = (t: tf.TensorInfo) => t.shape.slice(0, -2);
+  // same batch dims, or one side a single matrix; anything else is tfjs's broadcast
+  const same = batchA === batchB && (batchA === 1 || outer(a).join() === outer(b).join());
+  if (!same && batchA !== 1 && batchB !== 1) return null;
+  // tiny outputs (a few hundred values) are faster through tfjs's reduction kernel
+  const batch = Math.max(batchA, batchB);
+  if (batch * M * N <= 256) return null;
+  return { batch, M, N, K, transposeA, transposeB, aBroadcast: batchA === 1 && batch > 1, bBroadcast: batchB === 1 && batch > 1 };
+}
+
+let installed = false;
+
+/**
+ * Puts the kit's kernel in front of tfjs's BatchMatMul on webgpu (once). Calls it does not take, and every
+ * call while the fused kernels are off, go to the kernel tfjs registered.
+ */
+export function installBatchMatMul(): void {
+  if (installed) return;
+  const original = tf.getKernel("BatchMatMul", "webgpu");
+  if (!original) return;
+  installed = true;
+  const fallback = original.kernelFunc as KernelFunc;
+  tf.unregisterKernel("BatchMatMul", "webgpu");
+  tf.registerKernel({
+    kernelName: "BatchMatMul",
+    backendName: "webgpu",
+    kernelFunc: ((args) => {
+      const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
+      const { transposeA, transposeB } = (args.attrs ?? {}) as { transposeA?: boolean; transposeB?: boolean };
+      const shape = fusedKernelsActive() ? gemmShape(a, b, Boolean(transposeA), Boolean(transposeB)) : null;
+      if (!shape) return fallback(args);
+      // the batch dims of the side that has the batch (both, when they match)
+      const outer = tf.util.sizeFromShape(a.shape.slice(0, -2)) >= tf.util.sizeFromShape(b.shape.slice(0, -2)) ? a.shape.slice(0, -2) : b.shape.slice(0, -2);
+      const out = runGemm(a, b, shape);
+      return viewAs(out, [...outer, shape.M, shape.N]);
+    }) as KernelFunc as never,
+  });
+}
