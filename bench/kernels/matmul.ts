@@ -40,6 +40,19 @@ function stepCases(d: { D: number; Dkv: number; I: number; V: number; N: number;
   ];
 }
 
+/** With T2S_GEMM_SWEEP=1: ms per call of every forced tile and K split, to tune planGemm's rule. */
+async function sweepPlans(product: () => tf.Tensor[]): Promise<string> {
+  const parts: string[] = [];
+  for (const [tile, slices] of [["large", 0], ["medium", 0], ["large", 2], ["large", 4], ["medium", 2], ["medium", 4], ["medium", 8]] as const) {
+    process.env.T2S_GEMM_TILE = tile;
+    process.env.T2S_GEMM_SLICES = String(slices);
+    parts.push(`${tile}${slices ? `/${slices}` : ""} ${(await timePath(true, product, 5)).toFixed(2)}`);
+  }
+  delete process.env.T2S_GEMM_TILE;
+  delete process.env.T2S_GEMM_SLICES;
+  return `; sweep ms: ${parts.join(", ")}`;
+}
+
 export async function checks(big: boolean): Promise<KernelCheck[]> {
   const cases = big
     ? stepCases({ D: 896, Dkv: 128, I: 4864, V: 151936, N: 2048, S: 1024, heads: 14, kv: 2, T: 512, hd: 64, r: 16 })
@@ -57,6 +70,7 @@ export async function checks(big: boolean): Promise<KernelCheck[]> {
     tf.env().set("WEBGPU_MATMUL_PROGRAM_TYPE", packedBefore);
     // tfjs's own choice of program (split-K and small-output programs included), for the time column
     const opsMs = await timePath(false, product, big ? 10 : 2);
+    const sweep = process.env.T2S_GEMM_SWEEP === "1" ? await sweepPlans(product) : "";
     const shape = gemmShape(a, b, c.ta, c.tb);
     const plan = shape ? planGemm(shape) : null;
     const flop = 2 * (shape ? shape.batch * shape.M * shape.N * shape.K : 0);
@@ -68,7 +82,7 @@ export async function checks(big: boolean): Promise<KernelCheck[]> {
       grad_err: NaN,
       fused_ms: fusedMs,
       ops_ms: opsMs,
-      note: `${plan ? `${plan.tile.name}${plan.slices > 1 ? ` /${plan.slices}` : ""}` : "tfjs"}; TFLOP/s kit ${tflops(fusedMs)}, tfjs ${tflops(opsMs)} (packed ${tflops(packedMs)})`,
+      note: `${plan ? `${plan.tile.name}${plan.slices > 1 ? ` /${plan.slices}` : ""}` : "tfjs"}; TFLOP/s kit ${tflops(fusedMs)}, tfjs ${tflops(opsMs)} (packed ${tflops(packedMs)})${sweep}`,
     });
     tf.dispose([a, b, ...fused, ...ops]);
   }
