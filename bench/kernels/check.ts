@@ -41,21 +41,23 @@ export async function relativeError(a: tf.Tensor, b: tf.Tensor): Promise<number>
 }
 
 /**
- * Runs `f` (which returns tensors; they are disposed) once to warm up, then `reps` times, with the fused
- * kernels on or off, and returns ms per call; waits for the GPU by reading one value back (settle).
+ * Runs `f` (which returns tensors) once to warm up, then `reps` times back to back with the fused kernels
+ * on or off, and returns ms per call. The GPU is waited for once at the end (settle), so the figure is
+ * throughput, not the latency of a read-back per call; outputs are disposed after the wait.
  */
 export async function timePath(fused: boolean, f: () => tf.Tensor[], reps = 5): Promise<number> {
   useFusedKernels(fused);
   try {
-    const run = async () => {
-      const out = f();
-      await settle(out[0]);
-      tf.dispose(out);
-    };
-    await run();
+    const warm = f();
+    await settle(warm[0]);
+    tf.dispose(warm);
     const t0 = performance.now();
-    for (let i = 0; i < reps; i++) await run();
-    return (performance.now() - t0) / reps;
+    const outs: tf.Tensor[][] = [];
+    for (let i = 0; i < reps; i++) outs.push(f());
+    await settle(outs[outs.length - 1][0]);
+    const ms = (performance.now() - t0) / reps;
+    for (const o of outs) tf.dispose(o);
+    return ms;
   } finally {
     useFusedKernels(true);
   }

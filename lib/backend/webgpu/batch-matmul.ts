@@ -44,6 +44,8 @@ const WAVES = 2;
 /** K per slice at least, so a split never makes slices too short to amortise their loads. */
 const MIN_SLICE_K = 256;
 const MAX_SLICES = 16;
+/** WebGPU's default maxStorageBufferBindingSize (what tfjs-backend-webgpu asks for). */
+const MAX_BINDING_BYTES = 2 ** 31 - 4;
 
 export interface GemmShape {
   batch: number;
@@ -76,7 +78,8 @@ export function planGemm(s: GemmShape): GemmPlan {
     slices = Math.min(MAX_SLICES, Math.ceil(want / workgroups(s, tile)), Math.floor(s.K / MIN_SLICE_K));
   }
   if (s.batch !== 1) slices = 1;
-  slices = Math.max(1, Math.min(slices, Math.ceil(s.K / tile.BK)));
+  // the partial products are one buffer, which WebGPU binds only up to 2 GiB
+  slices = Math.max(1, Math.min(slices, Math.ceil(s.K / tile.BK), Math.floor(MAX_BINDING_BYTES / (4 * s.M * s.N))));
   return { tile, slices };
 }
 
