@@ -95,6 +95,12 @@ export function rmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, eps))), w);
 }
 
+/** silu(gate) · up, the SwiGLU activation (one fused kernel on WebGPU). */
+export function swiglu(gate: tf.Tensor, up: tf.Tensor): tf.Tensor {
+  if (fusedKernelsActive()) return swigluFused(gate, up);
+  return tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
+}
+
 /** Applies a linear layer (with the named adapter's LoRA pair when it has one) to x [..., in]. */
 export function linear(x: tf.Tensor, l: Linear, adapter?: string | null): tf.Tensor {
   const shape = x.shape;
@@ -229,8 +235,7 @@ export function decoderStep(
       let y = tf.add(x, linear(merged, l.o, adapter));
       const h2 = rmsNorm(y, l.postNorm, c.rmsNormEps);
       const gate = linear(h2, l.gate, adapter);
-      const up = linear(h2, l.up, adapter);
-      const act = fusedKernelsActive() ? swigluFused(gate, up) : tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
+      const act = swiglu(gate, linear(h2, l.up, adapter));
       y = tf.add(y, linear(act, l.down, adapter));
       return { y, kk, vv };
     });

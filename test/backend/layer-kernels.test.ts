@@ -15,7 +15,7 @@ import { useBackend } from "../../lib/backend/select.js";
 import { tf } from "../../lib/backend/tf.js";
 import { ensureGradients } from "../../lib/backend/gradients.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
-import { rmsNorm, rotate, rotateHalfMatrix } from "../../lib/model/decoder.js";
+import { rmsNorm, rotate, rotateHalfMatrix, swiglu } from "../../lib/model/decoder.js";
 import { rotaryTables, inverseFrequencies } from "../../lib/model/rope.js";
 import { randomModel, tinyConfig } from "../../lib/model/random-model.js";
 import { ModelTrainable } from "../../lib/train/trainable-model.js";
@@ -28,6 +28,8 @@ let reason: string | null = null;
 try {
   await useBackend("webgpu");
   ensureGradients();
+  // tfjs runs kernels on small tensors still on the CPU there; the ops path under test is the GPU's
+  tf.env().set("WEBGPU_CPU_FORWARD", false);
 } catch (e) {
   reason = `no WebGPU adapter: ${(e as Error).message}`;
 }
@@ -36,9 +38,6 @@ function random(shape: number[], seed: number, mean = 0, std = 1): { data: Float
   const rng = new SeededRandom(seed);
   return { data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => mean + std * rng.normal()), shape };
 }
-
-/** SwiGLU as lib/model/decoder.ts writes it inline in decoderStep. */
-const swigluOps = (gate: tf.Tensor, up: tf.Tensor) => tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
 
 /**
  * f's output and the gradients of sum(f · r) w.r.t. the inputs numbered in `wrt` (r a fixed random
@@ -73,12 +72,22 @@ function relErr(a: Float32Array, b: Float32Array): number {
   return scale === 0 ? diff : diff / scale;
 }
 
+/** Dispatches f records. */
+async function forwardDispatches(f: (...xs: tf.Tensor[]) => tf.Tensor, inputs: Arrays): Promise<number> {
+  const xs = inputs.map((a) => tf.tensor(a.data, a.shape));
+  const { result, dispatches } = await countDispatches(async () => f(...xs));
+  tf.dispose([result, ...xs]);
+  return dispatches ?? 0;
+}
+
 /** Fused on WebGPU against the ops path on WebGPU and on the CPU, values and gradients. */
 async function checkAgainstOps(label: string, fused: (...xs: tf.Tensor[]) => tf.Tensor, opsPath: (...xs: tf.Tensor[]) => tf.Tensor, inputs: Arrays, wrt: number[]): Promise<void> {
   useFusedKernels(true);
   const got = await valueAndGrads(fused, inputs, wrt);
+  assert.equal(await forwardDispatches(fused, inputs), 1, `${label}: the fused forward is one dispatch`);
   useFusedKernels(false);
   const gpuOps = await valueAndGrads(opsPath, inputs, wrt);
+  assert.ok((await forwardDispatches(opsPath, inputs)) > 1, `${label}: the ops path is several dispatches`);
   useFusedKernels(true);
   await tf.setBackend("cpu");
   const cpuOps = await valueAndGrads(opsPath, inputs, wrt);
@@ -111,20 +120,21 @@ test("fused RMSNorm matches the ops path: values, dx and dw", async (t) => {
   }
 });
 
+/** The decoder's rotate (the fused kernel when fused kernels are on, the permutation matmul when off). */
+const rotateBy = (hd: number) => (x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor) => tf.tidy(() => rotate(x, cos, sin, rotateHalfMatrix(hd)));
+
 test("fused RoPE matches the ops path: values and dx (cos/sin broadcast over heads)", async (t) => {
   if (reason) return t.skip(reason);
   for (const [B, T, H, hd] of [[2, 3, 5, 12], [1, 1, 1, 8], [2, 7, 2, 64]]) {
     const positions = Array.from({ length: B * T }, (_, i) => (i * 7) % 23);
     const { cos, sin } = rotaryTables(positions, inverseFrequencies(hd, 10000, { type: "default" }));
     const inputs = [random([B, T, H, hd], 3), { data: cos, shape: [B, T, 1, hd] }, { data: sin, shape: [B, T, 1, hd] }];
-    const { ropeFused } = await import("../../lib/backend/webgpu/rope-swiglu.js");
-    await checkAgainstOps(`rope [${B},${T},${H},${hd}]`, (x, c, s) => ropeFused(x, c, s), (x, c, s) => rotate(x, c, s, rotateHalfMatrix(hd)), inputs, [0]);
+    await checkAgainstOps(`rope [${B},${T},${H},${hd}]`, rotateBy(hd), rotateBy(hd), inputs, [0]);
   }
   // rotary tables repeat each angle in both halves; tables that do not would show a kernel mixing them up
   const [B, T, H, hd] = [2, 3, 3, 10];
   const tables = [random([B, T, H, hd], 6), random([B, T, 1, hd], 7), random([B, T, 1, hd], 8)];
-  const { ropeFused } = await import("../../lib/backend/webgpu/rope-swiglu.js");
-  await checkAgainstOps("rope, unrepeated tables", (x, c, s) => ropeFused(x, c, s), (x, c, s) => rotate(x, c, s, rotateHalfMatrix(hd)), tables, [0]);
+  await checkAgainstOps("rope, unrepeated tables", rotateBy(hd), rotateBy(hd), tables, [0]);
 });
 
 test("fused RoPE gives cos and sin zero gradients (they are constants)", async (t) => {
@@ -138,10 +148,9 @@ test("fused RoPE gives cos and sin zero gradients (they are constants)", async (
 
 test("fused SwiGLU matches the ops path: values, dgate and dup", async (t) => {
   if (reason) return t.skip(reason);
-  const { swigluFused } = await import("../../lib/backend/webgpu/rope-swiglu.js");
   for (const shape of [[3, 37], [1, 300], [2, 5, 64]]) {
     const inputs = [random(shape, 4, 0, 3), random(shape, 5)];
-    await checkAgainstOps(`swiglu [${shape}]`, (g, u) => swigluFused(g, u), swigluOps, inputs, [0, 1]);
+    await checkAgainstOps(`swiglu [${shape}]`, swiglu, swiglu, inputs, [0, 1]);
   }
 });
 
