@@ -111,6 +111,8 @@ test("fused RMSNorm matches the ops path: values, dx and dw", async (t) => {
     ["rank 3 hidden states", [2, 7, 96]],
     ["rank 4 per-head norm", [2, 3, 4, 16]],
     ["rows over 512 (several rows per dw chunk), three columns per lane", [613, 600]],
+    // tfjs-backend-webgpu folds a dispatch of more than 65,535 workgroups into two dimensions
+    ["rows past 65,535 (a folded dispatch)", [65537, 3]],
   ];
   for (const [label, shape] of cases) {
     const D = shape[shape.length - 1];
