@@ -1,7 +1,7 @@
 /**
  * The fused RMSNorm, RoPE and SwiGLU kernels (lib/backend/webgpu/layer-kernels.ts, rope-swiglu.ts) against
  * the tfjs ops path of lib/model/decoder.ts: values, the gradients of every differentiable input, the time
- * of forward + backward, and (on stderr) the dispatches each path records for one call.
+ * of forward + backward, and (in the note) the dispatches each path records for one call, fused vs ops.
  *   npx tsx bench/kernels.ts --only layers [--qwen05b]
  */
 import { tf } from "../../lib/backend/tf.js";
@@ -75,11 +75,11 @@ async function check(c: Case): Promise<KernelCheck> {
   for (let i = 1; i < fused.length; i++) grad_err = Math.max(grad_err, await relativeError(fused[i], ops[i]));
   tf.dispose([...fused, ...ops]);
   const counts = [await dispatchesOf(true, () => [c.op(...xs)]), await dispatchesOf(false, () => [c.op(...xs)]), await dispatchesOf(true, run), await dispatchesOf(false, run)];
-  process.stderr.write(`dispatches ${c.kernel} [${c.shape}]: forward fused ${counts[0]} ops ${counts[1]}; forward+backward fused ${counts[2]} ops ${counts[3]}\n`);
   const fused_ms = await timePath(true, run);
   const ops_ms = await timePath(false, run);
   tf.dispose([...xs, dy]);
-  return { kernel: c.kernel, shape: c.shape.join("x"), value_err, grad_err, fused_ms, ops_ms };
+  const note = `dispatches fwd ${counts[0]} vs ${counts[1]}, fwd+bwd ${counts[2]} vs ${counts[3]}`;
+  return { kernel: c.kernel, shape: c.shape.join("x"), value_err, grad_err, fused_ms, ops_ms, note };
 }
 
 /** Checks at Qwen2-0.5B shapes (B4 x T512: 2,048 tokens, hidden 896, 14/2 heads of 64, intermediate 4,864) or small ones. */
