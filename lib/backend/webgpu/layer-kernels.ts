@@ -59,13 +59,16 @@ function workgroupSum(wg: number, buffer: string): string {
   }`;
 }
 
-/** y[r, :] = x[r, :] · rsqrt(sum(x[r, :]²) / D + eps) · w, one workgroup per row. */
-function forwardProgram(rows: number, D: number): Program {
+/**
+ * A program with a workgroup per row of x [rows, D]: `body` runs with `row`, `lane`, `D`, `n` (D, or 0 for
+ * a workgroup past the last row), `base` (the row's first element) and `redSum` (a workgroup sum) in scope.
+ */
+function rowProgram(rows: number, D: number, key: string, variableNames: string[], body: (wg: number) => string): Program {
   const wg = rowWorkgroup(D);
   return {
-    variableNames: ["X", "W"],
+    variableNames,
     outputShape: [rows, D],
-    shaderKey: `t2s_rmsnorm_fwd_${wg}`,
+    shaderKey: `${key}_${wg}`,
     dispatchLayout: { x: [0, 1] },
     dispatch: [rows, 1, 1],
     workgroupSize: [wg, 1, 1],
@@ -79,6 +82,14 @@ function forwardProgram(rows: number, D: number): Program {
         let D = uniforms.D;
         let n = select(0, D, row < uniforms.rows);
         let base = row * D;
+        ${body(wg)}
+      }`,
+  };
+}
+
+/** y[r, :] = x[r, :] · rsqrt(sum(x[r, :]²) / D + eps) · w. */
+function forwardProgram(rows: number, D: number): Program {
+  return rowProgram(rows, D, "t2s_rmsnorm_fwd", ["X", "W"], (wg) => `
         var acc = 0.0;
         for (var d = lane; d < n; d = d + ${wg}) {
           let v = X[base + d];
@@ -87,34 +98,15 @@ function forwardProgram(rows: number, D: number): Program {
         let inv = inverseSqrt(redSum(lane, acc) / f32(D) + uniforms.eps);
         for (var d = lane; d < n; d = d + ${wg}) {
           result[base + d] = X[base + d] * inv * W[d];
-        }
-      }`,
-  };
+        }`);
 }
 
 /**
  * dx[r, :] = inv · g - x · inv³ · sum(g · x) / D with g = dy · w and inv = rsqrt(mean(x²) + eps), the
- * derivative of y = x · inv · w through both x and inv; one workgroup per row.
+ * derivative of y = x · inv · w through both x and inv.
  */
 function gradXProgram(rows: number, D: number): Program {
-  const wg = rowWorkgroup(D);
-  return {
-    variableNames: ["X", "W", "DY"],
-    outputShape: [rows, D],
-    shaderKey: `t2s_rmsnorm_dx_${wg}`,
-    dispatchLayout: { x: [0, 1] },
-    dispatch: [rows, 1, 1],
-    workgroupSize: [wg, 1, 1],
-    uniforms: "rows : i32, D : i32, eps : f32,",
-    getUserCode: () => `
-      var<workgroup> red : array<f32, ${wg}>;
-      ${workgroupSum(wg, "red")}
-      fn main(index : i32) {
-        let row = ${WORKGROUP_FLAT};
-        let lane = i32(localId.x);
-        let D = uniforms.D;
-        let n = select(0, D, row < uniforms.rows);
-        let base = row * D;
+  return rowProgram(rows, D, "t2s_rmsnorm_dx", ["X", "W", "DY"], (wg) => `
         var squares = 0.0;
         var dot = 0.0;
         for (var d = lane; d < n; d = d + ${wg}) {
@@ -126,9 +118,7 @@ function gradXProgram(rows: number, D: number): Program {
         let c = inv * inv * inv * redSum(lane, dot) / f32(D);
         for (var d = lane; d < n; d = d + ${wg}) {
           result[base + d] = inv * DY[base + d] * W[d] - X[base + d] * c;
-        }
-      }`,
-  };
+        }`);
 }
 
 /**
