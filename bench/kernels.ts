@@ -18,6 +18,7 @@ const TOLERANCE = 1e-3;
 /** Kernel groups: each module's checks at small (software adapter) or full (--qwen05b) shapes. */
 const GROUPS: Record<string, () => Promise<{ checks(big: boolean): Promise<KernelCheck[]> }>> = {
   matmul: () => import("./kernels/matmul.js"),
+  layers: () => import("./kernels/layers.js"),
 };
 
 async function main(): Promise<void> {

@@ -7,6 +7,9 @@ import { tf } from "../backend/tf.js";
 import type { ModelConfig } from "./config.js";
 import { matMulWeightT, prefersPlainMatMul } from "./layout.js";
 import { rotaryTables } from "./rope.js";
+import { fusedKernelsActive } from "../backend/webgpu/fused.js";
+import { rmsNormFused } from "../backend/webgpu/layer-kernels.js";
+import { ropeFused, swigluFused } from "../backend/webgpu/rope-swiglu.js";
 
 /** Attention scores held at once (B·heads·queries·keys) before queries are split into chunks. */
 const CHUNK_SCORES = 1 << 24;
@@ -85,10 +88,17 @@ export interface StepInput {
   valid: boolean[][];
 }
 
-/** RMSNorm over the last axis with weight w. */
+/** RMSNorm over the last axis with weight w (one fused kernel on WebGPU). */
 export function rmsNorm(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
+  if (fusedKernelsActive()) return rmsNormFused(x, w, eps);
   const variance = tf.mean(tf.square(x), -1, true);
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(variance, eps))), w);
+}
+
+/** silu(gate) · up, the SwiGLU activation (one fused kernel on WebGPU). */
+export function swiglu(gate: tf.Tensor, up: tf.Tensor): tf.Tensor {
+  if (fusedKernelsActive()) return swigluFused(gate, up);
+  return tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
 }
 
 /** Applies a linear layer (with the named adapter's LoRA pair when it has one) to x [..., in]. */
@@ -107,7 +117,7 @@ export function linear(x: tf.Tensor, l: Linear, adapter?: string | null): tf.Ten
  * The signed permutation R with x·R = rotate_half(x) = [-x2, x1]. A small matmul instead of split + concat:
  * slicing the last axis is slow on the CPU backend, and one matmul kernel suits every backend.
  */
-function rotateHalfMatrix(d: number): tf.Tensor2D {
+export function rotateHalfMatrix(d: number): tf.Tensor2D {
   const half = d / 2;
   const r = new Float32Array(d * d);
   for (let j = 0; j < half; j++) {
@@ -117,7 +127,9 @@ function rotateHalfMatrix(d: number): tf.Tensor2D {
   return tf.tensor2d(r, [d, d]);
 }
 
-function rotate(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor, rot: tf.Tensor2D): tf.Tensor {
+/** x · cos + rotate_half(x) · sin for x [B, T, heads, hd] and cos/sin [B, T, 1, hd] (one fused kernel on WebGPU). */
+export function rotate(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor, rot: tf.Tensor2D): tf.Tensor {
+  if (fusedKernelsActive()) return ropeFused(x, cos, sin);
   const shape = x.shape;
   const d = shape[shape.length - 1];
   const rotated = tf.reshape(tf.matMul(tf.reshape(x, [-1, d]) as tf.Tensor2D, rot), shape);
@@ -223,7 +235,7 @@ export function decoderStep(
       let y = tf.add(x, linear(merged, l.o, adapter));
       const h2 = rmsNorm(y, l.postNorm, c.rmsNormEps);
       const gate = linear(h2, l.gate, adapter);
-      const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), linear(h2, l.up, adapter));
+      const act = swiglu(gate, linear(h2, l.up, adapter));
       y = tf.add(y, linear(act, l.down, adapter));
       return { y, kk, vv };
     });
