@@ -7,6 +7,7 @@
 import { T2sError } from "../core/errors.js";
 import { tf } from "./tf.js";
 import { installBatchMatMul } from "./webgpu/batch-matmul.js";
+import { usePoolSizeClasses } from "./gpu-pool.js";
 
 export const BACKENDS = ["webgpu", "tensorflow", "wasm", "cpu"] as const;
 export type BackendName = (typeof BACKENDS)[number];
@@ -101,6 +102,7 @@ async function tryRegister(name: BackendName, explicit: boolean): Promise<string
     }
     if (!tf.findBackend(name) && !tf.engine().registryFactory[name]) return "not registered";
     const ok = await tf.setBackend(name);
+    if (ok && name === "webgpu") usePoolSizeClasses();
     return ok ? null : "failed to initialise";
   } catch (e) {
     return (e as Error).message.split("\n")[0];

@@ -1,6 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { type BufferPoolLike, type PooledBuffer, poolBudgetBytes, trimPool, watchPool } from "../../lib/backend/gpu-pool.js";
+import { type BufferPoolLike, type PooledBuffer, poolBudgetBytes, roundPoolRequests, sizeClass, trimPool, watchPool } from "../../lib/backend/gpu-pool.js";
+import { useBackend } from "../../lib/backend/select.js";
+import { tf } from "../../lib/backend/tf.js";
 
 /**
  * A pool with tfjs-backend-webgpu's BufferManager bookkeeping (free lists keyed `${size}_${usage}`), for the
@@ -73,4 +75,50 @@ test("T2S_GPU_POOL_MB sets the budget and a bad value is named", () => {
   assert.equal(poolBudgetBytes({}), 24576 * 1024 * 1024);
   assert.equal(poolBudgetBytes({ T2S_GPU_POOL_MB: "0" }), 0);
   assert.throws(() => poolBudgetBytes({ T2S_GPU_POOL_MB: "lots" }), /T2S_GPU_POOL_MB/);
+});
+
+test("size classes: quarter powers of two, never smaller than asked, bindable sizes stay bindable", () => {
+  assert.equal(sizeClass(1), 256);
+  assert.equal(sizeClass(1024), 1024);
+  assert.equal(sizeClass(1025), 1220);
+  for (let b = 200; b < 5e9; b = Math.ceil(b * 1.37) + 3) {
+    const c = sizeClass(b);
+    assert.ok(c >= b && c % 4 === 0, `class ${c} of ${b}`);
+    assert.ok(c <= Math.max(256, b * 1.19 + 4), `class ${c} of ${b} wastes more than 19%`);
+    if (b <= 2 ** 31 - 4) assert.ok(c <= 2 ** 31 - 4, `class ${c} of a bindable ${b}`);
+  }
+  // micro-batches a few percent apart share one class
+  assert.equal(sizeClass(64 * 410 * 1024), sizeClass(64 * 430 * 1024));
+});
+
+test("a rounded pool hands a freed buffer to a request of another size in the same class", () => {
+  const pool = new FakePool();
+  roundPoolRequests(pool);
+  roundPoolRequests(pool);
+  const a = pool.acquireBuffer(64 * 410 * 1024, 1) as PooledBuffer;
+  assert.equal(a.size, sizeClass(64 * 410 * 1024));
+  pool.release(a);
+  const b = pool.acquireBuffer(64 * 430 * 1024, 1) as PooledBuffer;
+  assert.equal(b, a, "the second request reuses the first buffer");
+  assert.equal(pool.numBytesAllocated, a.size);
+});
+
+test("on WebGPU, tensors in rounded buffers read back at their own length", async (t) => {
+  try {
+    await useBackend("webgpu");
+  } catch (e) {
+    t.skip(`no WebGPU adapter: ${(e as Error).message}`);
+    return;
+  }
+  try {
+    const x = tf.range(0, 1000, 1, "float32");
+    const y = tf.add(x, 1);
+    const v = await y.data();
+    assert.equal(v.length, 1000);
+    assert.equal(v[999], 1000);
+    assert.equal((await y.data()).length, 1000, "the cached copy is cut too");
+    tf.dispose([x, y]);
+  } finally {
+    await useBackend("cpu");
+  }
 });
