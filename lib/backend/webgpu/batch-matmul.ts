@@ -10,10 +10,10 @@
  * share the inner loop; only the loads from global memory differ. The next K slice is loaded into
  * registers while the current one is multiplied.
  *
- * Outputs too small to fill the GPU with 128x128 tiles take 64x64 tiles (4x4 per thread); when even those
- * give fewer workgroups than the GPU has cores (a weight gradient: M and N the layer's sizes, K the token
- * count; the head's input gradient: K the vocabulary), K is split into slices whose partial products a
- * second dispatch sums.
+ * Outputs too small to fill the GPU with 128x128 tiles take 64x64 tiles (4x4 per thread); a long K with few
+ * such tiles (the vocabulary head's input gradient: K is the vocabulary) is split into slices whose partial
+ * products a second dispatch sums. Outputs too small for one 64x64 tile per core (k/v and LoRA products,
+ * attention's key/value gradients) stay with tfjs's kernel, whose 32x32 and small-output programs win there.
  *
  * The kernel replaces tfjs's BatchMatMul for the webgpu backend while the fused kernels are on
  * (lib/backend/webgpu/fused.ts); other dtypes and batch broadcasts other than "same" or "one" go to
@@ -38,12 +38,15 @@ export const TILES: Record<string, GemmTile> = {
   medium: { name: "medium", BM: 64, BN: 64, TM: 4, TN: 4, BK: 16 },
 };
 
-/** Streaming multiprocessors of the GPU the rule is tuned for (an H200 has 132); workgroups wanted per SM. */
+/** Streaming multiprocessors of the GPU the rule is tuned for (an H200 has 132). */
 const GPU_CORES = 132;
-const WAVES = 2;
-/** K per slice at least, so a split never makes slices too short to amortise their loads. */
-const MIN_SLICE_K = 256;
-const MAX_SLICES = 16;
+/** Large tiles from this many workgroups on (fewer than one per core still wins over 64x64 tiles there). */
+const LARGE_MIN_WORKGROUPS = 100;
+/** With a transposed left operand (weight gradients) large tiles win only when there are many. */
+const LARGE_MIN_WORKGROUPS_TA = 600;
+/** K from which a medium-tile product with few workgroups is split, and the most slices. */
+const SPLIT_MIN_K = 8192;
+const MAX_SLICES = 8;
 /** WebGPU's default maxStorageBufferBindingSize (what tfjs-backend-webgpu asks for). */
 const MAX_BINDING_BYTES = 2 ** 31 - 4;
 
@@ -66,20 +69,30 @@ export interface GemmPlan {
 
 const workgroups = (s: GemmShape, t: GemmTile) => s.batch * Math.ceil(s.M / t.BM) * Math.ceil(s.N / t.BN);
 
-/** Picks the tile and the K split for a shape (T2S_GEMM_TILE / T2S_GEMM_SLICES force them, for tuning). */
-export function planGemm(s: GemmShape): GemmPlan {
+/**
+ * Picks the tile and the K split for a shape, or null when tfjs's kernel is faster: outputs too small to
+ * give every core a 64x64 tile, where tfjs's 32x32 and small-output programs win. The thresholds come
+ * from `T2S_GEMM_SWEEP=1 npm run bench:kernels -- --qwen05b --only matmul` on the H200 (docs/training.md).
+ * T2S_GEMM_TILE / T2S_GEMM_SLICES force a plan, for tuning.
+ */
+export function planGemm(s: GemmShape): GemmPlan | null {
   const forcedTile = process.env.T2S_GEMM_TILE;
   const forcedSlices = Number(process.env.T2S_GEMM_SLICES ?? 0);
-  const want = GPU_CORES * WAVES;
-  let tile = forcedTile && TILES[forcedTile] ? TILES[forcedTile] : workgroups(s, TILES.large) >= want ? TILES.large : TILES.medium;
+  let tile: GemmTile;
   let slices = 1;
-  if (forcedSlices > 0) slices = forcedSlices;
-  else if (!forcedTile && tile === TILES.medium && s.batch === 1 && workgroups(s, tile) < GPU_CORES) {
-    slices = Math.min(MAX_SLICES, Math.ceil(want / workgroups(s, tile)), Math.floor(s.K / MIN_SLICE_K));
+  if (forcedTile && TILES[forcedTile]) {
+    tile = TILES[forcedTile];
+    slices = forcedSlices > 0 ? forcedSlices : 1;
+  } else {
+    const large = workgroups(s, TILES.large);
+    const medium = workgroups(s, TILES.medium);
+    if (medium < GPU_CORES) return null;
+    tile = large >= (s.transposeA ? LARGE_MIN_WORKGROUPS_TA : LARGE_MIN_WORKGROUPS) ? TILES.large : TILES.medium;
+    if (tile === TILES.medium && s.K >= SPLIT_MIN_K && medium < 4 * GPU_CORES) slices = Math.ceil((4 * GPU_CORES) / medium);
   }
   if (s.batch !== 1) slices = 1;
   // the partial products are one buffer, which WebGPU binds only up to 2 GiB
-  slices = Math.max(1, Math.min(slices, Math.ceil(s.K / tile.BK), Math.floor(MAX_BINDING_BYTES / (4 * s.M * s.N))));
+  slices = Math.max(1, Math.min(slices, MAX_SLICES, Math.ceil(s.K / tile.BK), Math.floor(MAX_BINDING_BYTES / (4 * s.M * s.N))));
   return { tile, slices };
 }
 
@@ -227,6 +240,7 @@ function sliceSumProgram(size: number, slices: number): Program {
 export function runGemm(a: tf.TensorInfo, b: tf.TensorInfo, s: GemmShape): tf.TensorInfo {
   const gpu = webgpuBackend();
   const plan = planGemm(s);
+  if (!plan) throw new Error("runGemm: no plan for this shape (call it only when planGemm returns one)");
   const sliceK = Math.ceil(Math.ceil(s.K / plan.slices) / plan.tile.BK) * plan.tile.BK;
   const slices = Math.ceil(s.K / sliceK);
   const used = { ...plan, slices };
@@ -283,7 +297,7 @@ export function installBatchMatMul(): void {
       const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
       const { transposeA, transposeB } = (args.attrs ?? {}) as { transposeA?: boolean; transposeB?: boolean };
       const shape = fusedKernelsActive() ? gemmShape(a, b, Boolean(transposeA), Boolean(transposeB)) : null;
-      if (!shape) return fallback(args);
+      if (!shape || !planGemm(shape)) return fallback(args);
       // the batch dims of the side that has the batch (both, when they match)
       const outer = tf.util.sizeFromShape(a.shape.slice(0, -2)) >= tf.util.sizeFromShape(b.shape.slice(0, -2)) ? a.shape.slice(0, -2) : b.shape.slice(0, -2);
       const out = runGemm(a, b, shape);
