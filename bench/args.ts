@@ -1,4 +1,5 @@
 /** Flags of the bench scripts (plain `--name value` pairs; the benches are scripts, not commands). */
+import { tf } from "../lib/backend/tf.js";
 
 /** Prints rows as a table with padded columns under a header and a rule, as every bench does. */
 export function printTable(head: string[], rows: string[][]): void {
@@ -20,4 +21,12 @@ export function intFlag(name: string, fallback: number): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new Error(`${name} needs a positive integer`);
   return n;
+}
+
+/** Sets the tfjs environment flags of `--tf-flags A=v,B=w` (call after the backend is chosen). */
+export function applyTfFlags(): void {
+  for (const pair of (flag("--tf-flags") ?? "").split(",").filter(Boolean)) {
+    const [name, raw] = pair.split("=");
+    tf.env().set(name, raw === "true" ? true : raw === "false" ? false : Number.isFinite(Number(raw)) ? Number(raw) : raw);
+  }
 }

@@ -8,6 +8,7 @@
  *   npm run bench:grpo-update                          best backend
  *   npm run bench:grpo-update -- --backend webgpu --profile
  * Flags: --backend NAME  --steps N (timed steps after one warm-up, default 3)  --profile  --json
+ *        --tf-flags A=v,B=w  tfjs environment flags to set first
  */
 import { resolve } from "node:path";
 import { readFileSync } from "node:fs";
@@ -24,7 +25,7 @@ import { readTasks } from "../lib/tasks/io.js";
 import { GrpoTrainer, type Rollout } from "../lib/train/grpo.js";
 import { ModelTrainable } from "../lib/train/trainable-model.js";
 import type { RolloutRow } from "../lib/runs/row.js";
-import { flag, intFlag, printTable } from "./args.js";
+import { applyTfFlags, flag, intFlag, printTable } from "./args.js";
 import { printProfile, profileStep } from "./step-profile.js";
 
 // paths are relative to the working folder: the repository (npm run) or the GPU bundle, which links data/ and configs/
@@ -51,6 +52,7 @@ function median(xs: number[]): number {
 
 async function main(): Promise<void> {
   const choice = await useBackend(flag("--backend") ?? "auto");
+  applyTfFlags();
   const steps = intFlag("--steps", 3);
   const cfg = JSON.parse(readFileSync(CONFIG, "utf8")) as RoundConfig;
   const model = await loadModel(resolve(ROOT, "data/models/shop-sql-4m"));

@@ -21,7 +21,7 @@ import { GrpoTrainer, type Rollout } from "../lib/train/grpo.js";
 import { ModelTrainable } from "../lib/train/trainable-model.js";
 import { SeededRandom } from "../lib/core/random.js";
 import { SftTrainer } from "../lib/train/sft.js";
-import { flag } from "./args.js";
+import { applyTfFlags, flag } from "./args.js";
 import { printProfile, profileStep, type StepProfile } from "./step-profile.js";
 
 function median(xs: number[]): number {
@@ -32,10 +32,7 @@ function median(xs: number[]): number {
 async function main(): Promise<void> {
   const big = process.argv.includes("--qwen05b");
   const choice = await useBackend(flag("--backend") ?? (big ? "auto" : "cpu"));
-  for (const pair of (flag("--tf-flags") ?? "").split(",").filter(Boolean)) {
-    const [name, raw] = pair.split("=");
-    tf.env().set(name, raw === "true" ? true : raw === "false" ? false : Number.isFinite(Number(raw)) ? Number(raw) : raw);
-  }
+  applyTfFlags();
   const config = big ? qwen2HalfBConfig() : tinyConfig();
   const B = Number(flag("--batch") ?? 4);
   const T = Number(flag("--seq") ?? (big ? 512 : 64));
