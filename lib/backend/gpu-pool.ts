@@ -76,7 +76,8 @@ export function watchPool(pool: BufferPoolLike): void {
   requestedKeys.set(pool, keys);
   const acquire = pool.acquireBuffer.bind(pool);
   pool.acquireBuffer = (size: number, usage: number, ...rest: unknown[]) => {
-    keys.add(`${size}_${usage}`);
+    // the key the pool files the buffer under: its size class when requests are rounded
+    keys.add(`${classed.has(pool) ? sizeClass(size) : size}_${usage}`);
     return acquire(size, usage, ...rest);
   };
 }

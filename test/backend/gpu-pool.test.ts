@@ -122,3 +122,17 @@ test("on WebGPU, tensors in rounded buffers read back at their own length", asyn
     await useBackend("cpu");
   }
 });
+
+test("a rounded, watched pool keeps the classes the last step asked for across trims", () => {
+  const pool = new FakePool();
+  roundPoolRequests(pool);
+  trimPool(pool, 1e12);
+  step(pool, [64 * 410 * 1024, 5000]);
+  trimPool(pool, 1e12);
+  const allocated = pool.numBytesAllocated;
+  // the next micro-batch is a little longer: same classes, so nothing is destroyed or created
+  step(pool, [64 * 430 * 1024, 5100]);
+  assert.equal(trimPool(pool, 1e12), 0);
+  assert.deepEqual(pool.destroyed, []);
+  assert.equal(pool.numBytesAllocated, allocated);
+});
