@@ -40,10 +40,18 @@ export const TILES: Record<string, GemmTile> = {
 
 /** Streaming multiprocessors of the GPU the rule is tuned for (an H200 has 132). */
 const GPU_CORES = 132;
-/** Large tiles from this many workgroups on (fewer than one per core still wins over 64x64 tiles there). */
-const LARGE_MIN_WORKGROUPS = 100;
-/** With a transposed left operand (weight gradients) large tiles win only when there are many. */
+/**
+ * Workgroups from which large tiles pay: on any shape from this many; from LARGE_MIN_LONG_K_WORKGROUPS when K
+ * is at least LONG_K (down projection); with a transposed left operand (weight gradients) only from
+ * LARGE_MIN_WORKGROUPS_TA (the vocabulary head's).
+ */
+const LARGE_MIN_WORKGROUPS = 2 * GPU_CORES;
+const LARGE_MIN_LONG_K_WORKGROUPS = 100;
+const LONG_K = 2048;
 const LARGE_MIN_WORKGROUPS_TA = 600;
+/** Medium tiles from this many workgroups on (fewer with a transposed left operand, where tfjs is weaker). */
+const MEDIUM_MIN_WORKGROUPS = 2 * GPU_CORES;
+const MEDIUM_MIN_WORKGROUPS_TA = GPU_CORES;
 /** K from which a medium-tile product with few workgroups is split, and the most slices. */
 const SPLIT_MIN_K = 8192;
 const MAX_SLICES = 8;
@@ -70,9 +78,10 @@ export interface GemmPlan {
 const workgroups = (s: GemmShape, t: GemmTile) => s.batch * Math.ceil(s.M / t.BM) * Math.ceil(s.N / t.BN);
 
 /**
- * Picks the tile and the K split for a shape, or null when tfjs's kernel is faster: outputs too small to
- * give every core a 64x64 tile, where tfjs's 32x32 and small-output programs win. The thresholds come
- * from `T2S_GEMM_SWEEP=1 npm run bench:kernels -- --qwen05b --only matmul` on the H200 (docs/training.md).
+ * Picks the tile and the K split for a shape, or null when tfjs's kernel is as fast or faster: outputs
+ * too small to give every core two 64x64 tiles, where tfjs's 32x32 and small-output programs win. The
+ * thresholds come from two runs of `T2S_GEMM_SWEEP=1 npm run bench:kernels -- --qwen05b --only matmul` on
+ * the H200 (docs/training.md), which agree on the winner only where it wins clearly.
  * T2S_GEMM_TILE / T2S_GEMM_SLICES force a plan, for tuning.
  */
 export function planGemm(s: GemmShape): GemmPlan | null {
@@ -86,9 +95,11 @@ export function planGemm(s: GemmShape): GemmPlan | null {
   } else {
     const large = workgroups(s, TILES.large);
     const medium = workgroups(s, TILES.medium);
-    if (medium < GPU_CORES) return null;
-    tile = large >= (s.transposeA ? LARGE_MIN_WORKGROUPS_TA : LARGE_MIN_WORKGROUPS) ? TILES.large : TILES.medium;
-    if (tile === TILES.medium && s.K >= SPLIT_MIN_K && medium < 4 * GPU_CORES) slices = Math.ceil((4 * GPU_CORES) / medium);
+    const longK = s.K >= SPLIT_MIN_K && medium >= GPU_CORES;
+    if (s.transposeA ? large >= LARGE_MIN_WORKGROUPS_TA : large >= LARGE_MIN_WORKGROUPS || (large >= LARGE_MIN_LONG_K_WORKGROUPS && s.K >= LONG_K && !longK)) tile = TILES.large;
+    else if (longK || medium >= (s.transposeA ? MEDIUM_MIN_WORKGROUPS_TA : MEDIUM_MIN_WORKGROUPS)) tile = TILES.medium;
+    else return null;
+    if (longK && tile === TILES.medium && medium < 4 * GPU_CORES) slices = Math.ceil((4 * GPU_CORES) / medium);
   }
   if (s.batch !== 1) slices = 1;
   // the partial products are one buffer, which WebGPU binds only up to 2 GiB
