@@ -1,5 +1,6 @@
 /**
- * The fused RMSNorm, RoPE and SwiGLU kernels (lib/backend/webgpu/layer-kernels.ts, rope-swiglu.ts) against
+ * The fused RMSNorm, RoPE, SwiGLU and LoRA-linear kernels (lib/backend/webgpu/layer-kernels.ts, rope-swiglu.ts,
+ * lora-linear.ts) against
  * the tfjs ops path of lib/model/decoder.ts: values, the gradients of every differentiable input, the time
  * of forward + backward, and (in the note) the dispatches each path records for one call, fused vs ops.
  *   npx tsx bench/kernels.ts --only layers [--qwen05b]
@@ -7,7 +8,7 @@
 import { tf } from "../../lib/backend/tf.js";
 import { ensureGradients } from "../../lib/backend/gradients.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
-import { rmsNorm, rotate, rotateHalfMatrix, swiglu } from "../../lib/model/decoder.js";
+import { linear, rmsNorm, rotate, rotateHalfMatrix, swiglu } from "../../lib/model/decoder.js";
 import { inverseFrequencies, rotaryTables } from "../../lib/model/rope.js";
 import { countDispatches } from "../dispatches.js";
 import { bothPaths, relativeError, timePath, type KernelCheck } from "./check.js";
@@ -19,6 +20,8 @@ interface Case {
   op: (...xs: tf.Tensor[]) => tf.Tensor;
   inputs: () => tf.Tensor[];
   wrt: number[];
+  /** The output's shape when it is not the first input's. */
+  outShape?: number[];
 }
 
 const EPS = 1e-6;
@@ -46,6 +49,18 @@ function swigluCase(shape: number[]): Case {
   return { kernel: "swiglu fwd+bwd", shape, op: swiglu, inputs: () => [normal(shape, 4, 0, 2), normal(shape, 5)], wrt: [0, 1] };
 }
 
+/** A linear layer [N, in] -> [N, out] with a rank-r LoRA pair (frozen W; x, A and B get gradients). */
+function loraCase(N: number, inDim: number, out: number, r: number): Case {
+  return {
+    kernel: "lora linear fwd+bwd",
+    shape: [N, inDim],
+    outShape: [N, out],
+    op: (x, w, a, b) => linear(x, { weight: w as tf.Tensor2D, lora: new Map([["t", { a: a as tf.Tensor2D, b: b as tf.Tensor2D, scale: 2 }]]) }, "t"),
+    inputs: () => [normal([N, inDim], 6), normal([out, inDim], 7, 0, 0.05), normal([r, inDim], 8, 0, 0.05), normal([out, r], 10, 0, 0.05)],
+    wrt: [0, 2, 3],
+  };
+}
+
 /** The op's output and the gradients of its differentiable inputs for the cotangent dy. */
 function forwardBackward(c: Case, xs: tf.Tensor[], dy: tf.Tensor): tf.Tensor[] {
   const f = (...ws: tf.Tensor[]) => c.op(...xs.map((x, i) => (c.wrt.includes(i) ? ws[c.wrt.indexOf(i)] : x)));
@@ -67,7 +82,7 @@ async function dispatchesOf(fused: boolean, f: () => tf.Tensor[]): Promise<numbe
 
 async function check(c: Case): Promise<KernelCheck> {
   const xs = c.inputs();
-  const dy = normal(c.shape, 9);
+  const dy = normal(c.outShape ?? c.shape, 9);
   const run = () => forwardBackward(c, xs, dy);
   const { fused, ops } = bothPaths(run);
   const value_err = await relativeError(fused[0], ops[0]);
@@ -79,15 +94,15 @@ async function check(c: Case): Promise<KernelCheck> {
   const ops_ms = await timePath(false, run);
   tf.dispose([...xs, dy]);
   const note = `dispatches fwd ${counts[0]} vs ${counts[1]}, fwd+bwd ${counts[2]} vs ${counts[3]}`;
-  return { kernel: c.kernel, shape: c.shape.join("x"), value_err, grad_err, fused_ms, ops_ms, note };
+  return { kernel: c.kernel, shape: [...c.shape, ...(c.outShape ? [c.outShape[c.outShape.length - 1]] : [])].join("x"), value_err, grad_err, fused_ms, ops_ms, note };
 }
 
 /** Checks at Qwen2-0.5B shapes (B4 x T512: 2,048 tokens, hidden 896, 14/2 heads of 64, intermediate 4,864) or small ones. */
 export async function checks(big: boolean): Promise<KernelCheck[]> {
   ensureGradients();
   const cases = big
-    ? [rmsNormCase([2048, 896]), rmsNormCase([4, 512, 14, 64]), ropeCase([4, 512, 14, 64]), ropeCase([4, 512, 2, 64]), swigluCase([2048, 4864])]
-    : [rmsNormCase([64, 200]), rmsNormCase([2, 16, 4, 32]), ropeCase([2, 16, 4, 32]), ropeCase([2, 16, 2, 32]), swigluCase([64, 344])];
+    ? [rmsNormCase([2048, 896]), rmsNormCase([4, 512, 14, 64]), ropeCase([4, 512, 14, 64]), ropeCase([4, 512, 2, 64]), swigluCase([2048, 4864]), loraCase(2048, 896, 896, 16), loraCase(2048, 896, 4864, 16), loraCase(2048, 4864, 896, 16)]
+    : [rmsNormCase([64, 200]), rmsNormCase([2, 16, 4, 32]), ropeCase([2, 16, 4, 32]), ropeCase([2, 16, 2, 32]), swigluCase([64, 344]), loraCase(130, 96, 200, 4)];
   const out: KernelCheck[] = [];
   for (const c of cases) out.push(await check(c));
   return out;

@@ -10,6 +10,7 @@ import { rotaryTables } from "./rope.js";
 import { fusedKernelsActive } from "../backend/webgpu/fused.js";
 import { rmsNormFused } from "../backend/webgpu/layer-kernels.js";
 import { ropeFused, swigluFused } from "../backend/webgpu/rope-swiglu.js";
+import { loraLinearFused } from "../backend/webgpu/lora-linear.js";
 
 /** Attention scores held at once (B·heads·queries·keys) before queries are split into chunks. */
 const CHUNK_SCORES = 1 << 24;
@@ -106,10 +107,17 @@ export function linear(x: tf.Tensor, l: Linear, adapter?: string | null): tf.Ten
   const shape = x.shape;
   const inDim = shape[shape.length - 1];
   const x2 = tf.reshape(x, [-1, inDim]) as tf.Tensor2D;
-  let y: tf.Tensor = matMulWeightT(x2, l.weight);
-  if (l.bias) y = tf.add(y, l.bias);
   const pair = adapter ? l.lora?.get(adapter) : undefined;
-  if (pair) y = tf.add(y, tf.mul(matMulWeightT(matMulWeightT(x2, pair.a), pair.b), pair.scale));
+  let y: tf.Tensor;
+  if (pair && fusedKernelsActive()) {
+    // base and LoRA products in one kernel, the LoRA term added onto the base by the GEMM itself
+    y = loraLinearFused(x2, l.weight, pair.a, pair.b, pair.scale);
+    if (l.bias) y = tf.add(y, l.bias);
+  } else {
+    y = matMulWeightT(x2, l.weight);
+    if (l.bias) y = tf.add(y, l.bias);
+    if (pair) y = tf.add(y, tf.mul(matMulWeightT(matMulWeightT(x2, pair.a), pair.b), pair.scale));
+  }
   return tf.reshape(y, [...shape.slice(0, -1), l.weight.shape[0]]);
 }
 

@@ -107,8 +107,22 @@ export function planGemm(s: GemmShape): GemmPlan | null {
   return { tile, slices };
 }
 
+/**
+ * What a product does with its result: scale it by `alpha` and, with `accumulate`, add it to what the output
+ * buffer holds (C = alpha·A·B + C), so a LoRA branch adds onto the base product without an Add kernel.
+ */
+export interface GemmEpilogue {
+  alpha: number;
+  accumulate: boolean;
+}
+
+const PLAIN: GemmEpilogue = { alpha: 1, accumulate: false };
+
 /** WGSL of one tile shape and transpose case; M, N, K, the slice length and batch strides are uniforms. */
-function gemmProgram(s: GemmShape, plan: GemmPlan, outShape: number[]): Program {
+function gemmProgram(s: GemmShape, plan: GemmPlan, outShape: number[], ep: GemmEpilogue): Program {
+  // partial products of a split K are written raw; the slice sum applies the epilogue
+  const raw = plan.slices > 1;
+  const epilogue = (v: string, at: string) => (raw ? v : `${ep.alpha === 1 ? v : `uniforms.alpha * ${v}`}${ep.accumulate ? ` + result[${at}]` : ""}`);
   const { BM, BN, TM, TN, BK } = plan.tile;
   const WX = BN / TN;
   const WY = BM / TM;
@@ -168,13 +182,13 @@ function gemmProgram(s: GemmShape, plan: GemmPlan, outShape: number[]): Program 
       store.push(`  if (m < M) {`);
       for (let j = 0; j < GJ; j++) {
         store.push(`    { let n = n0 + 4u * (tx + ${WX * j}u); let o = cOff + m * N + n;`);
-        for (let q = 0; q < 4; q++) store.push(`      if (n + ${q}u < N) { result[o + ${q}u] = c${r}_${j}[${q}]; }`);
+        for (let q = 0; q < 4; q++) store.push(`      if (n + ${q}u < N) { result[o + ${q}u] = ${epilogue(`c${r}_${j}[${q}]`, `o + ${q}u`)}; }`);
         store.push(`    }`);
       }
       store.push(`  } }`);
     }
   }
-  const key = `t2s_gemm_${plan.tile.name}_${s.transposeA ? "t" : "n"}${s.transposeB ? "t" : "n"}`;
+  const key = `t2s_gemm_${plan.tile.name}_${s.transposeA ? "t" : "n"}${s.transposeB ? "t" : "n"}${raw ? "_raw" : `${ep.alpha === 1 ? "" : "_alpha"}${ep.accumulate ? "_acc" : ""}`}`;
   return {
     variableNames: ["A", "B"],
     outputShape: outShape,
@@ -182,7 +196,7 @@ function gemmProgram(s: GemmShape, plan: GemmPlan, outShape: number[]): Program 
     dispatchLayout: { x: [0] },
     dispatch: [Math.ceil(s.N / BN), Math.ceil(s.M / BM), s.batch * plan.slices],
     workgroupSize: [NT, 1, 1],
-    uniforms: "M : i32, N : i32, K : i32, sliceK : i32, slices : i32, aStride : i32, bStride : i32,",
+    uniforms: "M : i32, N : i32, K : i32, sliceK : i32, slices : i32, aStride : i32, bStride : i32, alpha : f32,",
     getUserCode: () => `
       var<workgroup> As : array<vec4<f32>, ${(BK * BM) / 4}>;
       var<workgroup> Bs : array<vec4<f32>, ${(BK * BN) / 4}>;
@@ -241,27 +255,37 @@ function gemmProgram(s: GemmShape, plan: GemmPlan, outShape: number[]): Program 
   };
 }
 
-/** Sums `slices` partial products [slices, M·N] into the output. */
-function sliceSumProgram(size: number, slices: number): Program {
+/** Sums `slices` partial products [slices, M·N] into the output, with the product's epilogue. */
+function sliceSumProgram(size: number, slices: number, ep: GemmEpilogue): Program {
   const terms = Array.from({ length: slices }, (_, s) => `P[index + ${s} * uniforms.size]`).join(" + ");
-  return elementwise([size], `t2s_gemm_slice_sum_${slices}`, ["P"], "", `result[index] = ${terms};`);
+  return elementwise([size], `t2s_gemm_slice_sum_${slices}${ep.accumulate ? "_acc" : ""}`, ["P"], "alpha : f32,", `result[index] = uniforms.alpha * (${terms})${ep.accumulate ? " + result[index]" : ""};`);
 }
 
-/** C = op(A) · op(B) for rank-3 A and B (batch first) through the kit's kernel; returns C [batch, M, N]. */
-export function runGemm(a: tf.TensorInfo, b: tf.TensorInfo, s: GemmShape): tf.TensorInfo {
+/** The plan of a product the kit's kernel must run whatever its shape (a fused op's): medium tiles at least. */
+export function anyPlan(s: GemmShape): GemmPlan {
+  return planGemm(s) ?? { tile: TILES.medium, slices: 1 };
+}
+
+/**
+ * C = alpha · op(A) · op(B) (+ C with `into`, which must be a [batch, M, N] buffer the caller owns) for
+ * rank-3 A and B (batch first) through the kit's kernel; returns C [batch, M, N].
+ */
+export function runGemm(a: tf.TensorInfo, b: tf.TensorInfo, s: GemmShape, ep: GemmEpilogue = PLAIN, into?: tf.TensorInfo): tf.TensorInfo {
   const gpu = webgpuBackend();
-  const plan = planGemm(s);
-  if (!plan) throw new Error("runGemm: no plan for this shape (call it only when planGemm returns one)");
+  const plan = anyPlan(s);
   const sliceK = Math.ceil(Math.ceil(s.K / plan.slices) / plan.tile.BK) * plan.tile.BK;
   const slices = Math.ceil(s.K / sliceK);
   const used = { ...plan, slices };
+  if (ep.accumulate && !into) throw new Error("runGemm: accumulate needs the output to add to");
   const uniforms: Uniform[] = [s.M, s.N, s.K, sliceK, slices, s.aBroadcast ? 0 : s.M * s.K, s.bBroadcast ? 0 : s.K * s.N].map((v) => ({ type: "int32" as const, data: [v] }));
-  if (slices === 1) return gpu.runWebGPUProgram(gemmProgram(s, used, [s.batch, s.M, s.N]), [a, b], "float32", uniforms);
-  const partial = gpu.runWebGPUProgram(gemmProgram(s, used, [slices, s.M, s.N]), [a, b], "float32", uniforms);
+  uniforms.push({ type: "float32", data: [ep.alpha] });
+  if (slices === 1) return gpu.runWebGPUProgram(gemmProgram(s, used, [s.batch, s.M, s.N], ep), [a, b], "float32", uniforms, into);
+  const partial = gpu.runWebGPUProgram(gemmProgram(s, used, [slices, s.M, s.N], ep), [a, b], "float32", uniforms);
   const size = s.M * s.N;
-  const sum = gpu.runWebGPUProgram(sliceSumProgram(size, slices), [viewAs(partial, [slices * size])], "float32");
+  const out = into ? viewAs(into, [size]) : undefined;
+  const sum = gpu.runWebGPUProgram(sliceSumProgram(size, slices, ep), [viewAs(partial, [slices * size])], "float32", [{ type: "float32", data: [ep.alpha] }], out);
   gpu.disposeData(partial.dataId);
-  return viewAs(sum, [1, s.M, s.N]);
+  return into ?? viewAs(sum, [1, s.M, s.N]);
 }
 
 type KernelFunc = (args: { inputs: tf.NamedTensorInfoMap; backend: tf.KernelBackend; attrs?: tf.NamedAttrMap }) => tf.TensorInfo | tf.TensorInfo[];
