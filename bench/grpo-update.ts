@@ -87,17 +87,20 @@ async function main(): Promise<void> {
   const tokens = episodes.flat().reduce((a, e) => a + e.rows[0].ids.length, 0);
   process.stderr.write(`backend ${choice.backend}; ${episodes.flat().length} episodes, ${tokens} tokens; ${steps} timed steps after 1 warm-up\n`);
   const times: number[] = [];
+  // the rollouts are fixed, so the same seed gives the same trajectory: fused and ops runs can be compared
+  const trajectory: Array<{ loss: number; grad_norm: number }> = [];
   let microBatches = 0;
   for (let i = 0; i <= steps; i++) {
     const rec = await trainer.step();
     if (i > 0) times.push(rec.train_time_s as number);
     microBatches = rec.micro_batches as number;
-    process.stderr.write(`step ${i}: update ${rec.train_time_s} s\n`);
+    trajectory.push({ loss: rec.loss as number, grad_norm: rec.grad_norm as number });
+    process.stderr.write(`step ${i}: update ${rec.train_time_s} s, loss ${(rec.loss as number).toExponential(6)}, grad norm ${(rec.grad_norm as number).toExponential(6)}\n`);
   }
   const profile = process.argv.includes("--profile") ? printProfile("grpo-update", await profileStep(() => trainer.step())) : null;
   trainer.dispose();
   const s = median(times);
-  const summary = { backend: choice.backend, episodes: episodes.flat().length, tokens, micro_batches: microBatches, seconds_per_update: Number(s.toFixed(3)), tokens_per_s: Math.round(tokens / s), profile, tensors_after: tf.memory().numTensors };
+  const summary = { backend: choice.backend, episodes: episodes.flat().length, tokens, micro_batches: microBatches, seconds_per_update: Number(s.toFixed(3)), tokens_per_s: Math.round(tokens / s), trajectory, profile, tensors_after: tf.memory().numTensors };
   if (process.argv.includes("--json")) process.stdout.write(JSON.stringify(summary) + "\n");
   else printTable(["backend", "episodes", "tokens", "micro-batches", "s/update", "tokens/s"], [[summary.backend, String(summary.episodes), String(tokens), String(microBatches), String(summary.seconds_per_update), String(summary.tokens_per_s)]]);
 }
