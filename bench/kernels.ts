@@ -19,6 +19,7 @@ const TOLERANCE = 1e-3;
 const GROUPS: Record<string, () => Promise<{ checks(big: boolean): Promise<KernelCheck[]> }>> = {
   matmul: () => import("./kernels/matmul.js"),
   layers: () => import("./kernels/layers.js"),
+  logprob: () => import("./kernels/logprob.js"),
 };
 
 async function main(): Promise<void> {
