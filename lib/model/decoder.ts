@@ -7,6 +7,7 @@ import { tf } from "../backend/tf.js";
 import type { ModelConfig } from "./config.js";
 import { matMulWeightT, prefersPlainMatMul } from "./layout.js";
 import { rotaryTables } from "./rope.js";
+import { attentionFused } from "../backend/webgpu/attention-train.js";
 import { fusedKernelsActive } from "../backend/webgpu/fused.js";
 import { rmsNormFused } from "../backend/webgpu/layer-kernels.js";
 import { ropeFused, swigluFused } from "../backend/webgpu/rope-swiglu.js";
@@ -186,7 +187,10 @@ export function decoderStep(
   const { cos, sin } = rotaryTables(input.positions.flat(), invFreq);
   const cosT = tf.tensor(cos, [B, T, 1, hd]);
   const sinT = tf.tensor(sin, [B, T, 1, hd]);
-  const bias = attentionBias(valid, past, T);
+  // the fused WebGPU kernel masks from the [B, S] key mask itself; the ops path adds a [B, 1, T, S] bias
+  const fusedAttention = !shared && fusedKernelsActive();
+  const keyMask = fusedAttention ? tf.tensor2d(valid.map((row) => row.map((v) => (v ? 1 : 0))), [B, past + T]) : null;
+  const bias = fusedAttention ? null : attentionBias(valid, past, T);
   const scale = 1 / Math.sqrt(hd);
   const rot = rotateHalfMatrix(hd);
   let x: tf.Tensor = tf.gather(w.embed, tf.tensor2d(input.ids, [B, T], "int32"));
@@ -216,12 +220,13 @@ export function decoderStep(
         vv = tf.concat([cache.values[i], vv], 2);
       }
       // keys laid out [B, KV, hd, S] where a transposed matmul is slow (see layout.ts)
-      const kT = plain ? tf.transpose(kk, [0, 1, 3, 2]) : null;
+      const kT = plain && !keyMask ? tf.transpose(kk, [0, 1, 3, 2]) : null;
       const pieces: tf.Tensor[] = [];
-      for (let t0 = 0; t0 < T; t0 += chunk) {
+      if (keyMask) pieces.push(attentionFused(q, kk, vv, keyMask, past, scale));
+      else for (let t0 = 0; t0 < T; t0 += chunk) {
         const tc = Math.min(chunk, T - t0);
         const qc = tc === T ? q : tf.slice(q, [0, 0, t0, 0], [B, H, tc, hd]);
-        const bc = tc === T ? bias : tf.slice(bias, [0, 0, t0, 0], [B, 1, tc, S]);
+        const bc = tc === T ? bias! : tf.slice(bias!, [0, 0, t0, 0], [B, 1, tc, S]);
         // queries of the G heads sharing one kv head are stacked, so k and v are never repeated in memory;
         // [B, KV, G*tc, S] is laid out as [B, H, tc, S], so the mask broadcasts over heads in rank 4
         const qg = tf.reshape(qc, [B, KV, G * tc, hd]);
