@@ -146,7 +146,7 @@ export function rotate(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor, rot: tf.Ten
 }
 
 /** Additive attention bias [B, 1, T, S]: 0 where query t may see key s, a large negative otherwise. */
-function attentionBias(valid: boolean[][], past: number, t: number): tf.Tensor {
+export function attentionBias(valid: boolean[][], past: number, t: number): tf.Tensor {
   const b = valid.length;
   const s = past + t;
   const bias = new Float32Array(b * t * s);
@@ -238,10 +238,7 @@ export function decoderStep(
           pieces.push(attendOneRow(qg, kT, vv, bc, { H, KV, G, tc, hd, scale }));
           continue;
         }
-        const raw = kT ? tf.matMul(qg, kT) : tf.matMul(qg, kk, false, true);
-        const scores = tf.add(tf.reshape(tf.mul(raw, scale), [B, H, tc, S]), bc);
-        const probs = tf.reshape(tf.softmax(scores, -1), [B, KV, G * tc, S]);
-        pieces.push(tf.reshape(tf.matMul(probs, vv), [B, H, tc, hd]));
+        pieces.push(attendChunk(qg, kT ?? kk, kT !== null, vv, bc, scale));
       }
       const ctx = pieces.length === 1 ? pieces[0] : tf.concat(pieces, 2);
       const merged = tf.reshape(tf.transpose(ctx, [0, 2, 1, 3]), [B, T, H * hd]);
@@ -262,6 +259,22 @@ export function decoderStep(
   const logits = linear(x, { weight: head });
   if (shared) shared.refs++;
   return { logits, cache: shared ? { keys, values, valid, shared } : { keys, values, valid } };
+}
+
+/**
+ * The ops path's attention of one query chunk qg [B, KV, G·tc, hd] (the G heads of a kv head stacked) over
+ * keys [B, KV, S, hd] (or [B, KV, hd, S] when `keysTransposed`) and values [B, KV, S, hd], with the bias
+ * [B, 1, tc, S]: the context [B, H, tc, hd]. [B, KV, G·tc, S] is laid out as [B, H, tc, S], so the bias
+ * broadcasts over heads in rank 4.
+ */
+export function attendChunk(qg: tf.Tensor, keys: tf.Tensor, keysTransposed: boolean, vv: tf.Tensor, bias: tf.Tensor, scale: number): tf.Tensor {
+  const [B, KV, Gtc, hd] = qg.shape;
+  const [, , tc, S] = bias.shape;
+  const H = (KV * Gtc) / tc;
+  const raw = keysTransposed ? tf.matMul(qg, keys) : tf.matMul(qg, keys, false, true);
+  const scores = tf.add(tf.reshape(tf.mul(raw, scale), [B, H, tc, S]), bias);
+  const probs = tf.reshape(tf.softmax(scores, -1), [B, KV, Gtc, S]);
+  return tf.reshape(tf.matMul(probs, vv), [B, H, tc, hd]);
 }
 
 /** Kv head j of t [B, KV, R, C] as one 2-D matrix [B·R, C] (every row's slice of that head, stacked). */

@@ -16,6 +16,7 @@ import { tf } from "../../lib/backend/tf.js";
 import { ensureGradients } from "../../lib/backend/gradients.js";
 import { attentionFused } from "../../lib/backend/webgpu/attention-train.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
+import { attendChunk, attentionBias } from "../../lib/model/decoder.js";
 import { randomModel, tinyConfig } from "../../lib/model/random-model.js";
 import { ModelTrainable } from "../../lib/train/trainable-model.js";
 
@@ -72,18 +73,10 @@ function seesAny(c: Case): Float32Array {
   return out;
 }
 
-/** The decoder's ops-path attention (bias, softmax, two batched matmuls), with query rows that see no key zeroed. */
+/** The decoder's ops-path attention (lib/model/decoder.ts), with query rows that see no key zeroed. */
 function opsAttention(c: Case, q: tf.Tensor, k: tf.Tensor, v: tf.Tensor): tf.Tensor {
   const { B, H, KV, T, past, hd } = c;
-  const S = past + T;
-  const G = H / KV;
-  const bias = new Float32Array(B * T * S);
-  for (let b = 0; b < B; b++) for (let t = 0; t < T; t++) for (let s = 0; s < S; s++) bias[(b * T + t) * S + s] = c.valid[b][s] && s <= past + t ? 0 : -1e9;
-  const qg = tf.reshape(q, [B, KV, G * T, hd]);
-  const raw = tf.matMul(qg, k, false, true);
-  const scores = tf.add(tf.reshape(tf.mul(raw, 1 / Math.sqrt(hd)), [B, H, T, S]), tf.tensor(bias, [B, 1, T, S]));
-  const probs = tf.reshape(tf.softmax(scores, -1), [B, KV, G * T, S]);
-  const ctx = tf.reshape(tf.matMul(probs, v), [B, H, T, hd]);
+  const ctx = attendChunk(tf.reshape(q, [B, KV, (H / KV) * T, hd]), k, false, v, attentionBias(c.valid, past, T), 1 / Math.sqrt(hd));
   return tf.mul(ctx, tf.tensor(seesAny(c), [B, 1, T, 1]));
 }
 
