@@ -20,6 +20,7 @@ const GROUPS: Record<string, () => Promise<{ checks(big: boolean): Promise<Kerne
   matmul: () => import("./kernels/matmul.js"),
   layers: () => import("./kernels/layers.js"),
   logprob: () => import("./kernels/logprob.js"),
+  attention: () => import("./kernels/attention.js"),
 };
 
 async function main(): Promise<void> {
