@@ -212,7 +212,9 @@ export function decoderStep(
         q = rmsNorm(q, l.qNorm, c.rmsNormEps);
         k = rmsNorm(k, l.kNorm, c.rmsNormEps);
       }
-      q = tf.transpose(rotate(q, cosT, sinT, rot), [0, 2, 1, 3]);
+      // the fused kernel reads the queries token-major ([B, T, H, hd]) and gives the context so: no transposes
+      q = rotate(q, cosT, sinT, rot);
+      if (!keyMask) q = tf.transpose(q, [0, 2, 1, 3]);
       let kk = tf.transpose(rotate(k, cosT, sinT, rot), [0, 2, 1, 3]) as tf.Tensor4D;
       let vv = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
       if (cache && ownPast) {
@@ -222,7 +224,7 @@ export function decoderStep(
       // keys laid out [B, KV, hd, S] where a transposed matmul is slow (see layout.ts)
       const kT = plain && !keyMask ? tf.transpose(kk, [0, 1, 3, 2]) : null;
       const pieces: tf.Tensor[] = [];
-      if (keyMask) pieces.push(attentionFused(q, kk, vv, keyMask, past, scale));
+      if (keyMask) pieces.push(attentionFused(q, kk, vv, keyMask, past, scale, { tokenMajor: true }));
       else for (let t0 = 0; t0 < T; t0 += chunk) {
         const tc = Math.min(chunk, T - t0);
         const qc = tc === T ? q : tf.slice(q, [0, 0, t0, 0], [B, H, tc, hd]);
@@ -241,7 +243,7 @@ export function decoderStep(
         pieces.push(attendChunk(qg, kT ?? kk, kT !== null, vv, bc, scale));
       }
       const ctx = pieces.length === 1 ? pieces[0] : tf.concat(pieces, 2);
-      const merged = tf.reshape(tf.transpose(ctx, [0, 2, 1, 3]), [B, T, H * hd]);
+      const merged = tf.reshape(keyMask ? ctx : tf.transpose(ctx, [0, 2, 1, 3]), [B, T, H * hd]);
       let y = tf.add(x, linear(merged, l.o, adapter));
       const h2 = rmsNorm(y, l.postNorm, c.rmsNormEps);
       const gate = linear(h2, l.gate, adapter);

@@ -47,6 +47,8 @@ export interface AttentionDims {
   T: number;
   S: number;
   hd: number;
+  /** q, the context and their gradients laid out [B, T, H, hd] (the decoder's own layout) instead of [B, H, T, hd]. */
+  tokenMajor: boolean;
 }
 
 const SHAPE_UNIFORMS = "B : i32, H : i32, KV : i32, T : i32, S : i32, past : i32, scale : f32,";
@@ -56,15 +58,26 @@ function shapeUniforms(d: AttentionDims, past: number, scale: number): Uniform[]
   return [i(d.B), i(d.H), i(d.KV), i(d.T), i(d.S), i(past), { type: "float32", data: [scale] }];
 }
 
-/** WGSL shared by the kernels: indices into q/k/v (as vec4 rows) and the visibility rule. */
-function preamble(hd: number): string {
+/** What the compiled pipeline depends on besides the input ranks and dtypes (tfjs adds those to the key). */
+function keyOf(name: string, d: AttentionDims, step: number): string {
+  return `t2s_attention_${name}_${d.hd}_${step}_${d.tokenMajor ? "bthd" : "bhtd"}`;
+}
+
+/**
+ * WGSL shared by the kernels. A query row (b, h, t) is row qRow(b, h, t) of q, dO, the context and dq
+ * (in their layout), and the lse and D of that row sit at the same index.
+ */
+function preamble(d: AttentionDims): string {
   return `
-      const HD4 = ${hd / 4};
-      const HD = ${hd};
-      fn rowsOfHead(b : i32, h : i32) -> i32 { return (b * uniforms.H + h) * uniforms.T; }
+      const HD4 = ${d.hd / 4};
+      const HD = ${d.hd};
+      fn qRow(b : i32, h : i32, t : i32) -> i32 {
+        ${d.tokenMajor ? "return (b * uniforms.T + t) * uniforms.H + h;" : "return (b * uniforms.H + h) * uniforms.T + t;"}
+      }
       fn rowsOfKv(b : i32, kv : i32) -> i32 { return (b * uniforms.KV + kv) * uniforms.S; }
       // query rows of all heads (B·H·T): where the second part of a packed buffer starts, in rows
       fn allRows() -> i32 { return uniforms.B * uniforms.H * uniforms.T; }
+      fn keySeen(b : i32, s : i32) -> bool { return s < uniforms.S && f32(Mask[b * uniforms.S + s]) > 0.5; }
       // loop bounds computed from workgroupId (a private variable) are not uniform to the compiler; one
       // thread's copy read back with workgroupUniformLoad is
       var<workgroup> boundShared : i32;
@@ -74,30 +87,59 @@ function preamble(hd: number): string {
       }`;
 }
 
+/** WGSL: the K and V rows k0..k0+BK-1 of kv head base (zeros past S) and their key mask into workgroup memory. */
+function loadKeyTile(threads: number): string {
+  return `
+          for (var i = lane; i < BK * HD4; i += ${threads}) {
+            let s = k0 + i / HD4;
+            var kx = vec4<f32>(0.0);
+            var vx = vec4<f32>(0.0);
+            if (s < uniforms.S) {
+              let at = (kvBase + s) * HD4 + i % HD4;
+              kx = K[at];
+              vx = V[at];
+            }
+            kt[i] = kx;
+            vt[i] = vx;
+          }
+          for (var j = lane; j < BK; j += ${threads}) {
+            seen[j] = select(0.0, 1.0, keySeen(b, k0 + j));
+          }`;
+}
+
+/** WGSL: the scores of this thread's query (q, scaled) against keys j0..j0+3 of the tile: four independent sums. */
+const SCORES4 = `
+              var s4 = vec4<f32>(0.0);
+              for (var c = 0; c < HD4; c++) {
+                let qc = q[c];
+                s4 += vec4<f32>(dot(qc, kt[j0 * HD4 + c]), dot(qc, kt[(j0 + 1) * HD4 + c]), dot(qc, kt[(j0 + 2) * HD4 + c]), dot(qc, kt[(j0 + 3) * HD4 + c]));
+              }
+              let key4 = vec4<i32>(k0 + j0) + vec4<i32>(0, 1, 2, 3);
+              let vis4 = (vec4<f32>(seen[j0], seen[j0 + 1], seen[j0 + 2], seen[j0 + 3]) > vec4<f32>(0.5)) & (key4 <= vec4<i32>(myPos));`;
+
 /**
  * Forward: one workgroup per (query tile, head, batch row), one thread per query row. Writes the packed
- * buffer [context [B, H, T, hd] | lse [B, H, T]].
+ * buffer [context (q's layout) | lse [B·H·T]].
  */
-function forwardProgram(d: AttentionDims, maskType: string): VectorProgram {
+function forwardProgram(d: AttentionDims): VectorProgram {
   const { B, H, T, hd } = d;
-  const N = B * H * T;
   const BK = keyStep(hd);
   return {
     variableNames: ["Q", "K", "V", "Mask"],
     variableComponents: [4, 4, 4, 1],
-    outputShape: [N * hd + N],
-    shaderKey: `t2s_attention_fwd_${hd}_${BK}_${maskType}`,
+    outputShape: [B * H * T * (hd + 1)],
+    shaderKey: keyOf("fwd", d, BK),
     dispatchLayout: { x: [0] },
     dispatch: [Math.ceil(T / QUERY_TILE), H, B],
     workgroupSize: [QUERY_TILE, 1, 1],
     uniforms: SHAPE_UNIFORMS,
-    getUserCode: () => `${preamble(hd)}
+    getUserCode: () => `${preamble(d)}
       const BK = ${BK};
       const SC = ${BK + 1};
       var<workgroup> kt : array<vec4<f32>, ${BK * (hd / 4)}>;
       var<workgroup> vt : array<vec4<f32>, ${BK * (hd / 4)}>;
       var<workgroup> seen : array<f32, ${BK}>;
-      // each thread's scores of the current key tile (padded rows: no bank conflicts)
+      // each thread's scores of the current key tile (rows padded by one: no bank conflicts)
       var<workgroup> sc : array<f32, ${QUERY_TILE * (BK + 1)}>;
       fn main(index : i32) {
         let lane = i32(localId.x);
@@ -108,62 +150,43 @@ function forwardProgram(d: AttentionDims, maskType: string): VectorProgram {
         let live = t < uniforms.T;
         let kvBase = rowsOfKv(b, h / (uniforms.H / uniforms.KV));
         let myPos = uniforms.past + t;
+        let row = qRow(b, h, t);
         var q : array<vec4<f32>, HD4>;
         var acc : array<vec4<f32>, HD4>;
-        let qRow = (rowsOfHead(b, h) + t) * HD4;
         for (var c = 0; c < HD4; c++) {
-          if (live) { q[c] = Q[qRow + c] * uniforms.scale; } else { q[c] = vec4<f32>(0.0); }
+          if (live) { q[c] = Q[row * HD4 + c] * uniforms.scale; } else { q[c] = vec4<f32>(0.0); }
           acc[c] = vec4<f32>(0.0);
         }
         var m = -3.0e38;
         var l = 0.0;
-        // keys past the last query's position are masked for the whole tile (the bound is uniform)
+        // keys past the last query's position are masked for the whole tile: the loop stops there
         let kEnd = uniformBound(min(uniforms.S, uniforms.past + min(t0 + ${QUERY_TILE}, uniforms.T)));
         for (var k0 = 0; k0 < kEnd; k0 += BK) {
           workgroupBarrier();
-          for (var i = lane; i < BK * HD4; i += ${QUERY_TILE}) {
-            let s = k0 + i / HD4;
-            if (s < uniforms.S) {
-              let at = (kvBase + s) * HD4 + i % HD4;
-              kt[i] = K[at];
-              vt[i] = V[at];
-            }
-          }
-          for (var j = lane; j < BK; j += ${QUERY_TILE}) {
-            var ok = 0.0;
-            if (k0 + j < uniforms.S && f32(Mask[b * uniforms.S + k0 + j]) > 0.5) { ok = 1.0; }
-            seen[j] = ok;
-          }
+          ${loadKeyTile(QUERY_TILE)}
           workgroupBarrier();
           var tileMax = -3.0e38;
-          for (var j = 0; j < BK; j++) {
-            var s = -3.0e38;
-            if (seen[j] > 0.5 && k0 + j <= myPos) {
-              var dotv = 0.0;
-              for (var c = 0; c < HD4; c++) { dotv += dot(q[c], kt[j * HD4 + c]); }
-              s = dotv;
-              tileMax = max(tileMax, s);
-            }
-            sc[lane * SC + j] = s;
+          for (var j0 = 0; j0 < BK; j0 += 4) {
+            ${SCORES4}
+            let masked = select(vec4<f32>(-3.0e38), s4, vis4);
+            tileMax = max(tileMax, max(max(masked.x, masked.y), max(masked.z, masked.w)));
+            for (var e = 0; e < 4; e++) { sc[lane * SC + j0 + e] = masked[e]; }
           }
           if (tileMax > -1.0e38) {
             let mNew = max(m, tileMax);
             let corr = exp(m - mNew);
             l = l * corr;
             for (var c = 0; c < HD4; c++) { acc[c] = acc[c] * corr; }
+            // a masked score (-3e38) gives exactly 0 here, without a branch
             for (var j = 0; j < BK; j++) {
-              let s = sc[lane * SC + j];
-              if (s > -1.0e38) {
-                let p = exp(s - mNew);
-                l += p;
-                for (var c = 0; c < HD4; c++) { acc[c] += p * vt[j * HD4 + c]; }
-              }
+              let p = exp(sc[lane * SC + j] - mNew);
+              l += p;
+              for (var c = 0; c < HD4; c++) { acc[c] += p * vt[j * HD4 + c]; }
             }
             m = mNew;
           }
         }
         if (live) {
-          let row = rowsOfHead(b, h) + t;
           var inv = 0.0;
           var lse = 0.0;
           if (l > 0.0) {
@@ -197,20 +220,19 @@ function rowStatsProgram(d: AttentionDims): Program {
 }
 
 /** Backward step 2: dq, one workgroup per (query tile, head, batch row), one thread per query row. */
-function dqProgram(d: AttentionDims, maskType: string): VectorProgram {
+function dqProgram(d: AttentionDims): VectorProgram {
   const { B, H, T, hd } = d;
-  const N = B * H * T;
   const BK = keyStep(hd);
   return {
     variableNames: ["Q", "K", "V", "Mask", "DO", "LD"],
     variableComponents: [4, 4, 4, 1, 4, 1],
-    outputShape: [B, H, T, hd],
-    shaderKey: `t2s_attention_dq_${hd}_${BK}_${maskType}`,
+    outputShape: d.tokenMajor ? [B, T, H, hd] : [B, H, T, hd],
+    shaderKey: keyOf("dq", d, BK),
     dispatchLayout: { x: [0] },
     dispatch: [Math.ceil(T / QUERY_TILE), H, B],
     workgroupSize: [QUERY_TILE, 1, 1],
     uniforms: SHAPE_UNIFORMS,
-    getUserCode: () => `${preamble(hd)}
+    getUserCode: () => `${preamble(d)}
       const BK = ${BK};
       var<workgroup> kt : array<vec4<f32>, ${BK * (hd / 4)}>;
       var<workgroup> vt : array<vec4<f32>, ${BK * (hd / 4)}>;
@@ -223,8 +245,9 @@ function dqProgram(d: AttentionDims, maskType: string): VectorProgram {
         let t = t0 + lane;
         let live = t < uniforms.T;
         let kvBase = rowsOfKv(b, h / (uniforms.H / uniforms.KV));
-        let myPos = uniforms.past + t;
-        let row = rowsOfHead(b, h) + t;
+        // a thread past T has no visible key (myPos < 0), so it adds nothing
+        let myPos = select(-1, uniforms.past + t, live);
+        let row = qRow(b, h, t);
         var q : array<vec4<f32>, HD4>;
         var dout : array<vec4<f32>, HD4>;
         var dq : array<vec4<f32>, HD4>;
@@ -247,32 +270,19 @@ function dqProgram(d: AttentionDims, maskType: string): VectorProgram {
         let kEnd = uniformBound(min(uniforms.S, uniforms.past + min(t0 + ${QUERY_TILE}, uniforms.T)));
         for (var k0 = 0; k0 < kEnd; k0 += BK) {
           workgroupBarrier();
-          for (var i = lane; i < BK * HD4; i += ${QUERY_TILE}) {
-            let s = k0 + i / HD4;
-            if (s < uniforms.S) {
-              let at = (kvBase + s) * HD4 + i % HD4;
-              kt[i] = K[at];
-              vt[i] = V[at];
-            }
-          }
-          for (var j = lane; j < BK; j += ${QUERY_TILE}) {
-            var ok = 0.0;
-            if (k0 + j < uniforms.S && f32(Mask[b * uniforms.S + k0 + j]) > 0.5) { ok = 1.0; }
-            seen[j] = ok;
-          }
+          ${loadKeyTile(QUERY_TILE)}
           workgroupBarrier();
-          if (live) {
-            for (var j = 0; j < BK; j++) {
-              if (seen[j] > 0.5 && k0 + j <= myPos) {
-                var s = 0.0;
-                var dp = 0.0;
-                for (var c = 0; c < HD4; c++) {
-                  s += dot(q[c], kt[j * HD4 + c]);
-                  dp += dot(dout[c], vt[j * HD4 + c]);
-                }
-                let ds = exp(s - lse) * (dp - dsum);
-                for (var c = 0; c < HD4; c++) { dq[c] += ds * kt[j * HD4 + c]; }
-              }
+          for (var j0 = 0; j0 < BK; j0 += 4) {
+            ${SCORES4}
+            var dp4 = vec4<f32>(0.0);
+            for (var c = 0; c < HD4; c++) {
+              let oc = dout[c];
+              dp4 += vec4<f32>(dot(oc, vt[j0 * HD4 + c]), dot(oc, vt[(j0 + 1) * HD4 + c]), dot(oc, vt[(j0 + 2) * HD4 + c]), dot(oc, vt[(j0 + 3) * HD4 + c]));
+            }
+            // select, not a product: exp of a future key's score may overflow
+            let ds4 = select(vec4<f32>(0.0), exp(s4 - vec4<f32>(lse)), vis4) * (dp4 - vec4<f32>(dsum));
+            for (var c = 0; c < HD4; c++) {
+              dq[c] += ds4.x * kt[j0 * HD4 + c] + ds4.y * kt[(j0 + 1) * HD4 + c] + ds4.z * kt[(j0 + 2) * HD4 + c] + ds4.w * kt[(j0 + 3) * HD4 + c];
             }
           }
         }
@@ -291,23 +301,22 @@ function dqProgram(d: AttentionDims, maskType: string): VectorProgram {
  * workgroup per (key tile, head, batch row), one thread per key row, looping over the queries that see
  * the tile. Per query head rather than per kv head, so B·H·S/64 workgroups fill the GPU even with KV = 2.
  */
-function dkvProgram(d: AttentionDims, maskType: string): VectorProgram {
-  const { B, H, T, S, hd } = d;
-  const N = B * H * T;
+function dkvProgram(d: AttentionDims): VectorProgram {
+  const { B, H, S, hd } = d;
   const BQ = queryStep(hd);
   return {
     variableNames: ["Q", "K", "V", "Mask", "DO", "LD"],
     variableComponents: [4, 4, 4, 1, 4, 1],
     outputShape: [2 * B * H * S * hd],
-    shaderKey: `t2s_attention_dkv_${hd}_${BQ}_${maskType}`,
+    shaderKey: keyOf("dkv", d, BQ),
     dispatchLayout: { x: [0] },
     dispatch: [Math.ceil(S / KEY_TILE), H, B],
     workgroupSize: [KEY_TILE, 1, 1],
     uniforms: SHAPE_UNIFORMS,
-    getUserCode: () => `${preamble(hd)}
+    getUserCode: () => `${preamble(d)}
       const BQ = ${BQ};
       var<workgroup> qt : array<vec4<f32>, ${BQ * (hd / 4)}>;
-      var<workgroup> dot_ : array<vec4<f32>, ${BQ * (hd / 4)}>;
+      var<workgroup> gt : array<vec4<f32>, ${BQ * (hd / 4)}>;
       var<workgroup> lseT : array<f32, ${BQ}>;
       var<workgroup> dT : array<f32, ${BQ}>;
       fn main(index : i32) {
@@ -318,9 +327,8 @@ function dkvProgram(d: AttentionDims, maskType: string): VectorProgram {
         let s = s0 + lane;
         let live = s < uniforms.S;
         let kvRow = rowsOfKv(b, h / (uniforms.H / uniforms.KV)) + s;
-        let qBase = rowsOfHead(b, h);
-        var seen = false;
-        if (live) { seen = f32(Mask[b * uniforms.S + s]) > 0.5; }
+        // an invalid key (or a thread past S) is seen by no query: its gradients stay 0
+        let seen = live && keySeen(b, s);
         var k : array<vec4<f32>, HD4>;
         var v : array<vec4<f32>, HD4>;
         var dk : array<vec4<f32>, HD4>;
@@ -342,47 +350,57 @@ function dkvProgram(d: AttentionDims, maskType: string): VectorProgram {
           workgroupBarrier();
           for (var i = lane; i < BQ * HD4; i += ${KEY_TILE}) {
             let t = t0 + i / HD4;
+            var qx = vec4<f32>(0.0);
+            var gx = vec4<f32>(0.0);
             if (t < uniforms.T) {
-              let at = (qBase + t) * HD4 + i % HD4;
-              qt[i] = Q[at];
-              dot_[i] = DO[at];
+              let at = qRow(b, h, t) * HD4 + i % HD4;
+              qx = Q[at];
+              gx = DO[at];
             }
+            qt[i] = qx;
+            gt[i] = gx;
           }
           for (var i = lane; i < BQ; i += ${KEY_TILE}) {
+            var lx = 0.0;
+            var dx = 0.0;
             if (t0 + i < uniforms.T) {
-              lseT[i] = LD[qBase + t0 + i];
-              dT[i] = LD[allRows() + qBase + t0 + i];
+              lx = LD[qRow(b, h, t0 + i)];
+              dx = LD[allRows() + qRow(b, h, t0 + i)];
             }
+            lseT[i] = lx;
+            dT[i] = dx;
           }
           workgroupBarrier();
           if (seen) {
-            let n = min(BQ, uniforms.T - t0);
-            for (var i = 0; i < n; i++) {
-              if (uniforms.past + t0 + i >= s) {
-                var sc = 0.0;
-                var dp = 0.0;
-                for (var c = 0; c < HD4; c++) {
-                  sc += dot(qt[i * HD4 + c], k[c]);
-                  dp += dot(dot_[i * HD4 + c], v[c]);
-                }
-                let p = exp(sc - lseT[i]);
-                let ds = p * (dp - dT[i]);
-                for (var c = 0; c < HD4; c++) {
-                  dv[c] += p * dot_[i * HD4 + c];
-                  dk[c] += ds * qt[i * HD4 + c];
-                }
+            for (var i0 = 0; i0 < BQ; i0 += 4) {
+              var s4 = vec4<f32>(0.0);
+              var dp4 = vec4<f32>(0.0);
+              for (var c = 0; c < HD4; c++) {
+                let kc = k[c];
+                let vc = v[c];
+                s4 += vec4<f32>(dot(qt[i0 * HD4 + c], kc), dot(qt[(i0 + 1) * HD4 + c], kc), dot(qt[(i0 + 2) * HD4 + c], kc), dot(qt[(i0 + 3) * HD4 + c], kc));
+                dp4 += vec4<f32>(dot(gt[i0 * HD4 + c], vc), dot(gt[(i0 + 1) * HD4 + c], vc), dot(gt[(i0 + 2) * HD4 + c], vc), dot(gt[(i0 + 3) * HD4 + c], vc));
+              }
+              let t4 = vec4<i32>(t0 + i0) + vec4<i32>(0, 1, 2, 3);
+              let vis4 = (t4 < vec4<i32>(uniforms.T)) & (vec4<i32>(uniforms.past) + t4 >= vec4<i32>(s));
+              let p4 = select(vec4<f32>(0.0), exp(s4 - vec4<f32>(lseT[i0], lseT[i0 + 1], lseT[i0 + 2], lseT[i0 + 3])), vis4);
+              let ds4 = p4 * (dp4 - vec4<f32>(dT[i0], dT[i0 + 1], dT[i0 + 2], dT[i0 + 3]));
+              for (var c = 0; c < HD4; c++) {
+                dv[c] += p4.x * gt[i0 * HD4 + c] + p4.y * gt[(i0 + 1) * HD4 + c] + p4.z * gt[(i0 + 2) * HD4 + c] + p4.w * gt[(i0 + 3) * HD4 + c];
+                dk[c] += ds4.x * qt[i0 * HD4 + c] + ds4.y * qt[(i0 + 1) * HD4 + c] + ds4.z * qt[(i0 + 2) * HD4 + c] + ds4.w * qt[(i0 + 3) * HD4 + c];
               }
             }
           }
         }
         if (live) {
-          let out = (qBase / uniforms.T * uniforms.S + s) * HD;
+          let out = ((b * uniforms.H + h) * uniforms.S + s) * HD;
+          let half = uniforms.B * uniforms.H * uniforms.S * HD;
           for (var c = 0; c < HD4; c++) {
             let gk = dk[c] * uniforms.scale;
             let gv = dv[c];
             for (var e = 0; e < 4; e++) {
               result[out + c * 4 + e] = gk[e];
-              result[uniforms.B * uniforms.H * uniforms.S * HD + out + c * 4 + e] = gv[e];
+              result[half + out + c * 4 + e] = gv[e];
             }
           }
         }
@@ -409,21 +427,25 @@ function contextProgram(shape: number[]): Program {
           result[index] = W[index];`);
 }
 
-function dimsOf(q: tf.TensorInfo, k: tf.TensorInfo): AttentionDims {
-  const [B, H, T, hd] = q.shape;
+type Attrs = { past: number; scale: number; tokenMajor: boolean };
+
+function dimsOf(q: tf.TensorInfo, k: tf.TensorInfo, tokenMajor: boolean): AttentionDims {
+  const [B, a, c, hd] = q.shape;
   const [, KV, S] = k.shape;
-  return { B, H, KV, T, S, hd };
+  return { B, H: tokenMajor ? c : a, KV, T: tokenMajor ? a : c, S, hd, tokenMajor };
 }
 
-function checkShapes(q: tf.TensorInfo, k: tf.TensorInfo, v: tf.TensorInfo, mask: tf.TensorInfo, past: number): void {
-  const [B, H, T, hd] = q.shape;
-  const [kb, KV, S, khd] = k.shape;
+function checkShapes(q: tf.TensorInfo, k: tf.TensorInfo, v: tf.TensorInfo, mask: tf.TensorInfo, a: Attrs): AttentionDims {
+  const d = dimsOf(q, k, a.tokenMajor);
+  const { B, H, KV, T, S, hd } = d;
   const ok =
-    q.shape.length === 4 && k.shape.length === 4 && v.shape.join() === k.shape.join() && kb === B && khd === hd && H % KV === 0 &&
-    mask.shape.join() === [B, S].join() && hd % 4 === 0 && hd >= 4 && hd <= 128 && past >= 0 && past + T <= S;
+    q.shape.length === 4 && k.shape.length === 4 && v.shape.join() === k.shape.join() && k.shape[0] === B && k.shape[3] === hd && H % KV === 0 &&
+    mask.shape.join() === [B, S].join() && hd % 4 === 0 && hd >= 4 && hd <= 128 && a.past >= 0 && a.past + T <= S;
   if (!ok) {
-    throw new RangeError(`fused attention: bad shapes q ${q.shape} k ${k.shape} v ${v.shape} keyValid ${mask.shape} past ${past} (need q [B,H,T,hd], k and v [B,KV,S,hd], keyValid [B,S], H % KV = 0, hd a multiple of 4 up to 128, past + T <= S)`);
+    const qLayout = a.tokenMajor ? "[B,T,H,hd]" : "[B,H,T,hd]";
+    throw new RangeError(`fused attention: bad shapes q ${q.shape} k ${k.shape} v ${v.shape} keyValid ${mask.shape} past ${a.past} (need q ${qLayout}, k and v [B,KV,S,hd], keyValid [B,S], H % KV = 0, hd a multiple of 4 up to 128, past + T <= S)`);
   }
+  return d;
 }
 
 let registered = false;
@@ -438,10 +460,9 @@ export function registerAttentionKernels(): void {
     kernelFunc: ({ inputs, backend, attrs }) => {
       const gpu = backend as unknown as WebGpuBackendLike;
       const { q, k, v, keyValid } = inputs as Record<string, tf.TensorInfo>;
-      const { past, scale } = attrs as unknown as { past: number; scale: number };
-      checkShapes(q, k, v, keyValid, past);
-      const d = dimsOf(q, k);
-      const packed = gpu.runWebGPUProgram(forwardProgram(d, keyValid.dtype), [q, k, v, keyValid], "float32", shapeUniforms(d, past, scale));
+      const a = attrs as unknown as Attrs;
+      const d = checkShapes(q, k, v, keyValid, a);
+      const packed = gpu.runWebGPUProgram(forwardProgram(d), [q, k, v, keyValid], "float32", shapeUniforms(d, a.past, a.scale));
       const ctx = gpu.runWebGPUProgram(contextProgram(q.shape), [packed], "float32");
       return [ctx, packed];
     },
@@ -452,13 +473,13 @@ export function registerAttentionKernels(): void {
     kernelFunc: ({ inputs, backend, attrs }) => {
       const gpu = backend as unknown as WebGpuBackendLike;
       const { q, k, v, keyValid, packed, dy } = inputs as Record<string, tf.TensorInfo>;
-      const { past, scale } = attrs as unknown as { past: number; scale: number };
-      const d = dimsOf(q, k);
+      const a = attrs as unknown as Attrs;
+      const d = dimsOf(q, k, a.tokenMajor);
       const N = d.B * d.H * d.T;
-      const uniforms = shapeUniforms(d, past, scale);
+      const uniforms = shapeUniforms(d, a.past, a.scale);
       const stats = gpu.runWebGPUProgram(rowStatsProgram(d), [packed, dy], "float32", [{ type: "int32", data: [N] }]);
-      const dq = gpu.runWebGPUProgram(dqProgram(d, keyValid.dtype), [q, k, v, keyValid, dy, stats], "float32", uniforms);
-      const perHead = gpu.runWebGPUProgram(dkvProgram(d, keyValid.dtype), [q, k, v, keyValid, dy, stats], "float32", uniforms);
+      const dq = gpu.runWebGPUProgram(dqProgram(d), [q, k, v, keyValid, dy, stats], "float32", uniforms);
+      const perHead = gpu.runWebGPUProgram(dkvProgram(d), [q, k, v, keyValid, dy, stats], "float32", uniforms);
       const half = d.B * d.H * d.S * d.hd;
       const per: Uniform = { type: "int32", data: [d.S * d.hd] };
       const dk = gpu.runWebGPUProgram(sumHeadsProgram(d), [perHead], "float32", [{ type: "int32", data: [0] }, per]);
@@ -485,11 +506,13 @@ export function registerAttentionKernels(): void {
  * Causal grouped-query attention on the webgpu backend: q [B, H, T, hd] (queries at positions past..past+T-1),
  * k and v [B, KV, S, hd] (S >= past + T), keyValid [B, S] (1 where the key is a real token; float32 or
  * int32). Returns the context [B, H, T, hd]; differentiable in q, k and v. `scale` multiplies q·k (usually
- * 1 / sqrt(hd)).
+ * 1 / sqrt(hd)). With `tokenMajor`, q and the context are [B, T, H, hd] (what the projections give and take,
+ * so the decoder transposes neither).
  */
-export function attentionFused(q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, keyValid: tf.Tensor, past: number, scale: number): tf.Tensor4D {
+export function attentionFused(q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, keyValid: tf.Tensor, past: number, scale: number, opts: { tokenMajor?: boolean } = {}): tf.Tensor4D {
   registerAttentionKernels();
-  const [ctx, packed] = tf.engine().runKernel(ATTENTION, { q, k, v, keyValid }, { past, scale }) as tf.Tensor[];
+  const attrs: Attrs = { past, scale, tokenMajor: opts.tokenMajor ?? false };
+  const [ctx, packed] = tf.engine().runKernel(ATTENTION, { q, k, v, keyValid }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor[];
   // the packed buffer lives on only as the gradient's saved copy (when a tape records)
   packed.dispose();
   return ctx as tf.Tensor4D;
