@@ -16,10 +16,8 @@ import { elementwise, type Program, type Uniform } from "./program.js";
 /** A program whose inputs may be read as vectors (tfjs-backend-webgpu's `variableComponents`). */
 type VectorProgram = Program & { variableComponents: number[] };
 
-/** Query rows per forward / dq workgroup (one thread each). */
-const QUERY_TILE = 64;
-/** Key rows per dk/dv workgroup (one thread each). */
-const KEY_TILE = 64;
+/** Rows per workgroup, one thread each: queries in the forward and dq, keys in dk/dv. */
+const TILE = 64;
 
 /** Keys held in workgroup memory per step of the forward and dq loops: K and V tiles stay within 16 KB. */
 function keyStep(hd: number): number {
@@ -109,37 +107,51 @@ const SCORES4 = `
               let vis4 = (vec4<f32>(seen[j0], seen[j0 + 1], seen[j0 + 2], seen[j0 + 3]) > vec4<f32>(0.5)) & (key4 <= vec4<i32>(myPos));`;
 
 /**
+ * A program of one 64-thread workgroup per (tile, head, batch row): `tiles` tiles along x. `decls` are its
+ * workgroup arrays; `body` runs in main() after lane, tile0 (the tile's first row), h, b and kvBase (the
+ * first row of h's kv head in K and V) are set. The backward programs also read dO and the [lse | D] rows.
+ */
+function tileProgram(d: AttentionDims, name: string, step: number, tiles: number, outputShape: number[], backward: boolean, decls: string, body: string): VectorProgram {
+  return {
+    variableNames: backward ? ["Q", "K", "V", "Mask", "DO", "LD"] : ["Q", "K", "V", "Mask"],
+    variableComponents: backward ? [4, 4, 4, 1, 4, 1] : [4, 4, 4, 1],
+    outputShape,
+    shaderKey: keyOf(name, d, step),
+    dispatchLayout: { x: [0] },
+    dispatch: [tiles, d.H, d.B],
+    workgroupSize: [TILE, 1, 1],
+    uniforms: SHAPE_UNIFORMS,
+    getUserCode: () => `${preamble(d)}
+      ${decls}
+      fn main(index : i32) {
+        let lane = i32(localId.x);
+        let tile0 = i32(workgroupId.x) * ${TILE};
+        let h = i32(workgroupId.y);
+        let b = i32(workgroupId.z);
+        let kvBase = rowsOfKv(b, h / (uniforms.H / uniforms.KV));
+        ${body}
+      }`,
+  };
+}
+
+/**
  * Forward: one workgroup per (query tile, head, batch row), one thread per query row. Writes the packed
  * buffer [context (q's layout) | lse [B·H·T]].
  */
 export function forwardProgram(d: AttentionDims): VectorProgram {
   const { B, H, T, hd } = d;
   const BK = keyStep(hd);
-  return {
-    variableNames: ["Q", "K", "V", "Mask"],
-    variableComponents: [4, 4, 4, 1],
-    outputShape: [B * H * T * (hd + 1)],
-    shaderKey: keyOf("fwd", d, BK),
-    dispatchLayout: { x: [0] },
-    dispatch: [Math.ceil(T / QUERY_TILE), H, B],
-    workgroupSize: [QUERY_TILE, 1, 1],
-    uniforms: SHAPE_UNIFORMS,
-    getUserCode: () => `${preamble(d)}
+  return tileProgram(d, "fwd", BK, Math.ceil(T / TILE), [B * H * T * (hd + 1)], false, `
       const BK = ${BK};
       const SC = ${BK + 1};
       var<workgroup> kt : array<vec4<f32>, ${BK * (hd / 4)}>;
       var<workgroup> vt : array<vec4<f32>, ${BK * (hd / 4)}>;
       var<workgroup> seen : array<f32, ${BK}>;
       // each thread's scores of the current key tile (rows padded by one: no bank conflicts)
-      var<workgroup> sc : array<f32, ${QUERY_TILE * (BK + 1)}>;
-      fn main(index : i32) {
-        let lane = i32(localId.x);
-        let t0 = i32(workgroupId.x) * ${QUERY_TILE};
-        let h = i32(workgroupId.y);
-        let b = i32(workgroupId.z);
+      var<workgroup> sc : array<f32, ${TILE * (BK + 1)}>;`, `
+        let t0 = tile0;
         let t = t0 + lane;
         let live = t < uniforms.T;
-        let kvBase = rowsOfKv(b, h / (uniforms.H / uniforms.KV));
         let myPos = uniforms.past + t;
         let row = qRow(b, h, t);
         var q : array<vec4<f32>, HD4>;
@@ -151,10 +163,10 @@ export function forwardProgram(d: AttentionDims): VectorProgram {
         var m = -3.0e38;
         var l = 0.0;
         // keys past the last query's position are masked for the whole tile: the loop stops there
-        let kEnd = uniformBound(min(uniforms.S, uniforms.past + min(t0 + ${QUERY_TILE}, uniforms.T)));
+        let kEnd = uniformBound(min(uniforms.S, uniforms.past + min(t0 + ${TILE}, uniforms.T)));
         for (var k0 = 0; k0 < kEnd; k0 += BK) {
           workgroupBarrier();
-          ${loadKeyTile(QUERY_TILE)}
+          ${loadKeyTile(TILE)}
           workgroupBarrier();
           var tileMax = -3.0e38;
           for (var j0 = 0; j0 < BK; j0 += 4) {
@@ -189,9 +201,7 @@ export function forwardProgram(d: AttentionDims): VectorProgram {
             for (var e = 0; e < 4; e++) { result[row * HD + c * 4 + e] = o[e]; }
           }
           result[allRows() * HD + row] = lse;
-        }
-      }`,
-  };
+        }`);
 }
 
 /** Backward step 1: [lse [N] | D [N]] with D = rowsum(dO * O), read from the packed forward buffer. */
@@ -214,28 +224,14 @@ export function rowStatsProgram(d: AttentionDims): Program {
 export function dqProgram(d: AttentionDims): VectorProgram {
   const { B, H, T, hd } = d;
   const BK = keyStep(hd);
-  return {
-    variableNames: ["Q", "K", "V", "Mask", "DO", "LD"],
-    variableComponents: [4, 4, 4, 1, 4, 1],
-    outputShape: d.tokenMajor ? [B, T, H, hd] : [B, H, T, hd],
-    shaderKey: keyOf("dq", d, BK),
-    dispatchLayout: { x: [0] },
-    dispatch: [Math.ceil(T / QUERY_TILE), H, B],
-    workgroupSize: [QUERY_TILE, 1, 1],
-    uniforms: SHAPE_UNIFORMS,
-    getUserCode: () => `${preamble(d)}
+  return tileProgram(d, "dq", BK, Math.ceil(T / TILE), d.tokenMajor ? [B, T, H, hd] : [B, H, T, hd], true, `
       const BK = ${BK};
       var<workgroup> kt : array<vec4<f32>, ${BK * (hd / 4)}>;
       var<workgroup> vt : array<vec4<f32>, ${BK * (hd / 4)}>;
-      var<workgroup> seen : array<f32, ${BK}>;
-      fn main(index : i32) {
-        let lane = i32(localId.x);
-        let t0 = i32(workgroupId.x) * ${QUERY_TILE};
-        let h = i32(workgroupId.y);
-        let b = i32(workgroupId.z);
+      var<workgroup> seen : array<f32, ${BK}>;`, `
+        let t0 = tile0;
         let t = t0 + lane;
         let live = t < uniforms.T;
-        let kvBase = rowsOfKv(b, h / (uniforms.H / uniforms.KV));
         // a thread past T has no visible key (myPos < 0), so it adds nothing
         let myPos = select(-1, uniforms.past + t, live);
         let row = qRow(b, h, t);
@@ -258,10 +254,10 @@ export function dqProgram(d: AttentionDims): VectorProgram {
           }
           dq[c] = vec4<f32>(0.0);
         }
-        let kEnd = uniformBound(min(uniforms.S, uniforms.past + min(t0 + ${QUERY_TILE}, uniforms.T)));
+        let kEnd = uniformBound(min(uniforms.S, uniforms.past + min(t0 + ${TILE}, uniforms.T)));
         for (var k0 = 0; k0 < kEnd; k0 += BK) {
           workgroupBarrier();
-          ${loadKeyTile(QUERY_TILE)}
+          ${loadKeyTile(TILE)}
           workgroupBarrier();
           for (var j0 = 0; j0 < BK; j0 += 4) {
             ${SCORES4}
@@ -282,9 +278,7 @@ export function dqProgram(d: AttentionDims): VectorProgram {
             let g = dq[c] * uniforms.scale;
             for (var e = 0; e < 4; e++) { result[row * HD + c * 4 + e] = g[e]; }
           }
-        }
-      }`,
-  };
+        }`);
 }
 
 /**
@@ -295,29 +289,16 @@ export function dqProgram(d: AttentionDims): VectorProgram {
 export function dkvProgram(d: AttentionDims): VectorProgram {
   const { B, H, S, hd } = d;
   const BQ = queryStep(hd);
-  return {
-    variableNames: ["Q", "K", "V", "Mask", "DO", "LD"],
-    variableComponents: [4, 4, 4, 1, 4, 1],
-    outputShape: [2 * B * H * S * hd],
-    shaderKey: keyOf("dkv", d, BQ),
-    dispatchLayout: { x: [0] },
-    dispatch: [Math.ceil(S / KEY_TILE), H, B],
-    workgroupSize: [KEY_TILE, 1, 1],
-    uniforms: SHAPE_UNIFORMS,
-    getUserCode: () => `${preamble(d)}
+  return tileProgram(d, "dkv", BQ, Math.ceil(S / TILE), [2 * B * H * S * hd], true, `
       const BQ = ${BQ};
       var<workgroup> qt : array<vec4<f32>, ${BQ * (hd / 4)}>;
       var<workgroup> gt : array<vec4<f32>, ${BQ * (hd / 4)}>;
       var<workgroup> lseT : array<f32, ${BQ}>;
-      var<workgroup> dT : array<f32, ${BQ}>;
-      fn main(index : i32) {
-        let lane = i32(localId.x);
-        let s0 = i32(workgroupId.x) * ${KEY_TILE};
-        let h = i32(workgroupId.y);
-        let b = i32(workgroupId.z);
+      var<workgroup> dT : array<f32, ${BQ}>;`, `
+        let s0 = tile0;
         let s = s0 + lane;
         let live = s < uniforms.S;
-        let kvRow = rowsOfKv(b, h / (uniforms.H / uniforms.KV)) + s;
+        let kvRow = kvBase + s;
         // an invalid key (or a thread past S) is seen by no query: its gradients stay 0
         let seen = live && keySeen(b, s);
         var k : array<vec4<f32>, HD4>;
@@ -339,7 +320,7 @@ export function dkvProgram(d: AttentionDims): VectorProgram {
         let tStart = uniformBound((max(0, s0 - uniforms.past) / BQ) * BQ);
         for (var t0 = tStart; t0 < uniforms.T; t0 += BQ) {
           workgroupBarrier();
-          for (var i = lane; i < BQ * HD4; i += ${KEY_TILE}) {
+          for (var i = lane; i < BQ * HD4; i += ${TILE}) {
             let t = t0 + i / HD4;
             var qx = vec4<f32>(0.0);
             var gx = vec4<f32>(0.0);
@@ -351,7 +332,7 @@ export function dkvProgram(d: AttentionDims): VectorProgram {
             qt[i] = qx;
             gt[i] = gx;
           }
-          for (var i = lane; i < BQ; i += ${KEY_TILE}) {
+          for (var i = lane; i < BQ; i += ${TILE}) {
             var lx = 0.0;
             var dx = 0.0;
             if (t0 + i < uniforms.T) {
@@ -394,9 +375,7 @@ export function dkvProgram(d: AttentionDims): VectorProgram {
               result[half + out + c * 4 + e] = gv[e];
             }
           }
-        }
-      }`,
-  };
+        }`);
 }
 
 /** Backward step 4: the sum over the G query heads of each kv head, from a part of the packed dk/dv buffer. */
