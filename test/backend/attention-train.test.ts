@@ -16,7 +16,7 @@ import { tf } from "../../lib/backend/tf.js";
 import { ensureGradients } from "../../lib/backend/gradients.js";
 import { attentionFused } from "../../lib/backend/webgpu/attention-train.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
-import { attendChunk, attentionBias } from "../../lib/model/decoder.js";
+import { attendChunk, attentionBias, decoderStep, disposeCache } from "../../lib/model/decoder.js";
 import { randomModel, tinyConfig } from "../../lib/model/random-model.js";
 import { ModelTrainable } from "../../lib/train/trainable-model.js";
 
@@ -203,4 +203,36 @@ test("decoder: ModelTrainable.logits with a shared 18-token prefix, fused attent
     lm.dispose();
     model.dispose();
   }
+});
+
+/** decoderStep's logits for a left-padded prefill and one decode step on its cache, at the real tokens only. */
+async function paddedSteps(model: ReturnType<typeof randomModel>, fused: boolean): Promise<Float32Array[]> {
+  useFusedKernels(fused);
+  try {
+    const { config: c, weights: w, invFreq } = model;
+    // row 1 is left-padded by 3: its first queries see no real key (fused gives them context 0, the ops
+    // path an average), so only real tokens' logits are compared
+    const prefill = { ids: [[4, 8, 15, 16, 23, 42], [0, 0, 0, 7, 9, 11]], positions: [[0, 1, 2, 3, 4, 5], [0, 0, 0, 0, 1, 2]], valid: [[true, true, true, true, true, true], [false, false, false, true, true, true]] };
+    const first = decoderStep(c, w, invFreq, prefill, null);
+    const next = decoderStep(c, w, invFreq, { ids: [[5], [6]], positions: [[6], [3]], valid: [[true], [true]] }, first.cache);
+    const a = (await first.logits.data()) as Float32Array;
+    const V = c.vocabSize;
+    const real = prefill.valid.flatMap((row, b) => row.flatMap((ok, t) => (ok ? [a.slice((b * 6 + t) * V, (b * 6 + t + 1) * V)] : [])));
+    const out = [...real, (await next.logits.data()) as Float32Array];
+    tf.dispose([first.logits, next.logits]);
+    disposeCache(first.cache);
+    disposeCache(next.cache);
+    return out;
+  } finally {
+    useFusedKernels(true);
+  }
+}
+
+test("decoder: left-padded prefill and a decode step on its cache, fused attention against the ops path", async (t) => {
+  if (reason) return t.skip(reason);
+  const model = randomModel(tinyConfig({ numLayers: 2, vocabSize: 64 }), { seed: 5 });
+  const fused = await paddedSteps(model, true);
+  const ops = await paddedSteps(model, false);
+  fused.forEach((f, i) => assert.ok(relErr(f, ops[i]) < 1e-4, `logits ${i} differ by ${relErr(f, ops[i]).toExponential(2)}`));
+  model.dispose();
 });
