@@ -7,7 +7,7 @@ import { tf } from "../backend/tf.js";
 import type { ModelConfig } from "./config.js";
 import { matMulWeightT, prefersPlainMatMul } from "./layout.js";
 import { rotaryTables } from "./rope.js";
-import { attentionFused } from "../backend/webgpu/attention-train.js";
+import { attentionFused, attentionFusedSupports } from "../backend/webgpu/attention-train.js";
 import { fusedKernelsActive } from "../backend/webgpu/fused.js";
 import { rmsNormFused } from "../backend/webgpu/layer-kernels.js";
 import { ropeFused, swigluFused } from "../backend/webgpu/rope-swiglu.js";
@@ -188,7 +188,7 @@ export function decoderStep(
   const cosT = tf.tensor(cos, [B, T, 1, hd]);
   const sinT = tf.tensor(sin, [B, T, 1, hd]);
   // the fused WebGPU kernel masks from the [B, S] key mask itself; the ops path adds a [B, 1, T, S] bias
-  const fusedAttention = !shared && fusedKernelsActive();
+  const fusedAttention = !shared && fusedKernelsActive() && attentionFusedSupports(hd);
   const keyMask = fusedAttention ? tf.tensor2d(valid.map((row) => row.map((v) => (v ? 1 : 0))), [B, past + T]) : null;
   const bias = fusedAttention ? null : attentionBias(valid, past, T);
   const scale = 1 / Math.sqrt(hd);

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { useBackend } from "../../lib/backend/select.js";
 import { tf } from "../../lib/backend/tf.js";
 import { ensureGradients } from "../../lib/backend/gradients.js";
-import { attentionFused } from "../../lib/backend/webgpu/attention-train.js";
+import { attentionFused, attentionFusedSupports } from "../../lib/backend/webgpu/attention-train.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
 import { attendChunk, attentionBias, decoderStep, disposeCache } from "../../lib/model/decoder.js";
 import { randomModel, tinyConfig } from "../../lib/model/random-model.js";
@@ -163,7 +163,13 @@ test("fused attention rejects shapes it cannot run", async (t) => {
   const k = tf.zeros([1, 2, 4, 64]);
   const mask = tf.ones([1, 4]);
   assert.throws(() => attentionFused(q, k, k, mask, 0, 0.125), /bad shapes/);
-  tf.dispose([q, k, mask]);
+  // a head size the kernels do not run: decoderStep keeps the ops path for it
+  const q10 = tf.zeros([1, 2, 4, 10]);
+  const k10 = tf.zeros([1, 2, 4, 10]);
+  assert.equal(attentionFusedSupports(10), false);
+  assert.ok(attentionFusedSupports(64) && attentionFusedSupports(32) && attentionFusedSupports(128));
+  assert.throws(() => attentionFused(q10, k10, k10, mask, 0, 0.3), /bad shapes/);
+  tf.dispose([q, k, mask, q10, k10]);
 });
 
 /** Logits of ids from `from` on and the gradients of a weighted sum of them w.r.t. every weight. */

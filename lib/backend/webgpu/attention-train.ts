@@ -25,6 +25,11 @@ export const ATTENTION_GRAD = "T2sAttentionGrad";
 
 type Attrs = { past: number; scale: number; tokenMajor: boolean };
 
+/** Whether the kernels run this head size (read as vec4 rows, compiled in; every model here has 64). */
+export function attentionFusedSupports(hd: number): boolean {
+  return hd % 4 === 0 && hd >= 4 && hd <= 128;
+}
+
 function dimsOf(q: tf.TensorInfo, k: tf.TensorInfo, tokenMajor: boolean): AttentionDims {
   const [B, a, c, hd] = q.shape;
   const [, KV, S] = k.shape;
@@ -36,7 +41,7 @@ function checkShapes(q: tf.TensorInfo, k: tf.TensorInfo, v: tf.TensorInfo, mask:
   const { B, H, KV, T, S, hd } = d;
   const ok =
     q.shape.length === 4 && k.shape.length === 4 && v.shape.join() === k.shape.join() && k.shape[0] === B && k.shape[3] === hd && H % KV === 0 &&
-    mask.shape.join() === [B, S].join() && hd % 4 === 0 && hd >= 4 && hd <= 128 && a.past >= 0 && a.past + T <= S;
+    mask.shape.join() === [B, S].join() && attentionFusedSupports(hd) && a.past >= 0 && a.past + T <= S;
   if (!ok) {
     const qLayout = a.tokenMajor ? "[B,T,H,hd]" : "[B,H,T,hd]";
     throw new RangeError(`fused attention: bad shapes q ${q.shape} k ${k.shape} v ${v.shape} keyValid ${mask.shape} past ${a.past} (need q ${qLayout}, k and v [B,KV,S,hd], keyValid [B,S], H % KV = 0, hd a multiple of 4 up to 128, past + T <= S)`);
