@@ -55,6 +55,8 @@ interface Case {
   valid: boolean[][];
   /** Run the fused kernel with q and the context laid out [B, T, H, hd]. */
   tokenMajor?: boolean;
+  /** Pass the key mask as int32 (the kernels take float32 or int32). */
+  intMask?: boolean;
 }
 
 const rows = (B: number, S: number, f: (b: number, s: number) => boolean = () => true) =>
@@ -64,7 +66,7 @@ const CASES: Case[] = [
   { name: "GQA H4/KV2, hd 64", B: 2, H: 4, KV: 2, T: 9, past: 0, hd: 64, valid: rows(2, 9) },
   { name: "H4/KV1, 16 prefix keys, T 70 (two query tiles), padding at the end of row 1", B: 2, H: 4, KV: 1, T: 70, past: 16, hd: 64, valid: rows(2, 86, (b, s) => b === 0 || s < 77) },
   { name: "the same, q and the context token-major", B: 2, H: 4, KV: 1, T: 70, past: 16, hd: 64, valid: rows(2, 86, (b, s) => b === 0 || s < 77), tokenMajor: true },
-  { name: "H = KV = 2, T 1 after 40 prefix keys, hd 32", B: 2, H: 2, KV: 2, T: 1, past: 40, hd: 32, valid: rows(2, 41, (b, s) => b === 0 || s % 3 !== 1) },
+  { name: "H = KV = 2, T 1 after 40 prefix keys, hd 32, an int32 key mask", B: 2, H: 2, KV: 2, T: 1, past: 40, hd: 32, valid: rows(2, 41, (b, s) => b === 0 || s % 3 !== 1), intMask: true },
   { name: "row 1's own tokens all padding (it sees only the prefix), hd 32, token-major", B: 2, H: 4, KV: 2, T: 7, past: 5, hd: 32, valid: rows(2, 12, (b, s) => b === 0 || s < 5), tokenMajor: true },
   { name: "row 1 without a single real token (its context is 0)", B: 2, H: 4, KV: 2, T: 6, past: 0, hd: 64, valid: rows(2, 6, (b) => b === 0) },
 ];
@@ -95,7 +97,7 @@ async function run(c: Case, path: "fused" | "ops"): Promise<Outputs> {
     tf.tensor(normals(B * KV * S * hd, 3), [B, KV, S, hd]),
     tf.tensor(normals(B * H * T * hd, 4), [B, H, T, hd]),
   ];
-  const mask = tf.tensor(c.valid.flat().map((x) => (x ? 1 : 0)), [B, S]);
+  const mask = tf.tensor(c.valid.flat().map((x) => (x ? 1 : 0)), [B, S], c.intMask ? "int32" : "float32");
   const swap = (x: tf.Tensor) => tf.transpose(x, [0, 2, 1, 3]);
   const fused = (qq: tf.Tensor, kk: tf.Tensor, vv: tf.Tensor) =>
     c.tokenMajor ? swap(attentionFused(swap(qq), kk, vv, mask, past, 1 / Math.sqrt(hd), { tokenMajor: true })) : attentionFused(qq, kk, vv, mask, past, 1 / Math.sqrt(hd));
