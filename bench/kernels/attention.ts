@@ -8,18 +8,15 @@
 import { tf } from "../../lib/backend/tf.js";
 import { ensureGradients } from "../../lib/backend/gradients.js";
 import { attentionFused } from "../../lib/backend/webgpu/attention-train.js";
+import type { AttentionDims } from "../../lib/backend/webgpu/attention-train-wgsl.js";
 import { fusedKernelsActive, useFusedKernels } from "../../lib/backend/webgpu/fused.js";
 import { attendChunk, attentionBias } from "../../lib/model/decoder.js";
 import { countDispatches } from "../dispatches.js";
 import { bothPaths, relativeError, timePath, type KernelCheck } from "./check.js";
 
-interface Shape {
-  B: number;
-  H: number;
-  KV: number;
-  T: number;
+/** Batch, heads, kv heads, queries and head size, with `past` keys before the queries. */
+interface Shape extends Omit<AttentionDims, "S" | "tokenMajor"> {
   past: number;
-  hd: number;
   /** Keys of the last row that are padding (at the end). */
   padded: number;
 }

@@ -15,6 +15,7 @@ import { useBackend } from "../../lib/backend/select.js";
 import { tf } from "../../lib/backend/tf.js";
 import { ensureGradients } from "../../lib/backend/gradients.js";
 import { attentionFused, attentionFusedSupports } from "../../lib/backend/webgpu/attention-train.js";
+import type { AttentionDims } from "../../lib/backend/webgpu/attention-train-wgsl.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
 import { attendChunk, attentionBias, decoderStep, disposeCache } from "../../lib/model/decoder.js";
 import { randomModel, tinyConfig } from "../../lib/model/random-model.js";
@@ -43,14 +44,10 @@ function normals(n: number, seed: number): Float32Array {
   return out;
 }
 
-interface Case {
+/** Batch, heads, kv heads, queries and head size, with `past` keys before the queries. */
+interface Case extends Omit<AttentionDims, "S" | "tokenMajor"> {
   name: string;
-  B: number;
-  H: number;
-  KV: number;
-  T: number;
   past: number;
-  hd: number;
   /** valid[b][s] over all S = past + T keys. */
   valid: boolean[][];
   /** Run the fused kernel with q and the context laid out [B, T, H, hd]. */
