@@ -162,7 +162,8 @@ export function attentionBias(valid: boolean[][], past: number, t: number): tf.T
 
 /**
  * Runs the decoder on one step of new tokens after `cache` (none for a fresh batch). Returns the logits
- * ([B, T, V], or [B, V] of the last position when `lastOnly`) and the grown cache. The caller owns both
+ * ([B, T, V], or [B, V] of the last position when `lastOnly`; the hidden states [B, T, D] instead with
+ * `hiddenOnly`) and the grown cache. The caller owns both
  * and disposes the old cache; call inside tf.tidy and keep what it returns.
  */
 export function decoderStep(
@@ -171,7 +172,7 @@ export function decoderStep(
   invFreq: Float32Array,
   input: StepInput,
   cache: KvCache | null,
-  opts: { lastOnly?: boolean; adapter?: string | null; chunkScores?: number } = {},
+  opts: { lastOnly?: boolean; adapter?: string | null; chunkScores?: number; hiddenOnly?: boolean } = {},
 ): { logits: tf.Tensor; cache: KvCache } {
   const B = input.ids.length;
   const T = input.ids[0].length;
@@ -258,7 +259,8 @@ export function decoderStep(
   x = rmsNorm(x, w.norm, c.rmsNormEps);
   if (opts.lastOnly) x = tf.reshape(tf.slice(x, [0, T - 1, 0], [B, 1, c.hiddenSize]), [B, c.hiddenSize]);
   const head = w.lmHead ?? w.embed;
-  const logits = linear(x, { weight: head });
+  // hiddenOnly: the final (normed) hidden states instead of logits, for callers that project only some positions
+  const logits = opts.hiddenOnly ? x : linear(x, { weight: head });
   if (shared) shared.refs++;
   return { logits, cache: shared ? { keys, values, valid, shared } : { keys, values, valid } };
 }

@@ -66,7 +66,6 @@ export class ModelTrainable implements TrainableLM {
   readonly vocabSize: number;
   readonly hasReference: boolean;
   private readonly params: NamedVariable[];
-  private eye?: tf.Tensor2D;
 
   /**
    * `adapter`: the name of a trainable adapter attached to the model (createAdapter, or attachAdapter with
@@ -100,32 +99,26 @@ export class ModelTrainable implements TrainableLM {
     // every row; only positions from `from` on are scored, so the prefix may reach up to there
     const shared = B > 1 ? Math.min(commonPrefix(ids), from) : 0;
     if (from === 0 && shared < MIN_SHARED_PREFIX) return tf.tidy(() => decoderStep(m.config, m.weights, m.invFreq, plain(ids, 0), null, { adapter }).logits) as tf.Tensor3D;
-    // the decoder with an identity head gives the final hidden states; only positions from.. are projected
-    // onto the vocabulary (the decoder has no option for a range of positions)
+    // the decoder gives the final hidden states; only positions from.. are projected onto the vocabulary
     const D = m.config.hiddenSize;
-    this.eye ??= tf.keep(tf.eye(D) as tf.Tensor2D);
-    const hiddenWeights = { ...m.weights, lmHead: this.eye };
     return tf.tidy(() => {
       let hidden: tf.Tensor;
       let start = 0;
       if (shared >= MIN_SHARED_PREFIX) {
-        const pre = decoderStep(m.config, hiddenWeights, m.invFreq, plain([ids[0].slice(0, shared)], 0), null, { adapter, lastOnly: true });
+        const pre = decoderStep(m.config, m.weights, m.invFreq, plain([ids[0].slice(0, shared)], 0), null, { adapter, lastOnly: true, hiddenOnly: true });
         const grow = <R extends tf.Tensor4D>(t: R) => tf.broadcastTo(t, [B, t.shape[1], t.shape[2], t.shape[3]]) as R;
         const cache: KvCache = { keys: pre.cache.keys.map(grow), values: pre.cache.values.map(grow), valid: ids.map(() => new Array<boolean>(shared).fill(true)) };
-        hidden = decoderStep(m.config, hiddenWeights, m.invFreq, plain(ids.map((r) => r.slice(shared)), shared), cache, { adapter }).logits;
+        hidden = decoderStep(m.config, m.weights, m.invFreq, plain(ids.map((r) => r.slice(shared)), shared), cache, { adapter, hiddenOnly: true }).logits;
         start = shared;
-      } else hidden = decoderStep(m.config, hiddenWeights, m.invFreq, plain(ids, 0), null, { adapter }).logits;
+      } else hidden = decoderStep(m.config, m.weights, m.invFreq, plain(ids, 0), null, { adapter, hiddenOnly: true }).logits;
       const kept = tf.reshape(tf.slice(hidden, [0, from - start, 0], [B, T - from, D]), [B * (T - from), D]) as tf.Tensor2D;
       const head = m.weights.lmHead ?? m.weights.embed;
       return tf.reshape(matMulWeightT(kept, head), [B, T - from, m.config.vocabSize]);
     }) as tf.Tensor3D;
   }
 
-  /** Releases the trainer's own tensors (not the model's). */
-  dispose(): void {
-    this.eye?.dispose();
-    this.eye = undefined;
-  }
+  /** Releases the trainer's own tensors (not the model's); it holds none now, the method stays for callers. */
+  dispose(): void {}
 
   /** How checkpoints store the weights: a PEFT adapter folder, or model.safetensors + config for full training. */
   checkpointFiles(): SaveOptions {

@@ -9,20 +9,28 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { useBackend } from "../../lib/backend/select.js";
 import { tf } from "../../lib/backend/tf.js";
-import { gemmShape, planGemm, type GemmShape } from "../../lib/backend/webgpu/batch-matmul.js";
+import { anyPlan, gemmShape, planGemm, type GemmShape } from "../../lib/backend/webgpu/batch-matmul.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
 
 const shape = (o: Partial<GemmShape>): GemmShape => ({ batch: 1, M: 2048, N: 896, K: 896, transposeA: false, transposeB: false, aBroadcast: false, bBroadcast: false, ...o });
 
 test("plan: large tiles for wide outputs, medium for weight gradients, K split for a long K, tfjs for small outputs", () => {
   assert.equal(planGemm(shape({ N: 4864, transposeB: true }))?.tile.name, "large");
-  assert.equal(planGemm(shape({ M: 4864, N: 896, K: 2048, transposeA: true }))?.tile.name, "medium");
+  assert.equal(planGemm(shape({ M: 4864, N: 896, K: 2048, transposeA: true })), null, "weight gradients of the layers: tfjs");
   assert.equal(planGemm(shape({ M: 151936, N: 896, K: 1024, transposeA: true }))?.tile.name, "large");
   const head = planGemm(shape({ M: 1024, N: 896, K: 151936 }));
   assert.equal(head?.tile.name, "medium");
   assert.ok(head!.slices > 1, "the head's input gradient is split along K");
   assert.equal(planGemm(shape({ M: 128, N: 896, K: 2048, transposeA: true })), null, "k/v weight gradient: tfjs");
   assert.equal(planGemm(shape({ batch: 8, M: 512, N: 64, K: 3584, transposeA: true })), null, "attention dV: tfjs");
+});
+
+test("anyPlan splits K of a skinny product (a LoRA rank side) until the GPU has two workgroups per core", () => {
+  const g = anyPlan(shape({ M: 2048, N: 16, K: 4864 }));
+  assert.equal(g.tile.name, "medium");
+  assert.equal(g.slices, 8);
+  assert.equal(anyPlan(shape({ M: 16, N: 896, K: 100 })).slices, 1, "no slice shorter than 128");
+  assert.equal(anyPlan(shape({ N: 4864, transposeB: true })).tile.name, "large", "planGemm's plan when it has one");
 });
 
 test("shape: tfjs keeps other dtypes, mismatched batches and tiny outputs", () => {

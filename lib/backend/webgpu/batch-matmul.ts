@@ -12,8 +12,10 @@
  *
  * Outputs too small to fill the GPU with 128x128 tiles take 64x64 tiles (4x4 per thread); a long K with few
  * such tiles (the vocabulary head's input gradient: K is the vocabulary) is split into slices whose partial
- * products a second dispatch sums. Outputs too small for one 64x64 tile per core (k/v and LoRA products,
- * attention's key/value gradients) stay with tfjs's kernel, whose 32x32 and small-output programs win there.
+ * products a second dispatch sums. Outputs too small for two 64x64 tiles per core (k/v and LoRA products,
+ * attention's key/value gradients) and the layers' weight gradients stay with tfjs's kernel, whose 32x32 and
+ * small-output programs are as fast there on the H200. A fused op that needs the epilogue (the LoRA linear
+ * layer) runs any shape here, small outputs with K split (anyPlan).
  *
  * The kernel replaces tfjs's BatchMatMul for the webgpu backend while the fused kernels are on
  * (lib/backend/webgpu/fused.ts); other dtypes and batch broadcasts other than "same" or "one" go to
@@ -49,9 +51,8 @@ const LARGE_MIN_WORKGROUPS = 2 * GPU_CORES;
 const LARGE_MIN_LONG_K_WORKGROUPS = 100;
 const LONG_K = 2048;
 const LARGE_MIN_WORKGROUPS_TA = 600;
-/** Medium tiles from this many workgroups on (fewer with a transposed left operand, where tfjs is weaker). */
+/** Medium tiles from this many workgroups on; weight gradients below the large-tile count stay with tfjs. */
 const MEDIUM_MIN_WORKGROUPS = 2 * GPU_CORES;
-const MEDIUM_MIN_WORKGROUPS_TA = GPU_CORES;
 /** K from which a medium-tile product with few workgroups is split, and the most slices. */
 const SPLIT_MIN_K = 8192;
 const MAX_SLICES = 8;
@@ -97,7 +98,7 @@ export function planGemm(s: GemmShape): GemmPlan | null {
     const medium = workgroups(s, TILES.medium);
     const longK = s.K >= SPLIT_MIN_K && medium >= GPU_CORES;
     if (s.transposeA ? large >= LARGE_MIN_WORKGROUPS_TA : large >= LARGE_MIN_WORKGROUPS || (large >= LARGE_MIN_LONG_K_WORKGROUPS && s.K >= LONG_K && !longK)) tile = TILES.large;
-    else if (longK || medium >= (s.transposeA ? MEDIUM_MIN_WORKGROUPS_TA : MEDIUM_MIN_WORKGROUPS)) tile = TILES.medium;
+    else if (longK || (!s.transposeA && medium >= MEDIUM_MIN_WORKGROUPS)) tile = TILES.medium;
     else return null;
     if (longK && tile === TILES.medium && medium < 4 * GPU_CORES) slices = Math.ceil((4 * GPU_CORES) / medium);
   }
@@ -261,9 +262,20 @@ function sliceSumProgram(size: number, slices: number, ep: GemmEpilogue): Progra
   return elementwise([size], `t2s_gemm_slice_sum_${slices}${ep.accumulate ? "_acc" : ""}`, ["P"], "alpha : f32,", `result[index] = uniforms.alpha * (${terms})${ep.accumulate ? " + result[index]" : ""};`);
 }
 
-/** The plan of a product the kit's kernel must run whatever its shape (a fused op's): medium tiles at least. */
+/** K per slice at least when a small output is split. */
+const MIN_SLICE_K = 128;
+
+/**
+ * The plan of a product the kit's kernel must run whatever its shape (a fused op's, which needs the
+ * epilogue): planGemm's, or medium tiles with K split until there are two workgroups per core. The LoRA
+ * products are of this kind: one side is the rank (16), so a 64x64 tile grid has a few dozen workgroups.
+ */
 export function anyPlan(s: GemmShape): GemmPlan {
-  return planGemm(s) ?? { tile: TILES.medium, slices: 1 };
+  const plan = planGemm(s);
+  if (plan) return plan;
+  const tiles = workgroups(s, TILES.medium);
+  const slices = s.batch !== 1 ? 1 : Math.max(1, Math.min(MAX_SLICES, Math.ceil((2 * GPU_CORES) / tiles), Math.floor(s.K / MIN_SLICE_K), Math.floor(MAX_BINDING_BYTES / (4 * s.M * s.N))));
+  return { tile: TILES.medium, slices };
 }
 
 /**
