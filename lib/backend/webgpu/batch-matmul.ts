@@ -262,20 +262,13 @@ function sliceSumProgram(size: number, slices: number, ep: GemmEpilogue): Progra
   return elementwise([size], `t2s_gemm_slice_sum_${slices}${ep.accumulate ? "_acc" : ""}`, ["P"], "alpha : f32,", `result[index] = uniforms.alpha * (${terms})${ep.accumulate ? " + result[index]" : ""};`);
 }
 
-/** K per slice at least when a small output is split. */
-const MIN_SLICE_K = 128;
-
 /**
  * The plan of a product the kit's kernel must run whatever its shape (a fused op's, which needs the
- * epilogue): planGemm's, or medium tiles with K split until there are two workgroups per core. The LoRA
- * products are of this kind: one side is the rank (16), so a 64x64 tile grid has a few dozen workgroups.
+ * epilogue): planGemm's, or medium tiles. (Splitting K of the LoRA products, whose one side is the rank,
+ * was measured slower on the H200: the extra dispatches cost more than the idle cores.)
  */
 export function anyPlan(s: GemmShape): GemmPlan {
-  const plan = planGemm(s);
-  if (plan) return plan;
-  const tiles = workgroups(s, TILES.medium);
-  const slices = s.batch !== 1 ? 1 : Math.max(1, Math.min(MAX_SLICES, Math.ceil((2 * GPU_CORES) / tiles), Math.floor(s.K / MIN_SLICE_K), Math.floor(MAX_BINDING_BYTES / (4 * s.M * s.N))));
-  return { tile: TILES.medium, slices };
+  return planGemm(s) ?? { tile: TILES.medium, slices: 1 };
 }
 
 /**
@@ -325,6 +318,22 @@ export function gemmShape(a: tf.TensorInfo, b: tf.TensorInfo, transposeA: boolea
 }
 
 let installed = false;
+/** tfjs's own BatchMatMul kernel, kept when the kit's goes in front of it. */
+let tfjsBatchMatMul: KernelFunc | null = null;
+
+/**
+ * C [M, N] = op(A) · op(B) for 2-D operands as the BatchMatMul kernel would run it: the kit's kernel when its plan
+ * takes the shape, tfjs's otherwise. For fused ops whose plain products should go where they run fastest.
+ */
+export function matMulInfo(a: tf.TensorInfo, b: tf.TensorInfo, transposeA: boolean, transposeB: boolean): tf.TensorInfo {
+  const shape = gemmShape(a, b, transposeA, transposeB);
+  if (shape && planGemm(shape)) return viewAs(runGemm(a, b, shape), [shape.M, shape.N]);
+  if (!tfjsBatchMatMul) throw new Error("matMulInfo: the webgpu backend's BatchMatMul is not installed");
+  const out = tfjsBatchMatMul({ inputs: { a, b }, backend: tf.backend(), attrs: { transposeA, transposeB } }) as tf.TensorInfo;
+  // tfjs's kernel answers 2-D operands with a batch of one
+  const [ra, rb] = [a.shape.length, b.shape.length];
+  return viewAs(out, [transposeA ? a.shape[ra - 1] : a.shape[ra - 2], transposeB ? b.shape[rb - 2] : b.shape[rb - 1]]);
+}
 
 /**
  * Puts the kit's kernel in front of tfjs's BatchMatMul on webgpu (once). Calls it does not take, and every
@@ -336,6 +345,7 @@ export function installBatchMatMul(): void {
   if (!original) return;
   installed = true;
   const fallback = original.kernelFunc as KernelFunc;
+  tfjsBatchMatMul = fallback;
   tf.unregisterKernel("BatchMatMul", "webgpu");
   tf.registerKernel({
     kernelName: "BatchMatMul",

@@ -13,7 +13,7 @@
  * lib/model/decoder.ts's `linear` uses it when the fused kernels are on (lib/backend/webgpu/fused.ts).
  */
 import { tf } from "../tf.js";
-import { runGemm, type GemmShape } from "./batch-matmul.js";
+import { matMulInfo, runGemm, type GemmShape } from "./batch-matmul.js";
 import { viewAs, webgpuBackend } from "./program.js";
 
 export const LORA_LINEAR = "T2sLoraLinear";
@@ -42,7 +42,8 @@ function register(): void {
       const out = w.shape[0];
       const r = a.shape[0];
       const gpu = webgpuBackend();
-      const u = runGemm(x, a, gemm2d(N, r, inDim, false, true));
+      // plain products go where BatchMatMul would run them (skinny ones, [N, r], to tfjs's kernel)
+      const u = matMulInfo(x, a, false, true);
       const y = runGemm(x, w, gemm2d(N, out, inDim, false, true));
       runGemm(u, b, gemm2d(N, out, r, false, true), { alpha: scale, accumulate: true }, y);
       gpu.disposeData(u.dataId);
@@ -60,14 +61,14 @@ function register(): void {
       const r = a.shape[0];
       const gpu = webgpuBackend();
       if (which === "b") {
-        const u = runGemm(x, a, gemm2d(N, r, inDim, false, true));
+        const u = matMulInfo(x, a, false, true);
         const dB = runGemm(dy, u, gemm2d(out, r, N, true, false), { alpha: scale, accumulate: false });
         gpu.disposeData(u.dataId);
         return viewAs(dB, [out, r]);
       }
-      const g = runGemm(dy, b, gemm2d(N, r, out, false, false), { alpha: scale, accumulate: false });
+      const g = viewAs(runGemm(dy, b, gemm2d(N, r, out, false, false), { alpha: scale, accumulate: false }), [N, r]);
       let grad: tf.TensorInfo;
-      if (which === "a") grad = viewAs(runGemm(g, x, gemm2d(r, inDim, N, true, false)), [r, inDim]);
+      if (which === "a") grad = matMulInfo(g, x, true, false);
       else {
         const dx = runGemm(dy, w, gemm2d(N, inDim, out, false, false));
         grad = viewAs(runGemm(g, a, gemm2d(N, inDim, r, false, false), { alpha: 1, accumulate: true }, dx), [N, inDim]);
