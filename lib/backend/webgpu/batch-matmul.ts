@@ -81,8 +81,8 @@ const workgroups = (s: GemmShape, t: GemmTile) => s.batch * Math.ceil(s.M / t.BM
 /**
  * Picks the tile and the K split for a shape, or null when tfjs's kernel is as fast or faster: outputs
  * too small to give every core two 64x64 tiles, where tfjs's 32x32 and small-output programs win. The
- * thresholds come from two runs of `T2S_GEMM_SWEEP=1 npm run bench:kernels -- --qwen05b --only matmul` on
- * the H200 (docs/training.md), which agree on the winner only where it wins clearly.
+ * thresholds come from runs of `T2S_GEMM_SWEEP=1 npm run bench:kernels -- --qwen05b --only matmul` on the
+ * H200 (docs/training.md), which agree on the winner only where it wins clearly.
  * T2S_GEMM_TILE / T2S_GEMM_SLICES force a plan, for tuning.
  */
 export function planGemm(s: GemmShape): GemmPlan | null {
