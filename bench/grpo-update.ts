@@ -12,8 +12,8 @@
  */
 import { resolve } from "node:path";
 import { readFileSync } from "node:fs";
-import { gunzipSync } from "node:zlib";
 import { useBackend } from "../lib/backend/select.js";
+import { readJsonl } from "../lib/core/jsonl.js";
 import { tf } from "../lib/backend/tf.js";
 import { loadModel } from "../lib/model/load.js";
 import { createAdapter } from "../lib/model/lora.js";
@@ -60,8 +60,7 @@ async function main(): Promise<void> {
   const lm = new ModelTrainable(model, "train");
   const tok = model.requireTokenizer();
   const tasks = new Map(readTasks(resolve(ROOT, "data/shop/tasks.jsonl")).map((t) => [t.id, t]));
-  const rows = gunzipSync(readFileSync(resolve(ROOT, "data/models/shop-sql-4m/eval/train-k8-band.jsonl.gz")))
-    .toString("utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as RolloutRow);
+  const rows = readJsonl<RolloutRow>(resolve(ROOT, "data/models/shop-sql-4m/eval/train-k8-band.jsonl.gz")).records;
   const byTask = new Map<string, RolloutRow[]>();
   for (const r of rows) byTask.set(r.task_id, [...(byTask.get(r.task_id) ?? []), r]);
   const groups = [...byTask.values()].filter((g) => g.length >= cfg.group_size).slice(0, cfg.prompts_per_step);

@@ -11,9 +11,8 @@
  */
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
-import { useBackend } from "../../lib/backend/select.js";
+import { relErr, startWebgpu } from "./kernel-support.js";
 import { tf } from "../../lib/backend/tf.js";
-import { ensureGradients } from "../../lib/backend/gradients.js";
 import { attentionFused, attentionFusedSupports } from "../../lib/backend/webgpu/attention-train.js";
 import type { AttentionDims } from "../../lib/backend/webgpu/attention-train-wgsl.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
@@ -24,12 +23,7 @@ import { ModelTrainable } from "../../lib/train/trainable-model.js";
 let reason: string | null = null;
 
 before(async () => {
-  ensureGradients();
-  try {
-    await useBackend("webgpu");
-  } catch (e) {
-    reason = `no WebGPU adapter: ${(e as Error).message}`;
-  }
+  reason = await startWebgpu();
 });
 
 /** A seeded stream of standard normals (Box-Muller over a 32-bit LCG), the same on every backend. */
@@ -106,17 +100,6 @@ async function run(c: Case, path: "fused" | "ops"): Promise<Outputs> {
   return out;
 }
 
-/** Largest |a - b| over the largest |b|. */
-function relErr(a: Float32Array, b: Float32Array): number {
-  assert.equal(a.length, b.length);
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < b.length; i++) {
-    diff = Math.max(diff, Math.abs(a[i] - b[i]));
-    scale = Math.max(scale, Math.abs(b[i]));
-  }
-  return diff / Math.max(scale, 1e-30);
-}
 
 function assertClose(got: Outputs, want: Outputs, tol: number, what: string): void {
   for (const key of ["ctx", "dq", "dk", "dv"] as const) {

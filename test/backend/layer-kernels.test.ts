@@ -11,9 +11,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { useBackend } from "../../lib/backend/select.js";
+import { relErr, startWebgpu } from "./kernel-support.js";
 import { tf } from "../../lib/backend/tf.js";
-import { ensureGradients } from "../../lib/backend/gradients.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
 import { rmsNorm, rotate, rotateHalfMatrix, swiglu } from "../../lib/model/decoder.js";
 import { rotaryTables, inverseFrequencies } from "../../lib/model/rope.js";
@@ -24,15 +23,7 @@ import { countDispatches } from "../../bench/dispatches.js";
 
 type Arrays = { data: Float32Array; shape: number[] }[];
 
-let reason: string | null = null;
-try {
-  await useBackend("webgpu");
-  ensureGradients();
-  // tfjs runs kernels on small tensors still on the CPU there; the ops path under test is the GPU's
-  tf.env().set("WEBGPU_CPU_FORWARD", false);
-} catch (e) {
-  reason = `no WebGPU adapter: ${(e as Error).message}`;
-}
+const reason = await startWebgpu({ gpuOnly: true });
 
 function random(shape: number[], seed: number, mean = 0, std = 1): { data: Float32Array; shape: number[] } {
   const rng = new SeededRandom(seed);
@@ -59,18 +50,6 @@ async function valueAndGrads(f: (...xs: tf.Tensor[]) => tf.Tensor, inputs: Array
   return arrays;
 }
 
-/** Largest |a - b| over the largest |b|. */
-function relErr(a: Float32Array, b: Float32Array): number {
-  assert.equal(a.length, b.length);
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < b.length; i++) {
-    assert.ok(Number.isFinite(a[i]), `non-finite value at ${i}`);
-    diff = Math.max(diff, Math.abs(a[i] - b[i]));
-    scale = Math.max(scale, Math.abs(b[i]));
-  }
-  return scale === 0 ? diff : diff / scale;
-}
 
 /** Dispatches f records. */
 async function forwardDispatches(f: (...xs: tf.Tensor[]) => tf.Tensor, inputs: Arrays): Promise<number> {

@@ -10,9 +10,8 @@
  */
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
-import { useBackend } from "../../lib/backend/select.js";
+import { relErr, startWebgpu } from "./kernel-support.js";
 import { tf } from "../../lib/backend/tf.js";
-import { ensureGradients } from "../../lib/backend/gradients.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
 import { TARGET_LOGPROBS, TARGET_LOGPROBS_GRAD } from "../../lib/backend/webgpu/logprob-kernels.js";
 import { randomModel, tinyConfig } from "../../lib/model/random-model.js";
@@ -22,12 +21,7 @@ import { ModelTrainable } from "../../lib/train/trainable-model.js";
 let reason: string | null = null;
 
 before(async () => {
-  try {
-    await useBackend("webgpu");
-    ensureGradients();
-  } catch (e) {
-    reason = `no WebGPU adapter: ${(e as Error).message}`;
-  }
+  reason = await startWebgpu();
 });
 
 interface Result {
@@ -64,17 +58,6 @@ async function onCpu(logits: Float32Array, shape: [number, number, number], targ
   }
 }
 
-/** Largest |a - b| over max(1e-30, largest |b|). */
-function relErr(a: Float32Array, b: Float32Array): number {
-  assert.equal(a.length, b.length);
-  let diff = 0;
-  let scale = 1e-30;
-  for (let i = 0; i < a.length; i++) {
-    diff = Math.max(diff, Math.abs(a[i] - b[i]));
-    scale = Math.max(scale, Math.abs(b[i]));
-  }
-  return diff / scale;
-}
 
 function assertFinite(xs: Float32Array, what: string): void {
   for (let i = 0; i < xs.length; i++) assert.ok(Number.isFinite(xs[i]), `${what}[${i}] = ${xs[i]}`);

@@ -7,9 +7,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { useBackend } from "../../lib/backend/select.js";
+import { relErr, startWebgpu } from "./kernel-support.js";
 import { tf } from "../../lib/backend/tf.js";
-import { ensureGradients } from "../../lib/backend/gradients.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
 import { linear } from "../../lib/model/decoder.js";
 import { createAdapter } from "../../lib/model/lora.js";
@@ -18,31 +17,13 @@ import { ModelTrainable } from "../../lib/train/trainable-model.js";
 import { SeededRandom } from "../../lib/core/random.js";
 import { countDispatches } from "../../bench/dispatches.js";
 
-let reason: string | null = null;
-try {
-  await useBackend("webgpu");
-  ensureGradients();
-  tf.env().set("WEBGPU_CPU_FORWARD", false);
-} catch (e) {
-  reason = `no WebGPU adapter: ${(e as Error).message}`;
-}
+const reason = await startWebgpu({ gpuOnly: true });
 
 const random = (shape: number[], seed: number): Float32Array => {
   const rng = new SeededRandom(seed);
   return Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => rng.normal());
 };
 
-function relErr(a: Float32Array, b: Float32Array): number {
-  assert.equal(a.length, b.length);
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < b.length; i++) {
-    assert.ok(Number.isFinite(a[i]), `non-finite value at ${i}`);
-    diff = Math.max(diff, Math.abs(a[i] - b[i]));
-    scale = Math.max(scale, Math.abs(b[i]));
-  }
-  return scale === 0 ? diff : diff / scale;
-}
 
 /** y = linear(x) with a LoRA pair, and the gradients of sum(y · r) w.r.t. x, W, A and B. */
 async function run(N: number, inDim: number, out: number, r: number, scale: number, bias: boolean): Promise<Float32Array[]> {
