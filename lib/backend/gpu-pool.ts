@@ -34,7 +34,31 @@ export interface BufferPoolLike {
   acquireBuffer(size: number, usage: number, ...rest: unknown[]): unknown;
 }
 
-const requestedKeys = new WeakMap<BufferPoolLike, Set<string>>();
+/**
+ * What the kit adds to a pool, through one wrapper of its acquireBuffer: whether requests are rounded to
+ * size classes, and (once watched) the keys `${size}_${usage}` the pool filed requests under since the
+ * last trim.
+ */
+interface PoolState {
+  round: boolean;
+  keys: Set<string> | null;
+}
+
+const states = new WeakMap<BufferPoolLike, PoolState>();
+
+function instrument(pool: BufferPoolLike): PoolState {
+  const known = states.get(pool);
+  if (known) return known;
+  const state: PoolState = { round: false, keys: null };
+  states.set(pool, state);
+  const acquire = pool.acquireBuffer.bind(pool);
+  pool.acquireBuffer = (size: number, usage: number, ...rest: unknown[]) => {
+    const filed = state.round ? sizeClass(size) : size;
+    state.keys?.add(`${filed}_${usage}`);
+    return acquire(filed, usage, ...rest);
+  };
+  return state;
+}
 
 /** Smallest buffer handed out (bytes); below it requests round up to a power of two. */
 const MIN_CLASS_BYTES = 256;
@@ -51,14 +75,9 @@ export function sizeClass(bytes: number): number {
   return up > MAX_BINDING_BYTES && bytes <= MAX_BINDING_BYTES ? Math.ceil(bytes / 4) * 4 : up;
 }
 
-const classed = new WeakSet<BufferPoolLike>();
-
 /** Rounds every request of this pool up to its size class (idempotent). */
 export function roundPoolRequests(pool: BufferPoolLike): void {
-  if (classed.has(pool)) return;
-  classed.add(pool);
-  const acquire = pool.acquireBuffer.bind(pool);
-  pool.acquireBuffer = (size: number, usage: number, ...rest: unknown[]) => acquire(sizeClass(size), usage, ...rest);
+  instrument(pool).round = true;
 }
 
 /** The pool's budget in bytes: T2S_GPU_POOL_MB, or 24 GiB. */
@@ -71,15 +90,7 @@ export function poolBudgetBytes(env: NodeJS.ProcessEnv = process.env): number {
 
 /** Starts recording the sizes the pool is asked for (idempotent); the pool keys buffers as `${size}_${usage}`. */
 export function watchPool(pool: BufferPoolLike): void {
-  if (requestedKeys.has(pool)) return;
-  const keys = new Set<string>();
-  requestedKeys.set(pool, keys);
-  const acquire = pool.acquireBuffer.bind(pool);
-  pool.acquireBuffer = (size: number, usage: number, ...rest: unknown[]) => {
-    // the key the pool files the buffer under: its size class when requests are rounded
-    keys.add(`${classed.has(pool) ? sizeClass(size) : size}_${usage}`);
-    return acquire(size, usage, ...rest);
-  };
+  instrument(pool).keys ??= new Set<string>();
 }
 
 /**
@@ -89,7 +100,7 @@ export function watchPool(pool: BufferPoolLike): void {
  */
 export function trimPool(pool: BufferPoolLike, budgetBytes: number): number {
   // undefined on the first trim: nothing was watched yet, so nothing counts as asked for
-  const requested = requestedKeys.get(pool);
+  const requested = states.get(pool)?.keys ?? undefined;
   watchPool(pool);
   let released = 0;
   const destroy = (b: PooledBuffer) => {

@@ -321,18 +321,26 @@ let installed = false;
 /** tfjs's own BatchMatMul kernel, kept when the kit's goes in front of it. */
 let tfjsBatchMatMul: KernelFunc | null = null;
 
+/** op(A) · op(B) on the kit's kernel when its plan takes the shape, on tfjs's otherwise (tfjs's output shape). */
+function batchMatMul(a: tf.TensorInfo, b: tf.TensorInfo, transposeA: boolean, transposeB: boolean): tf.TensorInfo {
+  const shape = gemmShape(a, b, transposeA, transposeB);
+  if (!shape || !planGemm(shape)) {
+    if (!tfjsBatchMatMul) throw new Error("the webgpu backend's BatchMatMul is not installed");
+    return tfjsBatchMatMul({ inputs: { a, b }, backend: tf.backend(), attrs: { transposeA, transposeB } }) as tf.TensorInfo;
+  }
+  // the batch dims of the side that has the batch (both, when they match)
+  const outer = tf.util.sizeFromShape(a.shape.slice(0, -2)) >= tf.util.sizeFromShape(b.shape.slice(0, -2)) ? a.shape.slice(0, -2) : b.shape.slice(0, -2);
+  return viewAs(runGemm(a, b, shape), [...outer, shape.M, shape.N]);
+}
+
 /**
- * C [M, N] = op(A) · op(B) for 2-D operands as the BatchMatMul kernel would run it: the kit's kernel when its plan
- * takes the shape, tfjs's otherwise. For fused ops whose plain products should go where they run fastest.
+ * C [M, N] = op(A) · op(B) for 2-D operands as the BatchMatMul kernel would run it, for fused ops whose
+ * plain products should go where they run fastest.
  */
 export function matMulInfo(a: tf.TensorInfo, b: tf.TensorInfo, transposeA: boolean, transposeB: boolean): tf.TensorInfo {
-  const shape = gemmShape(a, b, transposeA, transposeB);
-  if (shape && planGemm(shape)) return viewAs(runGemm(a, b, shape), [shape.M, shape.N]);
-  if (!tfjsBatchMatMul) throw new Error("matMulInfo: the webgpu backend's BatchMatMul is not installed");
-  const out = tfjsBatchMatMul({ inputs: { a, b }, backend: tf.backend(), attrs: { transposeA, transposeB } }) as tf.TensorInfo;
+  const out = batchMatMul(a, b, transposeA, transposeB);
   // tfjs's kernel answers 2-D operands with a batch of one
-  const [ra, rb] = [a.shape.length, b.shape.length];
-  return viewAs(out, [transposeA ? a.shape[ra - 1] : a.shape[ra - 2], transposeB ? b.shape[rb - 2] : b.shape[rb - 1]]);
+  return viewAs(out, out.shape.slice(-2));
 }
 
 /**
@@ -351,14 +359,10 @@ export function installBatchMatMul(): void {
     kernelName: "BatchMatMul",
     backendName: "webgpu",
     kernelFunc: ((args) => {
+      if (!fusedKernelsActive()) return fallback(args);
       const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
       const { transposeA, transposeB } = (args.attrs ?? {}) as { transposeA?: boolean; transposeB?: boolean };
-      const shape = fusedKernelsActive() ? gemmShape(a, b, Boolean(transposeA), Boolean(transposeB)) : null;
-      if (!shape || !planGemm(shape)) return fallback(args);
-      // the batch dims of the side that has the batch (both, when they match)
-      const outer = tf.util.sizeFromShape(a.shape.slice(0, -2)) >= tf.util.sizeFromShape(b.shape.slice(0, -2)) ? a.shape.slice(0, -2) : b.shape.slice(0, -2);
-      const out = runGemm(a, b, shape);
-      return viewAs(out, [...outer, shape.M, shape.N]);
+      return batchMatMul(a, b, Boolean(transposeA), Boolean(transposeB));
     }) as KernelFunc as never,
   });
 }
