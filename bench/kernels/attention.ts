@@ -10,7 +10,7 @@ import { ensureGradients } from "../../lib/backend/gradients.js";
 import { attentionFused } from "../../lib/backend/webgpu/attention-train.js";
 import type { AttentionDims } from "../../lib/backend/webgpu/attention-train-wgsl.js";
 import { fusedKernelsActive, useFusedKernels } from "../../lib/backend/webgpu/fused.js";
-import { attendChunk, attentionBias } from "../../lib/model/decoder.js";
+import { attendChunk, attentionBias } from "../../lib/model/attention.js";
 import { countDispatches } from "../dispatches.js";
 import { bothPaths, relativeError, timePath, type KernelCheck } from "./check.js";
 

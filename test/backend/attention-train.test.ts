@@ -16,7 +16,8 @@ import { tf } from "../../lib/backend/tf.js";
 import { attentionFused, attentionFusedSupports } from "../../lib/backend/webgpu/attention-train.js";
 import type { AttentionDims } from "../../lib/backend/webgpu/attention-train-wgsl.js";
 import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
-import { attendChunk, attentionBias, decoderStep, disposeCache } from "../../lib/model/decoder.js";
+import { attendChunk, attentionBias } from "../../lib/model/attention.js";
+import { decoderStep, disposeCache } from "../../lib/model/decoder.js";
 import { randomModel, tinyConfig } from "../../lib/model/random-model.js";
 import { ModelTrainable } from "../../lib/train/trainable-model.js";
 

@@ -1,7 +1,7 @@
 /**
  * Fused causal grouped-query attention for training on WebGPU, forward and backward, as tfjs kernels.
  *
- * The ops path (lib/model/decoder.ts) multiplies queries by keys, adds a [B, 1, T, S] bias built on the
+ * The ops path (lib/model/attention.ts) multiplies queries by keys, adds a [B, 1, T, S] bias built on the
  * CPU, takes a softmax and multiplies by the values: every [B, H, T, S] score and probability tensor goes
  * through global memory, and the backward keeps them. Here attention is computed flash-style: each
  * workgroup holds a tile of keys and values in workgroup memory and runs an online softmax over them for
