@@ -1,5 +1,5 @@
 /**
- * New tokens per second of the WebGPU step runner (lib/model/webgpu/) against the tfjs path (generate()),
+ * New tokens per second of the WebGPU step runner (lib/model/engine/webgpu-runner.ts) against the tfjs path (generate()),
  * side by side in one process, plus a per-kernel GPU time breakdown from timestamp queries.
  *   npx tsx bench/decode-gpu.ts                           Qwen2-0.5B-shaped random model, batch 1/16/64,
  *                                                          128 prompt + 128 new tokens (the GPU host's case)
@@ -20,7 +20,7 @@ import { qwen2HalfBConfig, randomModel } from "../lib/model/random-model.js";
 import { sampleToken } from "../lib/model/sampler.js";
 import { mulberry32 } from "../lib/core/random.js";
 import type { RowSampling } from "../lib/model/engine/runner.js";
-import { createWebgpuRunner, type KernelProfile, type WebgpuRunner } from "../lib/model/webgpu/runner.js";
+import { createWebgpuRunner, type KernelProfile, type WebgpuRunner } from "../lib/model/engine/webgpu-runner.js";
 import { flag, intFlag } from "./args.js";
 
 function prompts(B: number, len: number, V: number): number[][] {

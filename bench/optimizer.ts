@@ -1,6 +1,6 @@
 /**
  * The optimizer update alone (global gradient norm, clip factor, AdamW over every weight of a random model),
- * run through tfjs ops and, on WebGPU, through the fused kernels of lib/backend/webgpu/optimizer.ts. Prints the
+ * run through tfjs ops and, on WebGPU, through the fused kernels of lib/backend/webgpu/train/optimizer.ts. Prints the
  * time and launches of each path (GPU dispatches on WebGPU, tf.profile kernels elsewhere) and the largest
  * difference between their results, and exits 1 when the paths disagree (so a run on the GPU host also
  * checks the kernels; the first fused update also takes the copy-then-overwrite path for weights whose
@@ -15,7 +15,7 @@ import { tf } from "../lib/backend/tf.js";
 import type { NamedVariable } from "../lib/train/lm.js";
 import { ModelTrainable } from "../lib/train/trainable-model.js";
 import { AdamW, clipFactor, globalGradNorm } from "../lib/train/optimizer.js";
-import { fusedOptimizerActive, useFusedOptimizer } from "../lib/backend/webgpu/optimizer.js";
+import { fusedOptimizerActive, useFusedOptimizer } from "../lib/backend/webgpu/train/optimizer.js";
 import { flag, intFlag } from "./args.js";
 import { countDispatches } from "./dispatches.js";
 

@@ -1,5 +1,5 @@
 /**
- * The fused causal attention (lib/backend/webgpu/attention-train.ts) against the decoder's ops path
+ * The fused causal attention (lib/backend/webgpu/train/attention-train.ts) against the decoder's ops path
  * (attentionBias + attendChunk in lib/model/decoder.ts) on the same inputs: the context, the gradients of
  * q, k and v, the time of forward alone and of forward + backward, and the dispatches of each path.
  * Small shapes run on a software adapter; --qwen05b runs the attention of a Qwen2-0.5B training step
@@ -7,9 +7,9 @@
  */
 import { tf } from "../../lib/backend/tf.js";
 import { ensureGradients } from "../../lib/backend/gradients.js";
-import { attentionFused } from "../../lib/backend/webgpu/attention-train.js";
-import type { AttentionDims } from "../../lib/backend/webgpu/attention-train-wgsl.js";
-import { fusedKernelsActive, useFusedKernels } from "../../lib/backend/webgpu/fused.js";
+import { attentionFused } from "../../lib/backend/webgpu/train/attention-train.js";
+import type { AttentionDims } from "../../lib/backend/webgpu/train/attention-train-wgsl.js";
+import { fusedKernelsActive, useFusedKernels } from "../../lib/backend/webgpu/train/fused.js";
 import { attendChunk, attentionBias } from "../../lib/model/attention.js";
 import { countDispatches } from "../dispatches.js";
 import { bothPaths, relativeError, timePath, type KernelCheck } from "./check.js";

@@ -3,7 +3,7 @@
  * path on the same inputs, for values and gradients, and the time of each.
  */
 import { tf } from "../../lib/backend/tf.js";
-import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
+import { useFusedKernels } from "../../lib/backend/webgpu/train/fused.js";
 
 export interface KernelCheck {
   /** Kernel (and direction) checked, e.g. "rmsnorm fwd+bwd". */

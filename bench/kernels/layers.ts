@@ -1,5 +1,5 @@
 /**
- * The fused RMSNorm, RoPE, SwiGLU and LoRA-linear kernels (lib/backend/webgpu/layer-kernels.ts, rope-swiglu.ts,
+ * The fused RMSNorm, RoPE, SwiGLU and LoRA-linear kernels (lib/backend/webgpu/train/layer-kernels.ts, rope-swiglu.ts,
  * lora-linear.ts) against
  * the tfjs ops path of lib/model/decoder.ts: values, the gradients of every differentiable input, the time
  * of forward + backward, and (in the note) the dispatches each path records for one call, fused vs ops.
@@ -7,7 +7,7 @@
  */
 import { tf } from "../../lib/backend/tf.js";
 import { ensureGradients } from "../../lib/backend/gradients.js";
-import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
+import { useFusedKernels } from "../../lib/backend/webgpu/train/fused.js";
 import { linear, rmsNorm, rotate, rotateHalfMatrix, swiglu } from "../../lib/model/decoder.js";
 import { inverseFrequencies, rotaryTables } from "../../lib/model/rope.js";
 import { countDispatches } from "../dispatches.js";

@@ -1,5 +1,5 @@
 /**
- * The fused target log-prob kernels (lib/backend/webgpu/logprob-kernels.ts) against the ops path of
+ * The fused target log-prob kernels (lib/backend/webgpu/train/logprob-kernels.ts) against the ops path of
  * targetLogprobs: log-probs and entropies, the gradient w.r.t. the logits of a weighted sum of the
  * log-probs (as a policy loss takes it), at temperature 0.7 with the entropy, and the time and GPU
  * dispatches of one forward + backward of each path.
@@ -8,7 +8,7 @@
  */
 import { tf } from "../../lib/backend/tf.js";
 import { ensureGradients } from "../../lib/backend/gradients.js";
-import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
+import { useFusedKernels } from "../../lib/backend/webgpu/train/fused.js";
 import { targetLogprobs } from "../../lib/train/logprobs.js";
 import { countDispatches } from "../dispatches.js";
 import { bothPaths, relativeError, timePath, type KernelCheck } from "./check.js";

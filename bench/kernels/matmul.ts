@@ -1,12 +1,12 @@
 /**
- * The kit's BatchMatMul (lib/backend/webgpu/batch-matmul.ts) against tfjs-backend-webgpu's on the matrix
+ * The kit's BatchMatMul (lib/backend/webgpu/train/batch-matmul.ts) against tfjs-backend-webgpu's on the matrix
  * products of a training step: forward, input gradient (dX = dY W) and weight gradient (dW = dYᵀ X) of
  * each linear layer, the vocabulary head, attention and LoRA. The reference is tfjs's 32x32-tile program
  * (WEBGPU_MATMUL_PROGRAM_TYPE = MatMulPackedProgram): its split-K program gives wrong results for a
  * transposed right operand on some drivers. Each row also gives the kit's tile plan and both paths' TFLOP/s.
  */
 import { tf } from "../../lib/backend/tf.js";
-import { gemmShape, planGemm } from "../../lib/backend/webgpu/batch-matmul.js";
+import { gemmShape, planGemm } from "../../lib/backend/webgpu/train/batch-matmul.js";
 import { bothPaths, relativeError, timePath, type KernelCheck } from "./check.js";
 
 /** tfjs's MatMulProgramType.MatMulPackedProgram. */

@@ -6,7 +6,7 @@
  */
 import { T2sError } from "../core/errors.js";
 import { tf } from "./tf.js";
-import { installBatchMatMul } from "./webgpu/batch-matmul.js";
+import { installBatchMatMul } from "./webgpu/train/batch-matmul.js";
 import { usePoolSizeClasses } from "./gpu-pool.js";
 
 export const BACKENDS = ["webgpu", "tensorflow", "wasm", "cpu"] as const;
@@ -81,7 +81,7 @@ async function tryWebgpu(allowSoftware: boolean): Promise<string | null> {
   }
   // a literal specifier, so bundles carry the backend (it must share this process's tfjs-core)
   await import("@tensorflow/tfjs-backend-webgpu");
-  // the kit's matrix multiply goes in front of tfjs's (lib/backend/webgpu/batch-matmul.ts)
+  // the kit's matrix multiply goes in front of tfjs's (lib/backend/webgpu/train/batch-matmul.ts)
   installBatchMatMul();
   return null;
 }

@@ -10,11 +10,11 @@ import { rotaryTables } from "./rope.js";
 import { attendChunk, attendOneRow, attendWithShared, attentionBias, type SharedPrefix } from "./attention.js";
 
 export type { SharedPrefix };
-import { attentionFused, attentionFusedSupports } from "../backend/webgpu/attention-train.js";
-import { fusedKernelsActive } from "../backend/webgpu/fused.js";
-import { rmsNormFused } from "../backend/webgpu/layer-kernels.js";
-import { ropeFused, swigluFused } from "../backend/webgpu/rope-swiglu.js";
-import { loraLinearFused } from "../backend/webgpu/lora-linear.js";
+import { attentionFused, attentionFusedSupports } from "../backend/webgpu/train/attention-train.js";
+import { fusedKernelsActive } from "../backend/webgpu/train/fused.js";
+import { rmsNormFused } from "../backend/webgpu/train/layer-kernels.js";
+import { ropeFused, swigluFused } from "../backend/webgpu/train/rope-swiglu.js";
+import { loraLinearFused } from "../backend/webgpu/train/lora-linear.js";
 
 /** Attention scores held at once (B·heads·queries·keys) before queries are split into chunks. */
 const CHUNK_SCORES = 1 << 24;

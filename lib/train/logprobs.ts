@@ -5,8 +5,8 @@
  */
 import * as tf from "@tensorflow/tfjs-core";
 import type { TrainableLM } from "./lm.js";
-import { fusedKernelsActive } from "../backend/webgpu/fused.js";
-import { fusedTargetLogprobs } from "../backend/webgpu/logprob-kernels.js";
+import { fusedKernelsActive } from "../backend/webgpu/train/fused.js";
+import { fusedTargetLogprobs } from "../backend/webgpu/train/logprob-kernels.js";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
@@ -20,7 +20,7 @@ export interface TokenLogprobs {
 /**
  * Log-probabilities of `targets` [B, T] (int32) under `logits` [B, T, V] divided by `temperature`
  * (TRL divides by the sampling temperature too), and optionally the entropies. On WebGPU the fused
- * kernels of lib/backend/webgpu/logprob-kernels.ts compute the same (unless T2S_FUSED_KERNELS=0).
+ * kernels of lib/backend/webgpu/train/logprob-kernels.ts compute the same (unless T2S_FUSED_KERNELS=0).
  */
 export function targetLogprobs(logits: tf.Tensor3D, targets: tf.Tensor2D, temperature = 1, withEntropy = false): TokenLogprobs {
   if (fusedKernelsActive()) return fusedTargetLogprobs(logits, targets, temperature, withEntropy);

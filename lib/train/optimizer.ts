@@ -1,11 +1,11 @@
 /**
  * AdamW with decoupled weight decay (PyTorch's update order), global-norm gradient clipping and a
  * gradient accumulator for micro-batches. State is plain named tensors so checkpoints can store it.
- * On WebGPU the update and the norm run as fused kernels (lib/backend/webgpu/optimizer.ts); elsewhere as tfjs ops.
+ * On WebGPU the update and the norm run as fused kernels (lib/backend/webgpu/train/optimizer.ts); elsewhere as tfjs ops.
  */
 import * as tf from "@tensorflow/tfjs-core";
 import type { NamedVariable } from "./lm.js";
-import { fusedAdamWInPlace, fusedOptimizerActive, fusedSumOfSquares, ownsBuffer, registerWebgpuOptimizerKernels } from "../backend/webgpu/optimizer.js";
+import { fusedAdamWInPlace, fusedOptimizerActive, fusedSumOfSquares, ownsBuffer, registerWebgpuOptimizerKernels } from "../backend/webgpu/train/optimizer.js";
 
 registerWebgpuOptimizerKernels();
 

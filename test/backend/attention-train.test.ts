@@ -1,5 +1,5 @@
 /**
- * The fused causal attention kernels (lib/backend/webgpu/attention-train.ts) against the tfjs ops path the
+ * The fused causal attention kernels (lib/backend/webgpu/train/attention-train.ts) against the tfjs ops path the
  * decoder runs otherwise (on the same WebGPU backend and on the CPU backend): the context and the gradients
  * of q, k and v, for grouped-query shapes, prefix keys (past > 0), padding, a row with no real token,
  * query counts that are not multiples of the tile, and T = 1; then a whole tiny decoder through
@@ -13,9 +13,9 @@ import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { relErr, startWebgpu } from "./kernel-support.js";
 import { tf } from "../../lib/backend/tf.js";
-import { attentionFused, attentionFusedSupports } from "../../lib/backend/webgpu/attention-train.js";
-import type { AttentionDims } from "../../lib/backend/webgpu/attention-train-wgsl.js";
-import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
+import { attentionFused, attentionFusedSupports } from "../../lib/backend/webgpu/train/attention-train.js";
+import type { AttentionDims } from "../../lib/backend/webgpu/train/attention-train-wgsl.js";
+import { useFusedKernels } from "../../lib/backend/webgpu/train/fused.js";
 import { attendChunk, attentionBias } from "../../lib/model/attention.js";
 import { decoderStep, disposeCache } from "../../lib/model/decoder.js";
 import { randomModel, tinyConfig } from "../../lib/model/random-model.js";

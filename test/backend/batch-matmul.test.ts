@@ -1,5 +1,5 @@
 /**
- * The kit's BatchMatMul kernel (lib/backend/webgpu/batch-matmul.ts): every tile and K split, every transpose
+ * The kit's BatchMatMul kernel (lib/backend/webgpu/train/batch-matmul.ts): every tile and K split, every transpose
  * case, batch broadcasts and edge sizes against the CPU backend's matMul; the plan rule on its own.
  * The kernel needs a WebGPU adapter; without a GPU, Mesa's software Vulkan driver provides one:
  *   VK_DRIVER_FILES=/opt/lvp/lvp_icd.json XDG_RUNTIME_DIR=/tmp node scripts/run-tests.mjs test/backend/batch-matmul.test.ts
@@ -9,8 +9,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { useBackend } from "../../lib/backend/select.js";
 import { tf } from "../../lib/backend/tf.js";
-import { anyPlan, gemmShape, planGemm, type GemmShape } from "../../lib/backend/webgpu/batch-matmul.js";
-import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
+import { anyPlan, gemmShape, planGemm, type GemmShape } from "../../lib/backend/webgpu/train/batch-matmul.js";
+import { useFusedKernels } from "../../lib/backend/webgpu/train/fused.js";
 
 const shape = (o: Partial<GemmShape>): GemmShape => ({ batch: 1, M: 2048, N: 896, K: 896, transposeA: false, transposeB: false, aBroadcast: false, bBroadcast: false, ...o });
 

@@ -1,5 +1,5 @@
 /**
- * The fused RMSNorm, RoPE and SwiGLU kernels of the webgpu backend (lib/backend/webgpu/layer-kernels.ts,
+ * The fused RMSNorm, RoPE and SwiGLU kernels of the webgpu backend (lib/backend/webgpu/train/layer-kernels.ts,
  * rope-swiglu.ts) against the tfjs ops path of lib/model/decoder.ts, on the same backend and on the CPU:
  * values and the gradients of every differentiable input, at shapes that are not multiples of the
  * workgroups, one row, and rank 4 (the per-head norm); the dispatches each call records; and a whole tiny
@@ -13,7 +13,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { relErr, startWebgpu } from "./kernel-support.js";
 import { tf } from "../../lib/backend/tf.js";
-import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
+import { useFusedKernels } from "../../lib/backend/webgpu/train/fused.js";
 import { rmsNorm, rotate, rotateHalfMatrix, swiglu } from "../../lib/model/decoder.js";
 import { rotaryTables, inverseFrequencies } from "../../lib/model/rope.js";
 import { randomModel, tinyConfig } from "../../lib/model/random-model.js";
@@ -120,7 +120,7 @@ test("fused RoPE matches the ops path: values and dx (cos/sin broadcast over hea
 
 test("fused RoPE gives cos and sin zero gradients (they are constants)", async (t) => {
   if (reason) return t.skip(reason);
-  const { ropeFused } = await import("../../lib/backend/webgpu/rope-swiglu.js");
+  const { ropeFused } = await import("../../lib/backend/webgpu/train/rope-swiglu.js");
   const [dc, ds] = tf.tidy(() => tf.grads((c: tf.Tensor, s: tf.Tensor) => tf.sum(ropeFused(tf.ones([1, 2, 3, 4]), c, s)))([tf.ones([1, 2, 1, 4]), tf.ones([1, 2, 1, 4])]));
   assert.deepEqual(Array.from(await dc.data()), new Array(8).fill(0));
   assert.deepEqual(Array.from(await ds.data()), new Array(8).fill(0));
@@ -137,8 +137,8 @@ test("fused SwiGLU matches the ops path: values, dgate and dup", async (t) => {
 
 test("the fused kernels record one dispatch forward and one per gradient (two for dw)", async (t) => {
   if (reason) return t.skip(reason);
-  const { rmsNormFused } = await import("../../lib/backend/webgpu/layer-kernels.js");
-  const { ropeFused, swigluFused } = await import("../../lib/backend/webgpu/rope-swiglu.js");
+  const { rmsNormFused } = await import("../../lib/backend/webgpu/train/layer-kernels.js");
+  const { ropeFused, swigluFused } = await import("../../lib/backend/webgpu/train/rope-swiglu.js");
   const x = tf.randomNormal([6, 40], 0, 1, "float32", 1);
   const w = tf.randomNormal([40], 1, 0.1, "float32", 2) as tf.Tensor1D;
   const dy = tf.randomNormal([6, 40], 0, 1, "float32", 3);

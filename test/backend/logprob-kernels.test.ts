@@ -1,5 +1,5 @@
 /**
- * The fused target log-prob kernels (lib/backend/webgpu/logprob-kernels.ts) against the tfjs ops path of
+ * The fused target log-prob kernels (lib/backend/webgpu/train/logprob-kernels.ts) against the tfjs ops path of
  * targetLogprobs on the same backend and on the CPU backend: log-probs, entropies and the gradient w.r.t.
  * the logits, at temperatures 1 and 0.7, vocabularies that are not multiples of the workgroup size, extreme
  * logits, grids folded past 65,535 workgroups, and through a tiny trainable model as GRPO uses it.
@@ -12,8 +12,8 @@ import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { relErr, startWebgpu } from "./kernel-support.js";
 import { tf } from "../../lib/backend/tf.js";
-import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
-import { TARGET_LOGPROBS, TARGET_LOGPROBS_GRAD } from "../../lib/backend/webgpu/logprob-kernels.js";
+import { useFusedKernels } from "../../lib/backend/webgpu/train/fused.js";
+import { TARGET_LOGPROBS, TARGET_LOGPROBS_GRAD } from "../../lib/backend/webgpu/train/logprob-kernels.js";
 import { randomModel, tinyConfig } from "../../lib/model/random-model.js";
 import { sequenceLogprobs, targetLogprobs } from "../../lib/train/logprobs.js";
 import { ModelTrainable } from "../../lib/train/trainable-model.js";

@@ -1,5 +1,5 @@
 /**
- * The fused LoRA linear kernel (lib/backend/webgpu/lora-linear.ts) against the decoder's ops path: values
+ * The fused LoRA linear kernel (lib/backend/webgpu/train/lora-linear.ts) against the decoder's ops path: values
  * and the gradients of x, W, A and B on WebGPU and on the CPU, its dispatch count, and a tiny decoder with
  * an adapter on every linear layer trained through ModelTrainable (with a shared prompt prefix).
  * It needs a WebGPU adapter; without a GPU, Mesa's software Vulkan driver provides one:
@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { relErr, startWebgpu } from "./kernel-support.js";
 import { tf } from "../../lib/backend/tf.js";
-import { useFusedKernels } from "../../lib/backend/webgpu/fused.js";
+import { useFusedKernels } from "../../lib/backend/webgpu/train/fused.js";
 import { linear } from "../../lib/model/decoder.js";
 import { createAdapter } from "../../lib/model/lora.js";
 import { randomModel, tinyConfig } from "../../lib/model/random-model.js";

@@ -1,5 +1,5 @@
 /**
- * The WebGPU step runner (lib/model/webgpu/) against the tfjs CPU path (decoderStep + sampleToken) on the
+ * The WebGPU step runner (lib/model/engine/webgpu-runner.ts) against the tfjs CPU path (decoderStep + sampleToken) on the
  * tiny fixture models: greedy tokens and log-probabilities through prefill, decode and multi-step decode,
  * an unmerged adapter, biases, top-n log-probabilities, and sampled tokens checked against the exact
  * inverse CDF of the CPU's logits under the same top-k/top-p cut.
@@ -99,7 +99,7 @@ test("WebGPU runner: references on the CPU backend", async () => {
 for (const c of CASES) {
   test(`WebGPU runner, ${c.name}: greedy ids and logprobs match the CPU through prefill, decode and decodeSteps`, async (t) => {
     if (reason) return t.skip(reason);
-    const { createWebgpuRunner } = await import("../../lib/model/webgpu/runner.js");
+    const { createWebgpuRunner } = await import("../../lib/model/engine/webgpu-runner.js");
     const model = await load(c.base, c.adapter, "webgpu");
     const runner = await createWebgpuRunner(model, { adapter: c.adapter ? "a" : null, slots: 4, maxLength: 64 });
     const ref = refs.get(c.name)!;
@@ -126,7 +126,7 @@ for (const c of CASES) {
 
 test("WebGPU runner: bias bans the argmax, top-n logprobs are the CPU's most likely tokens", async (t) => {
   if (reason) return t.skip(reason);
-  const { createWebgpuRunner } = await import("../../lib/model/webgpu/runner.js");
+  const { createWebgpuRunner } = await import("../../lib/model/engine/webgpu-runner.js");
   const logits = refs.get("qwen2 (q/k/v bias, tied head)")![0].logits[0];
   const model = await load("qwen2", null, "webgpu");
   const runner = await createWebgpuRunner(model, { adapter: null, slots: 2, maxLength: 32 });
@@ -151,7 +151,7 @@ test("WebGPU runner: bias bans the argmax, top-n logprobs are the CPU's most lik
 
 test("WebGPU runner: sampled tokens follow the exact inverse CDF of the top-k/top-p cut", async (t) => {
   if (reason) return t.skip(reason);
-  const { createWebgpuRunner } = await import("../../lib/model/webgpu/runner.js");
+  const { createWebgpuRunner } = await import("../../lib/model/engine/webgpu-runner.js");
   const logits = refs.get("llama")![0].logits[0];
   const model = await load("llama", null, "webgpu");
   const slots = 16;
@@ -182,7 +182,7 @@ test("WebGPU runner: sampled tokens follow the exact inverse CDF of the top-k/to
 
 test("WebGPU runner: rows sharing a prefix copy its keys and values and decode as if they had computed them", async (t) => {
   if (reason) return t.skip(reason);
-  const { createWebgpuRunner } = await import("../../lib/model/webgpu/runner.js");
+  const { createWebgpuRunner } = await import("../../lib/model/engine/webgpu-runner.js");
   const model = await load("qwen2", null, "webgpu");
   const system = Array.from({ length: 20 }, (_, i) => 30 + i * 7);
   const prompts = [system.concat([5, 6]), system.concat([9]), system.concat([100, 101, 102])];

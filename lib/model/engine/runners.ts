@@ -1,5 +1,5 @@
 /**
- * Picks the step runner for a model's backend: on WebGPU the device runner of lib/model/webgpu/ (cache in GPU
+ * Picks the step runner for a model's backend: on WebGPU the device runner of lib/model/engine/webgpu-runner.ts (cache in GPU
  * buffers, sampling on the device), everywhere else the tfjs-ops runner. `T2S_WEBGPU_RUNNER=0` keeps WebGPU
  * on the tfjs-ops runner (for comparisons; it reads every layer's projections back, so it is slow there).
  *
@@ -42,7 +42,7 @@ export async function leaseRunner(model: CausalLM, opts: { adapter: string | nul
   let runner: StepRunner;
   if (i >= 0) runner = kept.splice(i, 1)[0].runner;
   else {
-    const { createWebgpuRunner } = await import("../webgpu/runner.js");
+    const { createWebgpuRunner } = await import("./webgpu-runner.js");
     runner = await createWebgpuRunner(model, { adapter: opts.adapter, slots: opts.slots });
   }
   const list = kept;

@@ -15,7 +15,7 @@
  * The op returns logp and entropy as slices of stats (two [B, T] copies); the gradient reads dy and lse
  * straight from the stats-shaped buffers. Entropy carries no gradient, as on the ops path.
  */
-import { tf } from "../tf.js";
+import { tf } from "../../tf.js";
 import type { Program, Uniform, WebGpuBackendLike } from "./program.js";
 
 export const TARGET_LOGPROBS = "T2sTargetLogprobs";

@@ -15,7 +15,7 @@
  * lib/train/optimizer.ts uses these when the webgpu backend is active and tfjs ops everywhere else.
  * `npm run bench:optimizer` compares both paths on a GPU.
  */
-import { tf } from "../tf.js";
+import { tf } from "../../tf.js";
 import { ELEMENTWISE_WORKGROUP, elementwise, type Program, type Uniform, type WebGpuBackendLike } from "./program.js";
 
 export const SUM_OF_SQUARES = "T2sSumOfSquares";

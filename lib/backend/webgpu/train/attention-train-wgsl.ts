@@ -1,5 +1,5 @@
 /**
- * The WGSL programs of the fused training attention (lib/backend/webgpu/attention-train.ts registers them
+ * The WGSL programs of the fused training attention (lib/backend/webgpu/train/attention-train.ts registers them
  * as tfjs kernels). Tiles, for hd 64:
  *   forward, dq   a workgroup of 64 threads per (64-query tile, head, batch row); each thread keeps its
  *                 query (and for dq its dO row and dq) in registers; K and V stream through workgroup

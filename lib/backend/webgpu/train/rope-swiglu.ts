@@ -11,9 +11,9 @@
  *   (1 + gate · (1 - s)) with s = sigmoid(gate) and dup = dy · silu(gate), one dispatch each.
  *
  * lib/model/decoder.ts calls `ropeFused` and `swigluFused` when fusedKernelsActive()
- * (lib/backend/webgpu/fused.ts); RMSNorm is in layer-kernels.ts.
+ * (lib/backend/webgpu/train/fused.ts); RMSNorm is in layer-kernels.ts.
  */
-import { tf } from "../tf.js";
+import { tf } from "../../tf.js";
 import { elementwise, type Uniform, type WebGpuBackendLike } from "./program.js";
 
 export const ROPE = "T2sRope";

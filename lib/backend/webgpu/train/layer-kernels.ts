@@ -8,10 +8,10 @@
  * then one sum over the chunks. The backward recomputes each row's rsqrt from x instead of saving it: the
  * forward stays one dispatch with one output, and the tape keeps only x and w alive.
  *
- * lib/model/decoder.ts calls `rmsNormFused` when fusedKernelsActive() (lib/backend/webgpu/fused.ts); the
+ * lib/model/decoder.ts calls `rmsNormFused` when fusedKernelsActive() (lib/backend/webgpu/train/fused.ts); the
  * rotary and SwiGLU kernels are in rope-swiglu.ts.
  */
-import { tf } from "../tf.js";
+import { tf } from "../../tf.js";
 import type { Program, Uniform, WebGpuBackendLike } from "./program.js";
 import { viewAs } from "./program.js";
 

@@ -4,7 +4,7 @@
  * the tfjs ops path, so CPU and wasm numbers do not depend on them. T2S_FUSED_KERNELS=0 turns them off on
  * WebGPU too (to rule them out when chasing a bug, and for the benches' side-by-side rows).
  */
-import { tf } from "../tf.js";
+import { tf } from "../../tf.js";
 
 let enabled = process.env.T2S_FUSED_KERNELS !== "0";
 

@@ -11,10 +11,10 @@ import type { ModelConfig } from "../config.js";
 import type { CausalLM } from "../model.js";
 import type { Linear } from "../decoder.js";
 import { tf } from "../../backend/tf.js";
-import { type Dispatch, GpuContext } from "../../backend/webgpu/device.js";
-import { GEMV_MAX_ROWS, type GemmSpec, gemmCode, gemmGroups, reduceWgsl, splitsFor } from "../../backend/webgpu/gemm.js";
-import { embedWgsl, ropeTable, ropeWgsl, rmsNormWgsl } from "../../backend/webgpu/token-kernels.js";
-import { attentionWgsl } from "../../backend/webgpu/attention.js";
+import { type Dispatch, GpuContext } from "../../backend/webgpu/step/device.js";
+import { GEMV_MAX_ROWS, type GemmSpec, gemmCode, gemmGroups, reduceWgsl, splitsFor } from "../../backend/webgpu/step/gemm.js";
+import { embedWgsl, ropeTable, ropeWgsl, rmsNormWgsl } from "../../backend/webgpu/step/token-kernels.js";
+import { attentionWgsl } from "../../backend/webgpu/step/attention.js";
 
 /** The activation and cache buffers of a runner, sized for `tokens` token rows and `slots` sampled rows. */
 export interface ForwardBuffers {

@@ -8,11 +8,11 @@
  */
 import type { CausalLM } from "../model.js";
 import { tf } from "../../backend/tf.js";
-import type { DecodeRow, MultiStepRunner, PrefillRow, RowSampling, SampledToken } from "../engine/runner.js";
-import { type Dispatch, GpuContext, Profiler } from "../../backend/webgpu/device.js";
-import { WebgpuForward } from "./forward.js";
-import { prefixCopyWgsl } from "../../backend/webgpu/token-kernels.js";
-import { ADVANCE_WGSL, MAX_TOP, OUT_WORDS, PARAM_WORDS, samplerWgsl } from "../../backend/webgpu/sampling.js";
+import type { DecodeRow, MultiStepRunner, PrefillRow, RowSampling, SampledToken } from "./runner.js";
+import { type Dispatch, GpuContext, Profiler } from "../../backend/webgpu/step/device.js";
+import { WebgpuForward } from "./webgpu-forward.js";
+import { prefixCopyWgsl } from "../../backend/webgpu/step/token-kernels.js";
+import { ADVANCE_WGSL, MAX_TOP, OUT_WORDS, PARAM_WORDS, samplerWgsl } from "../../backend/webgpu/step/sampling.js";
 
 /** Token rows one forward pass holds; longer prefills run in chunks of this many tokens. */
 const PREFILL_CHUNK = 1024;

@@ -18,10 +18,10 @@
  * layer) runs any shape here, small outputs with K split (anyPlan).
  *
  * The kernel replaces tfjs's BatchMatMul for the webgpu backend while the fused kernels are on
- * (lib/backend/webgpu/fused.ts); other dtypes and batch broadcasts other than "same" or "one" go to
+ * (lib/backend/webgpu/train/fused.ts); other dtypes and batch broadcasts other than "same" or "one" go to
  * tfjs's kernel, which stays registered as the fallback.
  */
-import { tf } from "../tf.js";
+import { tf } from "../../tf.js";
 import { fusedKernelsActive } from "./fused.js";
 import { elementwise, webgpuBackend, viewAs, type Program, type Uniform } from "./program.js";
 

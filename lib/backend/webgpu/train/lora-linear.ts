@@ -3,16 +3,16 @@
  *
  * Through tfjs ops that is three matrix products, a Multiply by s over [N, out] and an Add, and the backward
  * adds a Multiply and an Add more. Here the base product is written first and the LoRA product is added
- * onto it, scaled, by the same GEMM kernel (lib/backend/webgpu/batch-matmul.ts, C = s·A·B + C): three
+ * onto it, scaled, by the same GEMM kernel (lib/backend/webgpu/train/batch-matmul.ts, C = s·A·B + C): three
  * dispatches forward. The backward: with u = x·Aᵀ recomputed (a [N, r] product, cheaper
  * than keeping it), g = s·dy·B, dB = s·dyᵀ·u, dA = gᵀ·x and dx = dy·W + g·A, the second term added in place.
  * The tape asks for each input's gradient in a scope of its own, so each is one call (g is computed for dx
  * and for dA): seven dispatches, against nine through tfjs ops. W's gradient (full training on top of an adapter)
  * is a plain matMul, asked for only when W is trained.
  *
- * lib/model/decoder.ts's `linear` uses it when the fused kernels are on (lib/backend/webgpu/fused.ts).
+ * lib/model/decoder.ts's `linear` uses it when the fused kernels are on (lib/backend/webgpu/train/fused.ts).
  */
-import { tf } from "../tf.js";
+import { tf } from "../../tf.js";
 import { matMulInfo, runGemm, type GemmShape } from "./batch-matmul.js";
 import { viewAs, webgpuBackend } from "./program.js";
 

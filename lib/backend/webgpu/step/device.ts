@@ -6,7 +6,7 @@
  * dispatch with timestamps). Working on the backend's device lets kernels read the model's weights where
  * tfjs keeps them, with no copy.
  */
-import { tf } from "../tf.js";
+import { tf } from "../../tf.js";
 
 /** The parts of tfjs-backend-webgpu 4.x's backend object used here (its own type needs its sources). */
 interface WebGpuBackendLike {

@@ -16,7 +16,7 @@
  * out: a tfjs program writes one buffer), backward 5 (D = rowsum(dO * O) with lse; dq; dk and dv per query
  * head into one packed buffer; the sum over the G heads of a kv head, once for dk and once for dv).
  */
-import { tf } from "../tf.js";
+import { tf } from "../../tf.js";
 import type { WebGpuBackendLike, Uniform } from "./program.js";
 import { contextProgram, dkvProgram, dqProgram, forwardProgram, rowStatsProgram, shapeUniforms, sumHeadsProgram, type AttentionDims } from "./attention-train-wgsl.js";
 

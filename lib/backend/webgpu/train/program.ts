@@ -4,7 +4,7 @@
  * dispatch shape; `runWebGPUProgram` binds the inputs (`variableNames`, read as flat arrays named after
  * them), the output (`result`) and the uniforms, and records one dispatch.
  */
-import { tf } from "../tf.js";
+import { tf } from "../../tf.js";
 
 export interface Program {
   variableNames: string[];
