@@ -3,20 +3,22 @@ import type { Command } from "commander";
 import { UsageError } from "../core/errors.js";
 import { intOption, numberOption, printJson } from "./options.js";
 import { SAMPLING_TEMPERATURE } from "../core/defaults.js";
+import { WEIGHTS_DTYPE_HELP, weightsDtypeOption, type WeightsDtype } from "../model/weights-dtype.js";
 
 interface ModelFlags {
   model: string;
   adapter?: string;
   backend?: string;
+  weightsDtype?: WeightsDtype;
   json?: boolean;
 }
 
 async function openModel(flags: ModelFlags) {
-  const { loadModel } = await import("../model/load.js");
+  const { describeLoad, loadModel } = await import("../model/load.js");
   const { attachAdapter } = await import("../model/lora.js");
-  const model = await loadModel(flags.model, { backend: flags.backend });
+  const model = await loadModel(flags.model, { backend: flags.backend, weightsDtype: flags.weightsDtype });
   const adapter = flags.adapter ? attachAdapter(model, flags.adapter, { name: "adapter" }).name : null;
-  if (!flags.json) process.stderr.write(`model ${model.name} (${model.config.architecture}) on backend ${model.backend}${adapter ? ` with adapter ${flags.adapter}` : ""}\n`);
+  if (!flags.json) process.stderr.write(`${describeLoad(model)}; ${model.config.architecture}${adapter ? ` with adapter ${flags.adapter}` : ""}\n`);
   return { model, adapter };
 }
 
@@ -36,6 +38,7 @@ export function registerModel(program: Command): void {
     .option("--ids <ids>", "input token ids, comma-separated, e.g. 1,2,3", parseIds)
     .option("--top <k>", "how many top tokens to list", intOption("--top", 1), 10)
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm, cpu (default auto)")
+    .option("--weights-dtype <d>", WEIGHTS_DTYPE_HELP, weightsDtypeOption)
     .option("--json", "print JSON with the full logits vector")
     .action(async (opts: ModelFlags & { text?: string; ids?: number[]; top: number }) => {
       if ((opts.text === undefined) === (opts.ids === undefined)) throw new UsageError("give exactly one of --text or --ids");
@@ -70,6 +73,7 @@ export function registerModel(program: Command): void {
     .option("-n, --n <n>", "number of samples", intOption("--n", 1), 1)
     .option("--stop <text...>", "stop strings")
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm, cpu (default auto)")
+    .option("--weights-dtype <d>", WEIGHTS_DTYPE_HELP, weightsDtypeOption)
     .option("--json", "print JSON (text, token ids, logprobs, finish reason per sample)")
     .action(async (opts: ModelFlags & { prompt: string; system?: string; raw?: boolean; maxTokens: number; temperature: number; topP: number; topK: number; seed: number; n: number; stop?: string[] }) => {
       const { model, adapter } = await openModel(opts);

@@ -7,6 +7,7 @@ import { tf } from "../backend/tf.js";
 import type { ModelConfig } from "./config.js";
 import { matMulWeightT, prefersPlainMatMul } from "./layout.js";
 import { rotaryTables } from "./rope.js";
+import { dense, gatherRows, weightShape, type WeightMatrix } from "./packed.js";
 import { attendChunk, attendOneRow, attendWithShared, attentionBias, type SharedPrefix } from "./attention.js";
 
 export type { SharedPrefix };
@@ -28,7 +29,8 @@ export interface LoraPair {
 
 /** A linear layer in the nn.Linear layout: weight [out, in], optional bias [out], named LoRA pairs. */
 export interface Linear {
-  weight: tf.Tensor2D;
+  /** float32, or 16-bit packed (lib/model/packed.ts) for a frozen base. */
+  weight: WeightMatrix;
   bias?: tf.Tensor1D;
   lora?: Map<string, LoraPair>;
 }
@@ -48,11 +50,11 @@ export interface LayerWeights {
 }
 
 export interface DecoderWeights {
-  embed: tf.Tensor2D;
+  embed: WeightMatrix;
   layers: LayerWeights[];
   norm: tf.Tensor1D;
   /** Absent when the embeddings are tied. */
-  lmHead?: tf.Tensor2D;
+  lmHead?: WeightMatrix;
 }
 
 /**
@@ -98,16 +100,18 @@ export function linear(x: tf.Tensor, l: Linear, adapter?: string | null): tf.Ten
   const x2 = tf.reshape(x, [-1, inDim]) as tf.Tensor2D;
   const pair = adapter ? l.lora?.get(adapter) : undefined;
   let y: tf.Tensor;
+  // a 16-bit base is widened here, for this product only (the caller's scope frees the copy)
+  const weight = dense(l.weight);
   if (pair && fusedKernelsActive()) {
     // base and LoRA products in one kernel, the LoRA term added onto the base by the GEMM itself
-    y = loraLinearFused(x2, l.weight, pair.a, pair.b, pair.scale);
+    y = loraLinearFused(x2, weight, pair.a, pair.b, pair.scale);
     if (l.bias) y = tf.add(y, l.bias);
   } else {
-    y = matMulWeightT(x2, l.weight);
+    y = matMulWeightT(x2, weight);
     if (l.bias) y = tf.add(y, l.bias);
     if (pair) y = tf.add(y, tf.mul(matMulWeightT(matMulWeightT(x2, pair.a), pair.b), pair.scale));
   }
-  return tf.reshape(y, [...shape.slice(0, -1), l.weight.shape[0]]);
+  return tf.reshape(y, [...shape.slice(0, -1), weightShape(l.weight)[0]]);
 }
 
 /**
@@ -167,7 +171,7 @@ export function decoderStep(
   const bias = fusedAttention ? null : attentionBias(valid, past, T);
   const scale = 1 / Math.sqrt(hd);
   const rot = rotateHalfMatrix(hd);
-  let x: tf.Tensor = tf.gather(w.embed, tf.tensor2d(input.ids, [B, T], "int32"));
+  let x: tf.Tensor = gatherRows(w.embed, tf.tensor2d(input.ids, [B, T], "int32"));
   const keys: tf.Tensor4D[] = [];
   const values: tf.Tensor4D[] = [];
   const S = past + T;

@@ -9,8 +9,11 @@ import { useBackend } from "../backend/select.js";
 import { readConfig, type ModelConfig } from "./config.js";
 import type { DecoderWeights, LayerWeights, Linear } from "./decoder.js";
 import { CausalLM } from "./model.js";
-import { readCheckpoint, type FloatTensor } from "./safetensors.js";
+import { assertFinite, assertFinite16, forEachCheckpointTensor, widenRaw, type FloatTensor, type RawTensor } from "./safetensors.js";
+import { packedFromRaw, type PackedWeight, type WeightMatrix } from "./packed.js";
+import { WEIGHTS_DTYPE_DEFAULT, WEIGHTS_DTYPES, type WeightsDtype } from "./weights-dtype.js";
 import { tf } from "../backend/tf.js";
+import { uploadNow } from "../backend/upload.js";
 import { loadTokenizer, type ChatTokenizer } from "./tokenizer.js";
 
 export interface LoadOptions {
@@ -20,6 +23,11 @@ export interface LoadOptions {
   name?: string;
   /** Longest prompt + completion allowed (default: config.json's max_position_embeddings). */
   contextLength?: number;
+  /**
+   * How weight matrices are stored on the device: auto (default) keeps a bf16/f16 checkpoint 16-bit on
+   * WebGPU and widens it elsewhere; fp32 always widens; bf16 packs every matrix (rounding float32 ones).
+   */
+  weightsDtype?: WeightsDtype;
 }
 
 /** Returns the shape every tensor of a checkpoint must have for `c` (HF names). */
@@ -60,31 +68,37 @@ export function expectedShapes(c: ModelConfig): Map<string, number[]> {
   return m;
 }
 
-/**
- * Returns decoder weights built from HF-named float32 tensors, checking every tensor's presence and shape
- * (`source` names the folder in errors). Tensors the decoder does not use (rotary buffers) are ignored.
- */
-export function buildWeights(c: ModelConfig, named: Map<string, FloatTensor | { shape: number[]; data: Float32Array }>, source: string): DecoderWeights {
-  const shapes = expectedShapes(c);
-  if (c.tieWordEmbeddings && named.has("lm_head.weight")) shapes.set("lm_head.weight", [c.vocabSize, c.hiddenSize]);
-  for (const [name, shape] of shapes) {
-    const t = named.get(name);
-    if (!t) throw new T2sError("bad_checkpoint", `${source}: tensor ${name} is missing (config.json describes a ${c.architecture} with ${c.numLayers} layers)`);
-    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
-      throw new T2sError("bad_checkpoint", `${source}: tensor ${name} has shape [${t.shape}] but config.json implies [${shape}]`);
-    }
+/** Throws T2sError("bad_checkpoint") when a checkpoint holds layers config.json does not describe. */
+function assertLayerInConfig(c: ModelConfig, name: string, source: string): void {
+  const layer = /^model\.layers\.(\d+)\./.exec(name);
+  if (layer && Number(layer[1]) >= c.numLayers) {
+    throw new T2sError("bad_checkpoint", `${source}: the checkpoint holds tensor ${name} but config.json says num_hidden_layers ${c.numLayers}; a config with fewer layers than the weights would run a truncated model`);
   }
-  const get = (name: string) => {
-    const t = named.get(name)!;
-    return tf.tensor(t.data, t.shape);
-  };
-  const lin = (p: string, bias: boolean): Linear => ({ weight: get(`${p}.weight`) as tf.Tensor2D, bias: bias ? (get(`${p}.bias`) as tf.Tensor1D) : undefined });
+}
+
+/** Throws T2sError("bad_checkpoint") when tensor `name` is missing or its shape is not what `c` implies. */
+function assertShape(name: string, shape: number[], want: number[] | undefined, c: ModelConfig, source: string): void {
+  if (!want) return;
+  if (shape.length !== want.length || shape.some((d, i) => d !== want[i])) {
+    throw new T2sError("bad_checkpoint", `${source}: tensor ${name} has shape [${shape}] but config.json implies [${want}]`);
+  }
+}
+
+function missing(name: string, c: ModelConfig, source: string): T2sError {
+  return new T2sError("bad_checkpoint", `${source}: tensor ${name} is missing (config.json describes a ${c.architecture} with ${c.numLayers} layers)`);
+}
+
+/** Decoder weights from a lookup of device tensors by HF name (every expected name present). */
+function assemble(c: ModelConfig, get: (name: string) => tf.Tensor | PackedWeight): DecoderWeights {
+  const vec = (name: string) => get(name) as tf.Tensor1D;
+  const mat = (name: string) => get(name) as WeightMatrix;
+  const lin = (p: string, bias: boolean): Linear => ({ weight: mat(`${p}.weight`), bias: bias ? vec(`${p}.bias`) : undefined });
   const layers: LayerWeights[] = [];
   for (let i = 0; i < c.numLayers; i++) {
     const p = `model.layers.${i}.`;
     layers.push({
-      inputNorm: get(`${p}input_layernorm.weight`) as tf.Tensor1D,
-      postNorm: get(`${p}post_attention_layernorm.weight`) as tf.Tensor1D,
+      inputNorm: vec(`${p}input_layernorm.weight`),
+      postNorm: vec(`${p}post_attention_layernorm.weight`),
       q: lin(`${p}self_attn.q_proj`, c.attentionBias),
       k: lin(`${p}self_attn.k_proj`, c.attentionBias),
       v: lin(`${p}self_attn.v_proj`, c.attentionBias),
@@ -92,17 +106,100 @@ export function buildWeights(c: ModelConfig, named: Map<string, FloatTensor | { 
       gate: lin(`${p}mlp.gate_proj`, c.mlpBias),
       up: lin(`${p}mlp.up_proj`, c.mlpBias),
       down: lin(`${p}mlp.down_proj`, c.mlpBias),
-      qNorm: c.qkNorm ? (get(`${p}self_attn.q_norm.weight`) as tf.Tensor1D) : undefined,
-      kNorm: c.qkNorm ? (get(`${p}self_attn.k_norm.weight`) as tf.Tensor1D) : undefined,
+      qNorm: c.qkNorm ? vec(`${p}self_attn.q_norm.weight`) : undefined,
+      kNorm: c.qkNorm ? vec(`${p}self_attn.k_norm.weight`) : undefined,
     });
   }
   return {
-    embed: get("model.embed_tokens.weight") as tf.Tensor2D,
+    embed: mat("model.embed_tokens.weight"),
     layers,
-    norm: get("model.norm.weight") as tf.Tensor1D,
+    norm: vec("model.norm.weight"),
     // a tied checkpoint may still carry lm_head; the embeddings are what transformers uses then
-    lmHead: c.tieWordEmbeddings ? undefined : (get("lm_head.weight") as tf.Tensor2D),
+    lmHead: c.tieWordEmbeddings ? undefined : mat("lm_head.weight"),
   };
+}
+
+/**
+ * Returns decoder weights built from HF-named float32 tensors, checking every tensor's presence and shape
+ * (`source` names the folder in errors). Tensors the decoder does not use (rotary buffers) are ignored.
+ */
+export function buildWeights(c: ModelConfig, named: Map<string, FloatTensor | { shape: number[]; data: Float32Array }>, source: string): DecoderWeights {
+  const shapes = expectedShapes(c);
+  for (const name of named.keys()) assertLayerInConfig(c, name, source);
+  for (const [name, shape] of shapes) {
+    const t = named.get(name);
+    if (!t) throw missing(name, c, source);
+    assertShape(name, t.shape, shape, c, source);
+  }
+  if (c.tieWordEmbeddings && named.has("lm_head.weight")) assertShape("lm_head.weight", named.get("lm_head.weight")!.shape, [c.vocabSize, c.hiddenSize], c, source);
+  return assemble(c, (name) => {
+    const t = named.get(name)!;
+    return tf.tensor(t.data, t.shape);
+  });
+}
+
+/** Weight matrices (as opposed to norms and biases): the tensors 16-bit storage packs. */
+function isMatrix(name: string): boolean {
+  return name === "model.embed_tokens.weight" || name === "lm_head.weight" || /\.(q|k|v|o|gate|up|down)_proj\.weight$/.test(name);
+}
+
+/** What a checkpoint load put on the device. */
+export interface LoadedWeights {
+  weights: DecoderWeights;
+  /** Bytes of the weights on the device, and how many of them are 16-bit packed. */
+  bytes: number;
+  packedBytes: number;
+  /** Files read, and the dtype most of the checkpoint's matrices are stored in. */
+  files: number;
+  checkpointDtype: string;
+}
+
+/**
+ * Reads a checkpoint folder tensor by tensor onto the device: each tensor is checked, made a device tensor
+ * (matrices 16-bit packed where `pack` says so) and its host bytes dropped before the next is read.
+ */
+export function loadCheckpointWeights(c: ModelConfig, dir: string, pack: (raw: RawTensor) => boolean): LoadedWeights {
+  const shapes = expectedShapes(c);
+  const got = new Map<string, tf.Tensor | PackedWeight>();
+  let bytes = 0;
+  let packedBytes = 0;
+  const dtypes = new Map<string, number>();
+  try {
+    const files = forEachCheckpointTensor(dir, (name, raw, file) => {
+      assertLayerInConfig(c, name, dir);
+      const want = shapes.get(name);
+      // tied embeddings: a stored lm_head is checked but never used
+      if (!want) {
+        if (name === "lm_head.weight" && c.tieWordEmbeddings) assertShape(name, raw.shape, [c.vocabSize, c.hiddenSize], c, dir);
+        return;
+      }
+      assertShape(name, raw.shape, want, c, dir);
+      if (isMatrix(name)) dtypes.set(raw.dtype, (dtypes.get(raw.dtype) ?? 0) + 1);
+      if (isMatrix(name) && pack(raw)) {
+        if (raw.dtype !== "F32") assertFinite16(raw, name, file);
+        else assertFinite(widenRaw(raw, name, file).data, name, file);
+        const p = packedFromRaw(raw, name);
+        uploadNow(p.words);
+        got.set(name, p);
+        packedBytes += p.bytes;
+        bytes += p.bytes;
+        return;
+      }
+      const t = widenRaw(raw, name, file);
+      got.set(name, uploadNow(tf.tensor(t.data, t.shape)));
+      bytes += t.data.byteLength;
+      // unused tensors (rotary buffers) are never read; layer names are checked whether used or not
+    }, (name) => {
+      assertLayerInConfig(c, name, dir);
+      return shapes.has(name) || name === "lm_head.weight";
+    });
+    for (const name of shapes.keys()) if (!got.has(name)) throw missing(name, c, dir);
+    const checkpointDtype = [...dtypes.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? "F32";
+    return { weights: assemble(c, (name) => got.get(name)!), bytes, packedBytes, files, checkpointDtype };
+  } catch (e) {
+    for (const t of got.values()) t.dispose();
+    throw e;
+  }
 }
 
 /**
@@ -128,7 +225,28 @@ export async function loadModel(dir: string, opts: LoadOptions = {}): Promise<Ca
     config.maxPositions = opts.contextLength;
   }
   const tokenizer: ChatTokenizer | null = existsSync(resolve(abs, "tokenizer.json")) ? loadTokenizer(abs, config.eosTokenIds) : null;
-  const named = readCheckpoint(abs);
-  const weights = buildWeights(config, named, abs);
-  return new CausalLM(config, weights, tokenizer, { name: opts.name ?? basename(abs), dir: abs, backend: choice.backend });
+  const want = (opts.weightsDtype ?? process.env.T2S_WEIGHTS_DTYPE ?? WEIGHTS_DTYPE_DEFAULT) as WeightsDtype;
+  if (!WEIGHTS_DTYPES.includes(want)) throw new T2sError("usage", `weights dtype (--weights-dtype, weights_dtype, T2S_WEIGHTS_DTYPE) must be one of ${WEIGHTS_DTYPES.join(", ")}, got ${want}`);
+  // auto keeps a 16-bit checkpoint 16-bit where kernels widen it (WebGPU); bf16 packs on any backend
+  const pack = (raw: RawTensor) => want === "bf16" || (want === "auto" && choice.backend === "webgpu" && raw.dtype !== "F32");
+  const started = performance.now();
+  const loaded = loadCheckpointWeights(config, abs, pack);
+  const model = new CausalLM(config, loaded.weights, tokenizer, { name: opts.name ?? basename(abs), dir: abs, backend: choice.backend });
+  model.loadInfo = {
+    seconds: (performance.now() - started) / 1000,
+    weightBytes: loaded.bytes,
+    packedBytes: loaded.packedBytes,
+    files: loaded.files,
+    checkpointDtype: loaded.checkpointDtype,
+    storage: loaded.packedBytes === 0 ? "fp32" : loaded.packedBytes === loaded.bytes ? "16-bit" : "16-bit matrices",
+  };
+  return model;
+}
+
+/** One line saying what a load put where and how long it took (for the commands' stderr). */
+export function describeLoad(model: CausalLM): string {
+  const i = model.loadInfo;
+  if (!i) return `model ${model.name} on ${model.backend}`;
+  const gb = (b: number) => (b / 1e9).toFixed(2);
+  return `loaded ${model.name} on ${model.backend}: ${gb(i.weightBytes)} GB of weights (${i.storage}; checkpoint ${i.checkpointDtype}, ${i.files} file${i.files === 1 ? "" : "s"}) in ${i.seconds.toFixed(1)} s`;
 }

@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
 import type { DecoderWeights, LayerWeights, Linear, LoraPair } from "./decoder.js";
+import { dense } from "./packed.js";
 import { CausalLM, type AttachedAdapter } from "./model.js";
 import { parseLoraKey, peftLoraKey } from "./lora-layout.js";
 import { readSafetensors, writeSafetensors, type FloatTensor } from "./safetensors.js";
@@ -245,7 +246,7 @@ export function mergedModel(base: CausalLM, dir: string, opts: { name?: string }
   for (const p of pairs) {
     const field = MODULES[p.module].field;
     const lin = layers[p.layer][field] as Linear;
-    const weight = tf.tidy(() => tf.add(lin.weight, tf.mul(tf.matMul(tf.tensor2d(p.b.data, p.b.shape as [number, number]), tf.tensor2d(p.a.data, p.a.shape as [number, number])), p.scale))) as tf.Tensor2D;
+    const weight = tf.tidy(() => tf.add(dense(lin.weight), tf.mul(tf.matMul(tf.tensor2d(p.b.data, p.b.shape as [number, number]), tf.tensor2d(p.a.data, p.a.shape as [number, number])), p.scale))) as tf.Tensor2D;
     owned.add(weight);
     (layers[p.layer] as unknown as Record<string, Linear>)[field] = { weight, bias: lin.bias };
   }

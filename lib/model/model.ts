@@ -6,6 +6,7 @@ import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
 import type { ModelConfig } from "./config.js";
 import { decoderStep, type DecoderWeights, type KvCache, type StepInput } from "./decoder.js";
+import { storage } from "./packed.js";
 import { releaseTransposed } from "./layout.js";
 import { inverseFrequencies } from "./rope.js";
 import type { ChatTokenizer } from "./tokenizer.js";
@@ -22,6 +23,17 @@ export interface AttachedAdapter {
   keys: string[];
   /** The adapter_config.json it came with (or was created from). */
   config?: Record<string, unknown>;
+}
+
+/** What loading a checkpoint folder put on the device, and how long it took. */
+export interface LoadInfo {
+  seconds: number;
+  weightBytes: number;
+  packedBytes: number;
+  files: number;
+  checkpointDtype: string;
+  /** fp32, 16-bit, or 16-bit matrices (norms and biases stay float32). */
+  storage: string;
 }
 
 export class CausalLM {
@@ -42,6 +54,8 @@ export class CausalLM {
   private readonly cleanups: (() => void)[] = [];
   /** When set, the only tensors this model owns (a merged copy shares the rest with its base). */
   private readonly owned: Set<tf.Tensor> | null;
+  /** How a checkpoint load went (set by loadModel; absent for models built in memory). */
+  loadInfo?: LoadInfo;
 
   constructor(config: ModelConfig, weights: DecoderWeights, tokenizer: ChatTokenizer | null, info: { name: string; dir: string | null; backend: string; owned?: Set<tf.Tensor> }) {
     this.owned = info.owned ?? null;
@@ -114,14 +128,14 @@ export class CausalLM {
   /** Every tensor the model owns (weights and adapter pairs), for disposal and counting. */
   tensors(): tf.Tensor[] {
     const w = this.weights;
-    const out: tf.Tensor[] = [w.embed, w.norm];
-    if (w.lmHead) out.push(w.lmHead);
+    const out: tf.Tensor[] = [storage(w.embed), w.norm];
+    if (w.lmHead) out.push(storage(w.lmHead));
     for (const l of w.layers) {
       out.push(l.inputNorm, l.postNorm);
       if (l.qNorm) out.push(l.qNorm);
       if (l.kNorm) out.push(l.kNorm);
       for (const lin of [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]) {
-        out.push(lin.weight);
+        out.push(storage(lin.weight));
         if (lin.bias) out.push(lin.bias);
         for (const p of lin.lora?.values() ?? []) out.push(p.a, p.b);
       }

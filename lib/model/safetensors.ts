@@ -1,8 +1,11 @@
 /**
  * The safetensors format: an 8-byte little-endian header length, a JSON header naming each tensor's dtype,
- * shape and byte range, then the raw little-endian data. Everything the kit computes is float32, so F16
- * and BF16 are widened on read; writes can narrow again. Sharded checkpoints
- * (`model.safetensors.index.json`) are read through their weight map.
+ * shape and byte range, then the raw little-endian data. Files are read tensor by tensor at each one's
+ * offset (never whole: Node cannot read a file over 2 GiB into one buffer, and a 4 GB shard need not sit in
+ * memory beside the model it feeds), so host memory while loading stays near the largest tensor. A tensor
+ * comes raw (`RawTensor`, its stored bytes) for callers that keep 16-bit weights 16-bit, or widened to
+ * float32; writes can narrow again. Sharded checkpoints (`model.safetensors.index.json`) are read through
+ * their weight map.
  */
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 import { writeFileAtomic } from "../core/files.js";
@@ -27,7 +30,7 @@ function bad(file: string, what: string): T2sError {
 
 let halfTable: Float32Array | undefined;
 /** float16 -> float32 for all 65536 bit patterns (built once; a lookup beats bit twiddling per value). */
-function halfToFloatTable(): Float32Array {
+export function halfToFloatTable(): Float32Array {
   if (halfTable) return halfTable;
   const t = new Float32Array(65536);
   for (let h = 0; h < 65536; h++) {
@@ -89,10 +92,10 @@ interface HeaderEntry {
 }
 
 /** Returns the parsed header of a safetensors buffer and where its data starts (validated against the size). */
-function parseHeader(buf: Buffer, file: string): { entries: Record<string, HeaderEntry>; dataStart: number } {
-  if (buf.length < 8) throw bad(file, `file is ${buf.length} bytes, too short for a safetensors header (truncated?)`);
+function parseHeader(buf: Buffer, file: string, size = buf.length): { entries: Record<string, HeaderEntry>; dataStart: number } {
+  if (size < 8) throw bad(file, `file is ${size} bytes, too short for a safetensors header (truncated?)`);
   const n = Number(buf.readBigUInt64LE(0));
-  if (8 + n > buf.length) throw bad(file, `header says ${n} bytes but the file has ${buf.length - 8} after the length (truncated?)`);
+  if (8 + n > size || 8 + n > buf.length) throw bad(file, `header says ${n} bytes but the file has ${size - 8} after the length (truncated?)`);
   let header: Record<string, unknown>;
   try {
     header = JSON.parse(buf.subarray(8, 8 + n).toString("utf8"));
@@ -112,26 +115,113 @@ function parseHeader(buf: Buffer, file: string): { entries: Record<string, Heade
  * tens of GB is not read to list its tensors).
  */
 export function readSafetensorsHeader(file: string): Record<string, { dtype: string; shape: number[] }> {
-  if (!existsSync(file)) throw new T2sError("missing_file", `${file} does not exist`);
-  const fd = openSync(file, "r");
-  let buf: Buffer;
-  try {
-    const size = fstatSync(fd).size;
-    buf = Buffer.alloc(Math.min(size, 8));
-    readSync(fd, buf, 0, buf.length, 0);
-    // a header length the file can hold: read just the header; else let parseHeader name the truncation
-    const n = buf.length === 8 ? Number(buf.readBigUInt64LE(0)) : Infinity;
-    if (8 + n <= size) {
-      buf = Buffer.alloc(8 + n);
-      readSync(fd, buf, 0, buf.length, 0);
-    }
-  } finally {
-    closeSync(fd);
-  }
-  const { entries } = parseHeader(buf, basename(file));
+  const f = SafetensorsFile.open(file);
+  f.close();
   const out: Record<string, { dtype: string; shape: number[] }> = {};
-  for (const [k, e] of Object.entries(entries)) out[k] = { dtype: e.dtype, shape: e.shape };
+  for (const [k, e] of Object.entries(f.entries)) out[k] = { dtype: e.dtype, shape: e.shape };
   return out;
+}
+
+/** One tensor as stored: its dtype, shape and little-endian bytes (F32, F16 or BF16). */
+export interface RawTensor {
+  shape: number[];
+  dtype: StDtype;
+  bytes: Buffer;
+}
+
+/** An open safetensors file: its validated header entries, read one tensor at a time by offset. */
+class SafetensorsFile {
+  readonly entries: Record<string, HeaderEntry>;
+  private readonly dataStart: number;
+  private readonly dataLen: number;
+
+  private constructor(readonly file: string, private readonly fd: number) {
+    const size = fstatSync(fd).size;
+    const len = Buffer.alloc(Math.min(size, 8));
+    readSync(fd, len, 0, len.length, 0);
+    const n = len.length === 8 ? Number(len.readBigUInt64LE(0)) : Infinity;
+    // a header the file can hold is read alone; anything else goes to parseHeader to be named
+    const head = Number.isFinite(n) && 8 + n <= size ? Buffer.alloc(8 + n) : len;
+    if (head !== len) readSync(fd, head, 0, head.length, 0);
+    const parsed = parseHeader(head, file, size);
+    this.entries = parsed.entries;
+    this.dataStart = parsed.dataStart;
+    this.dataLen = size - parsed.dataStart;
+  }
+
+  static open(file: string): SafetensorsFile {
+    if (!existsSync(file)) throw new T2sError("missing_file", `${file} does not exist`);
+    const fd = openSync(file, "r");
+    try {
+      return new SafetensorsFile(file, fd);
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+  }
+
+  /** Reads one tensor's bytes (checked against its shape and the file's length). */
+  read(name: string): RawTensor {
+    const e = this.entries[name];
+    const dtype = e.dtype as StDtype;
+    if (!(dtype in BYTES)) throw bad(this.file, `tensor ${name} has dtype ${e.dtype}; only F32, F16 and BF16 are supported`);
+    if (!Array.isArray(e.shape) || !Array.isArray(e.data_offsets)) throw bad(this.file, `tensor ${name} has no shape or data_offsets in the header`);
+    const count = e.shape.reduce((a, b) => a * b, 1);
+    const [begin, end] = e.data_offsets;
+    if (end - begin !== count * BYTES[dtype]) {
+      throw bad(this.file, `tensor ${name}: shape [${e.shape}] of ${dtype} needs ${count * BYTES[dtype]} bytes but its data_offsets span ${end - begin}`);
+    }
+    if (begin < 0 || end > this.dataLen) throw bad(this.file, `tensor ${name} ends at byte ${end} of the data but the file holds only ${this.dataLen} (truncated?)`);
+    // its own allocation, so the bytes are aligned for typed-array views; read in pieces under 2 GiB
+    const bytes = Buffer.allocUnsafeSlow(end - begin);
+    const PIECE = 1 << 30;
+    for (let done = 0; done < bytes.length; ) {
+      const n = readSync(this.fd, bytes, done, Math.min(PIECE, bytes.length - done), this.dataStart + begin + done);
+      if (n <= 0) throw bad(this.file, `tensor ${name}: the file ended while reading it (truncated?)`);
+      done += n;
+    }
+    return { shape: e.shape.slice(), dtype, bytes };
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+/**
+ * Throws T2sError("bad_weights") when a 16-bit tensor holds a NaN or an infinity (exponent bits all ones),
+ * checked on the stored bits so tensors kept 16-bit are checked too.
+ */
+export function assertFinite16(raw: RawTensor, tensor: string, file: string): void {
+  const count = raw.shape.reduce((a, b) => a * b, 1);
+  const u16 = new Uint16Array(raw.bytes.buffer, raw.bytes.byteOffset, count);
+  const mask = raw.dtype === "BF16" ? 0x7f80 : 0x7c00;
+  let bad16 = 0;
+  for (let i = 0; i < count; i++) bad16 |= (u16[i] & mask) === mask ? 1 : 0;
+  if (bad16) assertFinite(decode(raw.bytes, 0, count, raw.dtype), tensor, file);
+}
+
+/** Widens a raw tensor to float32, refusing NaN and infinite values (T2sError "bad_weights"). */
+export function widenRaw(raw: RawTensor, name: string, file: string): FloatTensor {
+  const count = raw.shape.reduce((a, b) => a * b, 1);
+  const data = decode(raw.bytes, 0, count, raw.dtype);
+  assertFinite(data, name, file);
+  return { shape: raw.shape, data, dtype: raw.dtype };
+}
+
+/**
+ * Calls `visit` with every tensor of one safetensors file (or those in `only`), read one at a time; the
+ * bytes handed over are the caller's to keep or drop. Throws T2sError("bad_safetensors") naming the file
+ * and the tensor when the file is truncated, a dtype is unsupported, or a byte range disagrees with the shape.
+ */
+export function forEachSafetensor(file: string, visit: (name: string, raw: RawTensor) => void, only?: Set<string> | ((name: string) => boolean)): void {
+  const f = SafetensorsFile.open(file);
+  const keep = typeof only === "function" ? only : only ? (n: string) => only.has(n) : () => true;
+  try {
+    for (const name of Object.keys(f.entries)) if (keep(name)) visit(name, f.read(name));
+  } finally {
+    f.close();
+  }
 }
 
 /**
@@ -140,26 +230,8 @@ export function readSafetensorsHeader(file: string): Record<string, { dtype: str
  * the shape, and T2sError("bad_weights") when a tensor holds a NaN or an infinity (checked once, here).
  */
 export function readSafetensors(file: string, only?: Set<string>): Map<string, FloatTensor> {
-  if (!existsSync(file)) throw new T2sError("missing_file", `${file} does not exist`);
-  const buf = readFileSync(file);
-  const { entries, dataStart } = parseHeader(buf, file);
-  const dataLen = buf.length - dataStart;
   const out = new Map<string, FloatTensor>();
-  for (const [name, e] of Object.entries(entries)) {
-    if (only && !only.has(name)) continue;
-    const dtype = e.dtype as StDtype;
-    if (!(dtype in BYTES)) throw bad(file, `tensor ${name} has dtype ${e.dtype}; only F32, F16 and BF16 are supported`);
-    if (!Array.isArray(e.shape) || !Array.isArray(e.data_offsets)) throw bad(file, `tensor ${name} has no shape or data_offsets in the header`);
-    const count = e.shape.reduce((a, b) => a * b, 1);
-    const [begin, end] = e.data_offsets;
-    if (end - begin !== count * BYTES[dtype]) {
-      throw bad(file, `tensor ${name}: shape [${e.shape}] of ${dtype} needs ${count * BYTES[dtype]} bytes but its data_offsets span ${end - begin}`);
-    }
-    if (begin < 0 || end > dataLen) throw bad(file, `tensor ${name} ends at byte ${end} of the data but the file holds only ${dataLen} (truncated?)`);
-    const data = decode(buf, dataStart + begin, count, dtype);
-    assertFinite(data, name, file);
-    out.set(name, { shape: e.shape.slice(), data, dtype });
-  }
+  forEachSafetensor(file, (name, raw) => out.set(name, widenRaw(raw, name, file)), only);
   return out;
 }
 
@@ -178,51 +250,61 @@ export function readWeightMap(dir: string): Record<string, string> | null {
 }
 
 /**
- * Returns all weights of a checkpoint folder: `model.safetensors`, or the shards listed by
- * `model.safetensors.index.json` (every tensor the index names must be in the shard it names).
+ * Calls `visit` with every tensor of a checkpoint folder, one at a time: `model.safetensors`, or the shards
+ * listed by `model.safetensors.index.json` (every tensor the index names must be in the shard it names).
+ * Tensors `wanted` refuses are not read at all. Returns the number of files read.
  */
-export function readCheckpoint(dir: string): Map<string, FloatTensor> {
+export function forEachCheckpointTensor(dir: string, visit: (name: string, raw: RawTensor, file: string) => void, wanted: (name: string) => boolean = () => true): number {
   const index = join(dir, "model.safetensors.index.json");
   const map = readWeightMap(dir);
-  if (map) {
-    const byShard = new Map<string, Set<string>>();
-    for (const [name, shard] of Object.entries(map)) {
-      if (!byShard.has(shard)) byShard.set(shard, new Set());
-      byShard.get(shard)!.add(name);
-    }
-    const out = new Map<string, FloatTensor>();
-    for (const [shard, names] of byShard) {
-      const file = join(dir, shard);
-      if (!existsSync(file)) throw new T2sError("missing_file", `${index} lists shard ${shard}, which is missing from ${dir}`);
-      const got = readSafetensors(file, names);
-      for (const n of names) {
-        const t = got.get(n);
-        if (!t) throw new T2sError("bad_safetensors", `${file}: the index says tensor ${n} is here, but the shard does not hold it`);
-        out.set(n, t);
-      }
-    }
-    return out;
+  if (!map) {
+    const single = join(dir, "model.safetensors");
+    if (!existsSync(single)) throw new T2sError("missing_file", `${dir} has neither model.safetensors nor model.safetensors.index.json`);
+    forEachSafetensor(single, (name, raw) => visit(name, raw, single), wanted);
+    return 1;
   }
-  const single = join(dir, "model.safetensors");
-  if (!existsSync(single)) throw new T2sError("missing_file", `${dir} has neither model.safetensors nor model.safetensors.index.json`);
-  return readSafetensors(single);
+  const byShard = new Map<string, Set<string>>();
+  for (const [name, shard] of Object.entries(map)) {
+    if (!byShard.has(shard)) byShard.set(shard, new Set());
+    byShard.get(shard)!.add(name);
+  }
+  for (const [shard, names] of byShard) {
+    const file = join(dir, shard);
+    if (!existsSync(file)) throw new T2sError("missing_file", `${index} lists shard ${shard}, which is missing from ${dir}`);
+    const seen = new Set<string>();
+    forEachSafetensor(file, (name, raw) => {
+      seen.add(name);
+      visit(name, raw, file);
+    }, (n) => names.has(n) && wanted(n));
+    for (const n of names) if (!seen.has(n) && wanted(n)) throw new T2sError("bad_safetensors", `${file}: the index says tensor ${n} is here, but the shard does not hold it`);
+  }
+  return byShard.size;
+}
+
+/** Returns all weights of a checkpoint folder as float32 (see forEachCheckpointTensor). */
+export function readCheckpoint(dir: string): Map<string, FloatTensor> {
+  const out = new Map<string, FloatTensor>();
+  forEachCheckpointTensor(dir, (name, raw, file) => out.set(name, widenRaw(raw, name, file)));
+  return out;
 }
 
 function encode(data: Float32Array, dtype: StDtype): Buffer {
   if (dtype === "F32") return Buffer.from(new Uint8Array(data.buffer, data.byteOffset, data.byteLength).slice());
+  if (dtype === "BF16") return Buffer.from(toBf16Bits(data).buffer);
   const u16 = new Uint16Array(data.length);
-  const bits = new Uint32Array(Float32Array.from(data).buffer);
-  if (dtype === "BF16") {
-    for (let i = 0; i < data.length; i++) {
-      const b = bits[i];
-      // round to nearest even, as torch does when casting to bfloat16
-      u16[i] = ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
-      if ((b & 0x7f800000) === 0x7f800000 && b & 0x7fffff) u16[i] = 0x7fc0;
-    }
-  } else {
-    for (let i = 0; i < data.length; i++) u16[i] = floatToHalf(data[i]);
-  }
+  for (let i = 0; i < data.length; i++) u16[i] = floatToHalf(data[i]);
   return Buffer.from(u16.buffer);
+}
+
+/** Rounds float32 values to bfloat16 bit patterns, to nearest even (as torch casts); NaN stays NaN. */
+export function toBf16Bits(data: Float32Array): Uint16Array {
+  const bits = new Uint32Array(data.buffer, data.byteOffset, data.length);
+  const out = new Uint16Array(data.length);
+  for (let i = 0; i < data.length; i++) {
+    const b = bits[i];
+    out[i] = (b & 0x7f800000) === 0x7f800000 && b & 0x7fffff ? 0x7fc0 : ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
+  }
+  return out;
 }
 
 function floatToHalf(v: number): number {

@@ -11,6 +11,7 @@ import { T2sError } from "../core/errors.js";
 import { configToJson } from "../model/config.js";
 import { decoderStep, type KvCache, type LayerWeights, type Linear } from "../model/decoder.js";
 import { matMulWeightT } from "../model/layout.js";
+import { dense, isPacked, type WeightMatrix } from "../model/packed.js";
 import { commonPrefix } from "../model/prefix.js";
 import type { CausalLM } from "../model/model.js";
 import { adapterTensors } from "../model/lora.js";
@@ -28,6 +29,13 @@ export function makeFullTrainable(model: CausalLM): NamedVariable[] {
   const out: NamedVariable[] = [];
   const w = model.weights;
   const seen = new Map<tf.Tensor, tf.Variable>();
+  // a 16-bit weight becomes a float32 master copy: full training never updates packed storage
+  const m = (w: WeightMatrix, name: string): tf.Tensor2D => {
+    if (!isPacked(w)) return v(w, name);
+    const wide = dense(w);
+    w.dispose();
+    return v(wide, name);
+  };
   const v = <T extends tf.Tensor>(t: T, name: string): T => {
     let variable = seen.get(t);
     if (!variable) {
@@ -38,9 +46,9 @@ export function makeFullTrainable(model: CausalLM): NamedVariable[] {
     }
     return variable as unknown as T;
   };
-  w.embed = v(w.embed, "model.embed_tokens.weight");
+  w.embed = m(w.embed, "model.embed_tokens.weight");
   w.norm = v(w.norm, "model.norm.weight");
-  if (w.lmHead) w.lmHead = v(w.lmHead, "lm_head.weight");
+  if (w.lmHead) w.lmHead = m(w.lmHead, "lm_head.weight");
   w.layers.forEach((l, i) => {
     const p = `model.layers.${i}.`;
     l.inputNorm = v(l.inputNorm, `${p}input_layernorm.weight`);
@@ -49,7 +57,7 @@ export function makeFullTrainable(model: CausalLM): NamedVariable[] {
     if (l.kNorm) l.kNorm = v(l.kNorm, `${p}self_attn.k_norm.weight`);
     for (const [field, path] of LINEARS) {
       const lin = l[field] as Linear;
-      lin.weight = v(lin.weight, `${p}${path}.weight`);
+      lin.weight = m(lin.weight, `${p}${path}.weight`);
       if (lin.bias) lin.bias = v(lin.bias, `${p}${path}.bias`);
     }
   });
@@ -113,7 +121,7 @@ export class ModelTrainable implements TrainableLM {
       } else hidden = decoderStep(m.config, m.weights, m.invFreq, plain(ids, 0), null, { adapter, hiddenOnly: true }).logits;
       const kept = tf.reshape(tf.slice(hidden, [0, from - start, 0], [B, T - from, D]), [B * (T - from), D]) as tf.Tensor2D;
       const head = m.weights.lmHead ?? m.weights.embed;
-      return tf.reshape(matMulWeightT(kept, head), [B, T - from, m.config.vocabSize]);
+      return tf.reshape(matMulWeightT(kept, dense(head)), [B, T - from, m.config.vocabSize]);
     }) as tf.Tensor3D;
   }
 

@@ -11,6 +11,7 @@
  * by the request (prefixLength), so a seed gives the same tokens whatever batch the row lands in.
  */
 import { tf } from "../../backend/tf.js";
+import { gatherRows } from "../packed.js";
 import { linear, rmsNorm, shareCache, disposeCache, type SharedPrefix } from "../decoder.js";
 import type { CausalLM } from "../model.js";
 import { rotaryTables } from "../rope.js";
@@ -152,7 +153,7 @@ export class TfjsRunner implements StepRunner {
     const flatIds = ids.flat();
     const { cos, sin } = rotaryTables(tokens.map((t) => t.position), m.invFreq);
     const adapter = this.adapter;
-    let x: tf.Tensor2D = tf.tidy(() => tf.gather(m.weights.embed, tf.tensor1d(flatIds, "int32")) as tf.Tensor2D);
+    let x: tf.Tensor2D = tf.tidy(() => gatherRows(m.weights.embed, tf.tensor1d(flatIds, "int32")) as tf.Tensor2D);
     try {
       for (let l = 0; l < m.weights.layers.length; l++) {
         const w = m.weights.layers[l];

@@ -10,6 +10,7 @@
 import type { ModelConfig } from "../config.js";
 import type { CausalLM } from "../model.js";
 import type { Linear } from "../decoder.js";
+import { isPacked, storage, weightShape, type WeightMatrix } from "../packed.js";
 import { tf } from "../../backend/tf.js";
 import { type Dispatch, GpuContext } from "../../backend/webgpu/step/device.js";
 import { GEMV_MAX_ROWS, type GemmSpec, gemmCode, gemmGroups, reduceWgsl, splitsFor } from "../../backend/webgpu/step/gemm.js";
@@ -92,8 +93,10 @@ export class WebgpuForward {
     return p;
   }
 
-  private gemm(list: Dispatch[], label: string, spec: Omit<GemmSpec, "splits">, rows: number, a: GPUBuffer, w: tf.Tensor, out: GPUBuffer, bias?: tf.Tensor): void {
-    const s: GemmSpec = { ...spec, splits: splitsFor(spec.K, spec.N, rows) };
+  private gemm(list: Dispatch[], label: string, spec: Omit<GemmSpec, "splits">, rows: number, a: GPUBuffer, weight: WeightMatrix, out: GPUBuffer, bias?: tf.Tensor): void {
+    // a 16-bit weight is bound as its packed words and widened inside the kernel
+    const s: GemmSpec = { ...spec, splits: splitsFor(spec.K, spec.N, rows), ...(isPacked(weight) ? { w16: weight.dtype } : {}) };
+    const w = storage(weight);
     // the pipeline depends on the spec and on the kernel shape (few rows or tiled), not on the exact count
     const key = `${JSON.stringify(s)}|${rows <= GEMV_MAX_ROWS}`;
     let p = this.pipes.get(key);
@@ -135,7 +138,7 @@ export class WebgpuForward {
    * [off, off + out) of `out`, rows of stride `ldo`.
    */
   private linear(list: Dispatch[], label: string, lin: Linear, rows: number, a: GPUBuffer, io: { lda: number; swiglu: boolean; out: GPUBuffer; ldo: number; off: number; mode: "store" | "add" }): void {
-    const [N, K] = lin.weight.shape;
+    const [N, K] = weightShape(lin.weight);
     this.gemm(list, label, { K, N, lda: io.lda, ldo: io.ldo, off: io.off, bias: lin.bias !== undefined, mode: io.mode, scale: 1, swiglu: io.swiglu, rows: "M" }, rows, a, lin.weight, io.out, lin.bias);
     const pair = this.pair(lin);
     if (!pair) return;
@@ -158,7 +161,7 @@ export class WebgpuForward {
     const width = (H + 2 * KV) * hd;
     const list: Dispatch[] = [];
     const rowsGroups = GpuContext.groups1d(M);
-    list.push({ label: "embed", pipeline: this.pipe(embedWgsl(D)), buffers: [bufs.dims, bufs.tok, this.ctx.bufferOf(w.embed), bufs.x], groups: rowsGroups });
+    list.push({ label: "embed", pipeline: this.pipe(embedWgsl(D, isPacked(w.embed) ? w.embed.dtype : undefined)), buffers: [bufs.dims, bufs.tok, this.ctx.bufferOf(storage(w.embed)), bufs.x], groups: rowsGroups });
     const norm = this.pipe(rmsNormWgsl(D, c.rmsNormEps, false));
     const rope = this.pipe(ropeWgsl({ H, KV, hd, L: this.L, eps: c.rmsNormEps, qkNorm: c.qkNorm }));
     const attn = this.pipe(attentionWgsl({ H, KV, hd, L: this.L }));

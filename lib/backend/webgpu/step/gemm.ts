@@ -11,6 +11,7 @@
  * shared `Dims` uniform, so one pipeline serves every batch size.
  */
 import { DIMS_WGSL } from "./token-kernels.js";
+import { widenWgsl, type Half } from "../half.js";
 
 export interface GemmSpec {
   K: number;
@@ -34,6 +35,11 @@ export interface GemmSpec {
    * down: N = 128..896) otherwise give a batch-64 step a few dozen workgroups on a 132-SM GPU.
    */
   splits: number;
+  /**
+   * The weight is 16-bit, two values packed per u32 word (lib/model/packed.ts): read as words and widened
+   * in the kernel, so a decode step streams half the bytes. Absent: float32.
+   */
+  w16?: Half;
 }
 
 /** Rows at or below which the weight-streaming kernel is used. */
@@ -61,7 +67,9 @@ const LDO = ${s.ldo}u;
 const OFF = ${s.off}u;
 const KC = ${sliceOf(s)}u;
 @group(0) @binding(1) var<storage, read> A : array<f32>;
-@group(0) @binding(2) var<storage, read> W : array<f32>;
+${s.w16 ? `@group(0) @binding(2) var<storage, read> W : array<u32>;
+fn wAt(n : u32, k : u32) -> f32 { let e = n * K + k; let w = W[e >> 1u]; return ${widenWgsl(s.w16, "w", "(e & 1u)")}; }` : `@group(0) @binding(2) var<storage, read> W : array<f32>;
+fn wAt(n : u32, k : u32) -> f32 { return W[n * K + k]; }`}
 @group(0) @binding(3) var<storage, read_write> Out : array<f32>;
 ${s.bias && s.splits === 1 ? "@group(0) @binding(4) var<storage, read> Bias : array<f32>;" : ""}
 ${load}
@@ -85,12 +93,20 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   var acc : array<f32, ${GEMV_MAX_ROWS}>;
   if (n < N) {
     let kend = min(K, (wg.y + 1u) * KC);
-    for (var k = wg.y * KC + lane; k < kend; k = k + 32u) {
-      let w = W[n * K + k];
+${s.w16 ? `    // a word per lane: the pair (k, k + 1) from one coalesced 4-byte load (K and KC are even)
+    for (var k = wg.y * KC + 2u * lane; k < kend; k = k + 64u) {
+      let word = W[(n * K + k) >> 1u];
+      let w0 = ${widenWgsl(s.w16, "word", "0u")};
+      let w1 = ${widenWgsl(s.w16, "word", "1u")};
+      for (var r = 0u; r < R; r = r + 1u) {
+        if (r < M) { acc[r] = acc[r] + loadA(r, k) * w0 + loadA(r, k + 1u) * w1; }
+      }
+    }` : `    for (var k = wg.y * KC + lane; k < kend; k = k + 32u) {
+      let w = wAt(n, k);
       for (var r = 0u; r < R; r = r + 1u) {
         if (r < M) { acc[r] = acc[r] + loadA(r, k) * w; }
       }
-    }
+    }`}
   }
   for (var r = 0u; r < R; r = r + 1u) { red[r * 256u + t] = acc[r]; }
   workgroupBarrier();
@@ -134,7 +150,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
       As[kk * BM + row] = a;
       let n = n0 + row;
       var w = 0.0;
-      if (n < N && k < kend) { w = W[n * K + k]; }
+      if (n < N && k < kend) { w = wAt(n, k); }
       Ws[kk * BM + row] = w;
     }
     workgroupBarrier();

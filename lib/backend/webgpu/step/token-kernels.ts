@@ -4,6 +4,7 @@
  * binding 0 (rows this call) and reads token rows from `Tok` (id, slot, position) so one compiled pipeline
  * serves every batch; model shapes are compiled in as constants.
  */
+import { widenWgsl, type Half } from "../half.js";
 
 /**
  * The per-call sizes every kernel reads: M token rows, R rows to sample, whether sampled ids feed the next
@@ -16,17 +17,19 @@ export const DIMS_WGSL = `struct Dims { M : u32, R : u32, decode : u32, pad : u3
 export const ROW_OF = "wg.x + wg.y * 65535u";
 
 /** x[m, :] = embed[id(m), :]. Bindings: 1 Tok, 2 Embed, 3 X. */
-export function embedWgsl(D: number): string {
+export function embedWgsl(D: number, e16?: Half): string {
+  const read = e16 ? `fn eAt(i : u32) -> f32 { let w = E[i >> 1u]; return ${widenWgsl(e16, "w", "(i & 1u)")}; }` : "fn eAt(i : u32) -> f32 { return E[i]; }";
   return `${DIMS_WGSL}
 @group(0) @binding(1) var<storage, read> Tok : array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read> E : array<f32>;
+@group(0) @binding(2) var<storage, read> E : array<${e16 ? "u32" : "f32"}>;
+${read}
 @group(0) @binding(3) var<storage, read_write> X : array<f32>;
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) t : u32) {
   let m = ${ROW_OF};
   if (m >= dims.M) { return; }
   let id = Tok[m].x;
-  for (var d = t; d < ${D}u; d = d + 64u) { X[m * ${D}u + d] = E[id * ${D}u + d]; }
+  for (var d = t; d < ${D}u; d = d + 64u) { X[m * ${D}u + d] = eAt(id * ${D}u + d); }
 }`;
 }
 

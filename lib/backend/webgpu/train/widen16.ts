@@ -1,0 +1,39 @@
+/**
+ * 16-bit weights kept 16-bit on the GPU, widened where they are used. A bf16 or f16 weight lives as packed
+ * words (lib/backend/webgpu/half.ts), and this kernel writes its float32 copy, one thread per element. The copy is a
+ * temporary of the step that needs it: the frozen base under LoRA is widened layer by layer, so the model
+ * itself stays at the checkpoint's size on the device.
+ */
+import { tf } from "../../tf.js";
+import { elementwise, type WebGpuBackendLike } from "./program.js";
+import { widenWgsl, type Half } from "../half.js";
+
+export const WIDEN16 = "T2sWiden16";
+
+export type { Half };
+
+let registered = false;
+
+/** Registers the webgpu kernel (once). Its output is a constant of the step: it has no gradient. */
+export function registerWiden16Kernel(): void {
+  if (registered) return;
+  registered = true;
+  tf.registerKernel({
+    kernelName: WIDEN16,
+    backendName: "webgpu",
+    kernelFunc: ({ inputs, attrs, backend }) => {
+      const { words } = inputs as { words: tf.TensorInfo };
+      const { dtype, shape } = attrs as unknown as { dtype: Half; shape: number[] };
+      const body = `let w = bitcast<u32>(W[index / 2]);
+          result[index] = ${widenWgsl(dtype, "w", "u32(index % 2)")};`;
+      const program = elementwise(shape, `t2s_widen16_${dtype}`, ["W"], "", body);
+      return (backend as unknown as WebGpuBackendLike).runWebGPUProgram(program, [words], "float32");
+    },
+  });
+}
+
+/** The float32 tensor of `shape` held by packed int32 `words` (webgpu backend only). */
+export function widen16Webgpu(words: tf.Tensor, dtype: Half, shape: number[]): tf.Tensor {
+  registerWiden16Kernel();
+  return tf.engine().runKernel(WIDEN16, { words }, { dtype, shape } as unknown as tf.NamedAttrMap) as tf.Tensor;
+}
