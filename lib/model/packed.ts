@@ -8,7 +8,7 @@
  */
 import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
-import { widen16Webgpu, type Half } from "../backend/webgpu/train/widen16.js";
+import { gatherWiden16Webgpu, widen16Webgpu, type Half } from "../backend/webgpu/train/widen16.js";
 import { halfToFloatTable, toBf16Bits, type RawTensor } from "./safetensors.js";
 
 export type { Half };
@@ -84,8 +84,8 @@ export function dense(w: WeightMatrix): tf.Tensor2D {
 /** Rows `ids` of a weight matrix (an embedding lookup) as float32: only the rows gathered are widened. */
 export function gatherRows(w: WeightMatrix, ids: tf.Tensor): tf.Tensor {
   if (!isPacked(w)) return tf.gather(w, ids);
-  const words = tf.gather(w.words, ids);
-  return widenWords(words, w.dtype, [...ids.shape, w.shape[1]]);
+  if (tf.getBackend() === "webgpu") return gatherWiden16Webgpu(w.words, ids, w.dtype, w.shape[1]);
+  return widenWords(tf.gather(w.words, ids), w.dtype, [...ids.shape, w.shape[1]]);
 }
 
 /**

@@ -6,24 +6,13 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { closeSync, copyFileSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeFileSync, writeSync, ftruncateSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, openSync, rmSync, statSync, writeFileSync, writeSync, ftruncateSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadModel } from "../../lib/model/load.js";
-import { readCheckpoint, writeSafetensors, type StDtype } from "../../lib/model/safetensors.js";
+import { writeSafetensors, type StDtype } from "../../lib/model/safetensors.js";
 import { isPacked } from "../../lib/model/packed.js";
 import { isT2sError } from "../../lib/core/errors.js";
-import { ARCH_FIXTURES, fixtureDir, maxAbsDiff, readReference } from "./fixtures.js";
-
-/** A copy of a fixture's folder with its weights rewritten by `write` (config, tokenizer files kept). */
-function copyFixture(name: string, write: (dir: string, tensors: Map<string, { shape: number[]; data: Float32Array }>) => void): string {
-  const src = fixtureDir(name);
-  const dir = mkdtempSync(join(tmpdir(), `t2s-weights-${name}-`));
-  for (const f of readdirSync(src)) if (!f.endsWith(".safetensors") && !f.endsWith(".index.json") && statSync(join(src, f)).isFile()) copyFileSync(join(src, f), join(dir, f));
-  const tensors = new Map([...readCheckpoint(src)].map(([k, t]) => [k, { shape: t.shape, data: t.data }]));
-  write(dir, tensors);
-  return dir;
-}
+import { ARCH_FIXTURES, copyFixture, fixtureDir, maxAbsDiff, readReference } from "./fixtures.js";
 
 /**
  * Writes `tensors` as one shard whose data starts after a hole of `gap` bytes (a tensor no index entry

@@ -9,6 +9,8 @@ import { elementwise, type WebGpuBackendLike } from "./program.js";
 import { widenWgsl, type Half } from "../half.js";
 
 export const WIDEN16 = "T2sWiden16";
+/** Rows of a packed matrix gathered and widened in one pass (tfjs's own gather is not bit-exact on int32). */
+export const GATHER_WIDEN16 = "T2sGatherWiden16";
 
 export type { Half };
 
@@ -30,6 +32,27 @@ export function registerWiden16Kernel(): void {
       return (backend as unknown as WebGpuBackendLike).runWebGPUProgram(program, [words], "float32");
     },
   });
+  tf.registerKernel({
+    kernelName: GATHER_WIDEN16,
+    backendName: "webgpu",
+    kernelFunc: ({ inputs, attrs, backend }) => {
+      const { words, ids } = inputs as { words: tf.TensorInfo; ids: tf.TensorInfo };
+      const { dtype, shape, cols } = attrs as unknown as { dtype: Half; shape: number[]; cols: number };
+      const body = `let row = IDS[index / ${cols}];
+          let e = row * ${cols} + index % ${cols};
+          let w = bitcast<u32>(W[e / 2]);
+          result[index] = ${widenWgsl(dtype, "w", "u32(e % 2)")};`;
+      const program = elementwise(shape, `t2s_gather_widen16_${dtype}_${cols}`, ["W", "IDS"], "", body);
+      return (backend as unknown as WebGpuBackendLike).runWebGPUProgram(program, [words, ids], "float32");
+    },
+  });
+}
+
+/** Rows `ids` (int32, any shape) of the packed [rows, cols] matrix in `words`, widened: [...ids.shape, cols]. */
+export function gatherWiden16Webgpu(words: tf.Tensor, ids: tf.Tensor, dtype: Half, cols: number): tf.Tensor {
+  registerWiden16Kernel();
+  const shape = [...ids.shape, cols];
+  return tf.engine().runKernel(GATHER_WIDEN16, { words, ids }, { dtype, shape, cols } as unknown as tf.NamedAttrMap) as tf.Tensor;
 }
 
 /** The float32 tensor of `shape` held by packed int32 `words` (webgpu backend only). */
