@@ -10,6 +10,7 @@ interface TrainFlags {
   force?: boolean;
   backend?: string;
   maxSeconds?: number;
+  plan?: boolean;
   json?: boolean;
   quiet?: boolean;
 }
@@ -33,6 +34,7 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
     .option("--force", "with --resume: continue although the config differs from the one the checkpoints were trained with (the old one is kept as config.step-N.json, the change logged)")
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm or cpu (overrides the config)")
     .option("--max-seconds <s>", "wall-clock budget: finish and checkpoint the step running when it passes, then stop (resume later with --resume)", numberOption("--max-seconds", { min: 0 }))
+    .option("--plan", "print the memory plan (weights, KV cache, activations per micro-batch, optimizer state, peak against the device) and exit")
     .option("--quiet", "no per-step progress lines")
     .option("--json", "print the run summary as JSON at the end")
     .action(async (flags: TrainFlags) => {
@@ -45,11 +47,13 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
         force: flags.force,
         backend: flags.backend,
         maxSeconds: flags.maxSeconds,
-        onNote: note,
+        planOnly: flags.plan,
+        onNote: flags.plan ? (m) => process.stdout.write(`${m}\n`) : note,
         onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
         onStep: (r) => note(stepLine(mode, r, mode === "grpo" ? cfg.steps : Number(r.total_steps))),
       });
       if (flags.json) printJson(summary);
+      else if (summary.planned) return;
       else if (summary.stopped_early) process.stdout.write(`stopped by --max-seconds after ${summary.resumed_from + summary.steps_done} of ${summary.steps} steps (continue with --resume); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
       else process.stdout.write(`trained ${summary.steps} steps on ${summary.conversations !== undefined ? `${summary.conversations} conversations` : `${summary.tasks} tasks`} (${summary.backend}); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
     });

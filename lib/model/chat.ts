@@ -92,6 +92,8 @@ export interface ChatEngineOptions {
   adapter?: string | null;
   /** Prompt tokens prefilled in one engine call at most (the engine's default when unset). */
   maxPrefillTokens?: number;
+  /** Tokens per sequence the engine's cache holds (its default when unset): a trainer sizes it to its episodes. */
+  maxLength?: number;
 }
 
 /** Rendered prompts kept (a GRPO step has prompts_per_step distinct ones, an eval a few hundred). */
@@ -191,7 +193,7 @@ export class ChatEngine {
     const model = this.model(name);
     let e = this.engines.get(name);
     if (!e) {
-      const made = GenerationEngine.create(model, { maxBatch: this.opts.maxBatch, adapter: this.opts.adapter, maxPrefillTokens: this.opts.maxPrefillTokens });
+      const made = GenerationEngine.create(model, { maxBatch: this.opts.maxBatch, adapter: this.opts.adapter, maxPrefillTokens: this.opts.maxPrefillTokens, maxLength: this.opts.maxLength });
       e = made;
       void made.then(
         (ready) => this.engines.get(name) === made && this.ready.set(name, ready),

@@ -137,6 +137,71 @@ export function rotate(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor, rot: tf.Ten
   return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
 }
 
+/** What every layer of one step reads besides its input: rotary tables and the attention mask. */
+interface LayerConstants {
+  cosT: tf.Tensor;
+  sinT: tf.Tensor;
+  rot: tf.Tensor2D;
+  bias: tf.Tensor | null;
+  keyMask: tf.Tensor | null;
+}
+
+/** The trainable tensors a layer's output depends on: its adapter's LoRA pairs, or its weights when they are variables. */
+function trainableTensors(l: LayerWeights, adapter: string | null): tf.Variable[] {
+  const out: tf.Variable[] = [];
+  const add = (t: unknown) => {
+    if (t instanceof tf.Variable && t.trainable) out.push(t);
+  };
+  for (const t of [l.inputNorm, l.postNorm, l.qNorm, l.kNorm]) add(t);
+  for (const lin of [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]) {
+    add(lin.weight);
+    add(lin.bias);
+    const pair = adapter ? lin.lora?.get(adapter) : undefined;
+    if (pair) {
+      add(pair.a);
+      add(pair.b);
+    }
+  }
+  return out;
+}
+
+/**
+ * f(x) whose backward recomputes f instead of keeping its activations: the tape holds x alone, and the
+ * gradients of x and `params` come from running f again under a tape of its own. (tfjs runs a custom
+ * gradient's forward without recording it; the inner tape replaces the engine's active one while it
+ * runs, so the outer tape is put back afterwards.)
+ */
+function recomputedInBackward(f: (x: tf.Tensor, k: LayerConstants) => tf.Tensor, x: tf.Tensor, k: LayerConstants, params: tf.Variable[]): tf.Tensor {
+  // the step's constants are saved with x: the step's scope frees its own before the backward runs
+  const names = (Object.keys(k) as (keyof LayerConstants)[]).filter((n) => k[n] !== null);
+  const rebuild = (ts: tf.Tensor[]): LayerConstants => {
+    const out: LayerConstants = { cosT: ts[0], sinT: ts[0], rot: ts[0] as tf.Tensor2D, bias: null, keyMask: null };
+    names.forEach((n, i) => ((out as unknown as Record<string, tf.Tensor>)[n] = ts[i]));
+    return out;
+  };
+  const run = tf.customGrad((...args: unknown[]) => {
+    const save = args.pop() as (ts: tf.Tensor[]) => void;
+    const input = args[0] as tf.Tensor;
+    save([input, ...names.map((n) => k[n] as tf.Tensor)]);
+    const value = tf.tidy(() => f(input, k));
+    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]) => {
+      const k2 = rebuild(saved.slice(1));
+      const engine = tf.engine() as unknown as { state: { activeTape: unknown } } & { gradients: (f: () => tf.Tensor, xs: tf.Tensor[], dy: tf.Tensor, allowNoGradients: boolean) => { value: tf.Tensor; grads: (tf.Tensor | undefined)[] } };
+      const outer = engine.state.activeTape;
+      try {
+        const xs = [saved[0], ...params];
+        const r = engine.gradients(() => f(saved[0], k2), xs, dy, true);
+        r.value.dispose();
+        return xs.map((t, i) => r.grads[i] ?? tf.zerosLike(t));
+      } finally {
+        engine.state.activeTape = outer;
+      }
+    };
+    return { value, gradFunc };
+  });
+  return (run as unknown as (...ts: tf.Tensor[]) => tf.Tensor)(x, ...params);
+}
+
 /**
  * Runs the decoder on one step of new tokens after `cache` (none for a fresh batch). Returns the logits
  * ([B, T, V], or [B, V] of the last position when `lastOnly`; the hidden states [B, T, D] instead with
@@ -149,7 +214,7 @@ export function decoderStep(
   invFreq: Float32Array,
   input: StepInput,
   cache: KvCache | null,
-  opts: { lastOnly?: boolean; adapter?: string | null; chunkScores?: number; hiddenOnly?: boolean } = {},
+  opts: { lastOnly?: boolean; adapter?: string | null; chunkScores?: number; hiddenOnly?: boolean; recompute?: boolean } = {},
 ): { logits: tf.Tensor; cache: KvCache } {
   const B = input.ids.length;
   const T = input.ids[0].length;
@@ -179,9 +244,13 @@ export function decoderStep(
   const seen = S + (shared ? shared.length : 0);
   const chunk = Math.max(1, Math.min(T, Math.floor((opts.chunkScores ?? CHUNK_SCORES) / Math.max(1, B * H * seen))));
   const plain = prefersPlainMatMul();
+  // recompute: only each layer's input outlives the forward; the backward runs the layer again (no cache
+  // comes in or goes out then, which is how the trainer calls it)
+  const recompute = opts.recompute === true && !cache;
+  const constants: LayerConstants = { cosT, sinT, rot, bias, keyMask };
   w.layers.forEach((l, i) => {
-    // each layer in its own scope: only the residual stream and the new keys/values outlive it
-    const out = tf.tidy(() => {
+    const layer = (x: tf.Tensor, consts: LayerConstants) => {
+      const { cosT, sinT, rot, bias, keyMask } = consts;
       const h = rmsNorm(x, l.inputNorm, c.rmsNormEps);
       let q = tf.reshape(linear(h, l.q, adapter), [B, T, H, hd]);
       let k = tf.reshape(linear(h, l.k, adapter), [B, T, KV, hd]);
@@ -228,7 +297,13 @@ export function decoderStep(
       const act = swiglu(gate, linear(h2, l.up, adapter));
       y = tf.add(y, linear(act, l.down, adapter));
       return { y, kk, vv };
-    });
+    };
+    if (recompute) {
+      x = recomputedInBackward((input, k) => layer(input, k).y, x, constants, trainableTensors(l, adapter));
+      return;
+    }
+    // each layer in its own scope: only the residual stream and the new keys/values outlive it
+    const out = tf.tidy(() => layer(x, constants));
     x = out.y;
     keys.push(out.kk);
     values.push(out.vv);

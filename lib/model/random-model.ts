@@ -4,6 +4,7 @@
  * backend.
  */
 import type { ModelConfig } from "./config.js";
+import { MODEL_SHAPES } from "./shapes.js";
 import type { DecoderWeights, LayerWeights, Linear } from "./decoder.js";
 import { CausalLM } from "./model.js";
 import { tf } from "../backend/tf.js";
@@ -11,11 +12,7 @@ import type { ChatTokenizer } from "./tokenizer.js";
 
 /** Returns the config of a Qwen2-0.5B-shaped model (494M parameters, tied embeddings). */
 export function qwen2HalfBConfig(): ModelConfig {
-  return {
-    architecture: "Qwen2ForCausalLM", vocabSize: 151936, hiddenSize: 896, intermediateSize: 4864, numLayers: 24, numHeads: 14, numKvHeads: 2, headDim: 64,
-    rmsNormEps: 1e-6, ropeTheta: 1000000, ropeScaling: { type: "default" }, tieWordEmbeddings: true, attentionBias: true, qkNorm: false, mlpBias: false,
-    maxPositions: 32768, eosTokenIds: [151645], bosTokenId: null, padTokenId: 151643,
-  };
+  return MODEL_SHAPES["qwen2.5-0.5b"]();
 }
 
 /** Returns a small Llama-shaped config (hidden 128, 2 layers, GQA 4/2, vocab 2048) for quick CPU runs. */

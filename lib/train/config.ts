@@ -47,6 +47,8 @@ export interface TrainConfig {
   max_grad_norm: number;
   max_tensor_elements: number;
   micro_batch_rows: number;
+  weights_dtype: "auto" | "fp32" | "bf16";
+  gradient_checkpointing: "auto" | "on" | "off";
   // grpo
   prompts_per_step: number;
   group_size: number;
@@ -215,7 +217,8 @@ export function readConfig(file: string, mode: TrainMode): TrainConfig {
  * mean: where it runs and how often it checkpoints. `steps` (and SFT's `epochs`) may grow too, unless a
  * cosine schedule ties the learning rate of every step to the total.
  */
-const RESUME_NEUTRAL = new Set(["backend", "checkpoint_every", "keep_checkpoints"]);
+// how the same math is laid out in memory: a resumed run may change them freely
+const RESUME_NEUTRAL = new Set(["backend", "checkpoint_every", "keep_checkpoints", "gradient_checkpointing"]);
 
 function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
   if (value !== null && typeof value === "object" && !Array.isArray(value)) {

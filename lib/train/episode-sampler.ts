@@ -21,6 +21,8 @@ export interface ModelPolicyOptions {
   topP: number;
   /** Sequences decoded together at most (default 64). */
   maxBatch?: number;
+  /** Tokens per sequence the sampler's cache holds (default: the runner's cap). */
+  maxLength?: number;
 }
 
 /**
@@ -40,7 +42,7 @@ export class ModelPolicy implements Policy {
     this.model = lm.name;
     this.adapter = opts.adapter;
     if (!lm.requireTokenizer().hasChatTemplate) throw new T2sError("no_chat_template", `model ${lm.name} has no chat template; episodes need one`);
-    this.chat = new ChatEngine(lm, [], { adapter: opts.adapter, maxBatch: opts.maxBatch });
+    this.chat = new ChatEngine(lm, [], { adapter: opts.adapter, maxBatch: opts.maxBatch, maxLength: opts.maxLength });
   }
 
   /** The prompt ids of a conversation (chat template with tools, generation prompt appended). */

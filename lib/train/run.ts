@@ -13,7 +13,11 @@ import { appendJsonl } from "../core/jsonl.js";
 import { promptTemplateHash, type PromptConfig } from "../episode/prompt.js";
 import { sqlToolSpec } from "../episode/tools.js";
 import { renderChat } from "../model/chat.js";
-import { assertTokenizerFile, loadModel } from "../model/load.js";
+import { assertTokenizerFile, describeLoad, loadModel } from "../model/load.js";
+import { freeIdleRunners } from "../model/engine/runners.js";
+import { trimGpuBufferPool } from "../backend/gpu-pool.js";
+import { assertPlanFits, formatPlan } from "./memory-plan.js";
+import { planRun } from "./run-plan.js";
 import { attachAdapter, createAdapter } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
 import { defaultEnv } from "../runs/env.js";
@@ -45,6 +49,8 @@ export interface RunHooks {
   onNote?: (message: string) => void;
   /** Wall-clock budget in seconds, counted from the first step: stop (with a checkpoint) after the step that passes it. */
   maxSeconds?: number;
+  /** Print the memory plan and stop before training (`t2s train --plan`). */
+  planOnly?: boolean;
 }
 
 export interface RunSummary {
@@ -56,6 +62,8 @@ export interface RunSummary {
   /** Conversations trained on (SFT from a conversations file). */
   conversations?: number;
   backend: string;
+  /** Set when the run only printed its memory plan (--plan). */
+  planned?: boolean;
   /** The final trainable weights: a PEFT adapter folder, or a checkpoint folder for full training. */
   final: string | null;
   /** Steps this run did (after the resumed ones). */
@@ -80,8 +88,9 @@ function promptConfig(cfg: TrainConfig): PromptConfig {
 
 async function prepareModel(cfg: TrainConfig, hooks: RunHooks): Promise<{ model: CausalLM; lm: ModelTrainable }> {
   assertTokenizerFile(cfg.model);
-  const model = await loadModel(cfg.model, { backend: hooks.backend ?? cfg.backend ?? undefined });
-  hooks.onNote?.(`model ${model.name} on ${model.backend}`);
+  // full training keeps float32 master weights, so its base is loaded float32
+  const model = await loadModel(cfg.model, { backend: hooks.backend ?? cfg.backend ?? undefined, weightsDtype: cfg.adapter ? cfg.weights_dtype : "fp32" });
+  hooks.onNote?.(describeLoad(model));
   if (cfg.adapter) {
     if (cfg.adapter.init) attachAdapter(model, cfg.adapter.init, { name: ADAPTER_NAME, trainable: true });
     else createAdapter(model, { name: ADAPTER_NAME, r: cfg.adapter.r, alpha: cfg.adapter.alpha, targetModules: cfg.adapter.targets, seed: cfg.seed, useRslora: cfg.adapter.use_rslora });
@@ -173,29 +182,44 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
   const allTasks = fromConversations ? [] : readTasks(cfg.tasks);
   const tasks = fromConversations ? [] : chooseTasks(cfg, allTasks);
   const conversations = fromConversations ? readConversations(cfg.conversations!) : [];
-  const change = guardOutput(cfg, hooks.resume ?? false, hooks.force ?? false);
+  // --plan writes nothing: the output folder is not claimed
+  const change = hooks.planOnly ? null : guardOutput(cfg, hooks.resume ?? false, hooks.force ?? false);
   const { model, lm } = await prepareModel(cfg, hooks);
   hooks.onNote?.(`${fromConversations ? `${conversations.length} conversations` : `${tasks.length} tasks`}; ${lm.trainableParams().length} trainable tensors (${cfg.adapter ? `LoRA r=${cfg.adapter.r} on ${cfg.adapter.targets.join(",")}` : "all weights"})`);
+  const prompt = promptConfig(cfg);
+  const tools = cfg.episode.style === "tool" && cfg.episode.protocol === "native" ? [sqlToolSpec()] : undefined;
+  const planEnv = defaultEnv({ executor: noExecutor, prompt });
+  const tok = model.requireTokenizer();
+  const examples = cfg.mode === "sft" ? (fromConversations ? conversations.map((c) => conversationExample(tok, c)) : await sftExamples(model, tasks, cfg, (t) => planEnv.opening(t))) : [];
+  const planned = await planRun(cfg, model, lm, {
+    openings: cfg.mode === "grpo" ? await Promise.all(tasks.slice(0, 64).map((t) => planEnv.opening(t))) : undefined,
+    promptTokens: (m) => tok.encode(renderChat(tok, m, { tools, addGenerationPrompt: true }), { addSpecialTokens: false }).length,
+    sftRowTokens: Math.max(1, ...examples.map((e) => e.ids.length)),
+  });
+  for (const line of formatPlan(planned.plan).split("\n")) hooks.onNote?.(line);
+  if (hooks.planOnly) {
+    lm.dispose();
+    model.dispose();
+    return { mode: cfg.mode, output_dir: cfg.output_dir, steps: 0, resumed_from: 0, tasks: tasks.length, backend: model.backend, final: null, steps_done: 0, stopped_early: false, last: null, planned: true };
+  }
+  assertPlanFits(planned.plan, planned.input);
+  lm.recompute = planned.plan.recompute;
   const common = {
     lr: cfg.lr, schedule: cfg.schedule, warmupSteps: cfg.warmup_steps, minLrRatio: cfg.min_lr_ratio, weightDecay: cfg.weight_decay, maxGradNorm: cfg.max_grad_norm,
     outDir: cfg.output_dir, checkpointEvery: cfg.checkpoint_every, keepCheckpoints: cfg.keep_checkpoints, onStep: hooks.onStep, onWarning: hooks.onWarning, checkpointFiles: () => lm.checkpointFiles(), maxSeconds: hooks.maxSeconds,
-    maxTensorElements: cfg.max_tensor_elements, maxMicroBatchRows: cfg.micro_batch_rows || undefined, seed: cfg.seed,
+    maxTensorElements: cfg.max_tensor_elements, maxMicroBatchRows: cfg.micro_batch_rows || (planned.plan.limit !== null ? planned.microBatchRows : undefined), seed: cfg.seed,
   };
-  const prompt = promptConfig(cfg);
   let executor: ExecutorPool | null = null;
   let sampler: ModelPolicy | null = null;
   try {
     let trainer: GrpoTrainer<Task> | SftTrainer;
     if (cfg.mode === "sft") {
-      const env = defaultEnv({ executor: noExecutor, prompt });
-      const tok = model.requireTokenizer();
-      const examples = fromConversations ? conversations.map((c) => conversationExample(tok, c)) : await sftExamples(model, tasks, cfg, (t) => env.opening(t));
       trainer = new SftTrainer(lm, examples, { ...common, batchSize: cfg.batch_size, epochs: cfg.epochs, steps: cfg.steps || undefined });
     } else {
       executor = new ExecutorPool({});
       const env = defaultEnv({ executor, prompt, preset: cfg.reward_preset });
       const episode = { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, maxContextTokens: cfg.episode.max_context_tokens, toolOutput: { maxRows: cfg.episode.tool_rows }, endOnUnsafeTool: cfg.reward_preset === "tool-rl" };
-      const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, temperature: cfg.sampling.temperature, topP: cfg.sampling.top_p, maxBatch: cfg.sampling.max_batch });
+      const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, temperature: cfg.sampling.temperature, topP: cfg.sampling.top_p, maxBatch: cfg.sampling.max_batch, maxLength: planned.samplerLength });
       sampler = policy;
       const ev = cfg.eval;
       const evalTasks = ev ? selectTasks(allTasks, ev.split, ev.limit) : [];
@@ -211,7 +235,20 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
             return { pass1: r.rows.filter((x) => x.correct).length / n, reward: r.rows.reduce((a, x) => a + (x.reward ?? 0), 0) / n, rows: r.rows.length };
           }
         : undefined;
-      trainer = new GrpoTrainer(lm, tasks, episodeSampler({ policy, env, episode, sampling: cfg.sampling }), episodeGrader, {
+      const sample = episodeSampler({ policy, env, episode, sampling: cfg.sampling });
+      // when the plan needs the room, the sampler's cache and pooled buffers go before each update
+      const release = planned.plan.releaseSampler;
+      if (release) hooks.onNote?.("the sampler's KV cache is freed before each update (memory plan)");
+      const sampleThenRelease: typeof sample = async (...args) => {
+        const out = await sample(...args);
+        if (release) {
+          await policy.close();
+          freeIdleRunners(model);
+          trimGpuBufferPool();
+        }
+        return out;
+      };
+      trainer = new GrpoTrainer(lm, tasks, sampleThenRelease, episodeGrader, {
         ...common, steps: cfg.steps, promptsPerStep: cfg.prompts_per_step, groupSize: cfg.group_size, lossType: cfg.loss_type, epsilonLow: cfg.epsilon_low,
         epsilonHigh: cfg.epsilon_high, beta: cfg.beta, scale: cfg.scale_rewards, mu: cfg.mu, maskTruncated: cfg.mask_truncated,
         temperature: cfg.sampling.temperature, maxCompletionLength: cfg.sampling.max_tokens, evalEvery: ev?.every, onEval,

@@ -90,6 +90,8 @@ export const SETTINGS = [
   { name: "max_grad_norm", modes: BOTH, type: num({ min: 0 }), default: 1, doc: "global gradient-norm clip (0 = off)" },
   { name: "max_tensor_elements", modes: BOTH, type: int(1), default: 2 ** 28, doc: "cap on B x T x vocab of one micro-batch" },
   { name: "micro_batch_rows", modes: BOTH, type: int(0), default: 0, doc: "rows per micro-batch at most (0 = no limit)" },
+  { name: "weights_dtype", modes: BOTH, type: oneOf("auto", "fp32", "bf16"), default: "auto", doc: "storage of the frozen base's matrices on the device: auto keeps a bf16/f16 checkpoint 16-bit on WebGPU; full_weights always trains float32 masters" },
+  { name: "gradient_checkpointing", modes: BOTH, type: oneOf("auto", "on", "off"), default: "auto", doc: "recompute each decoder layer in the backward instead of keeping its activations; auto: on with 16-bit weights or when the memory plan needs it" },
   {
     name: "episode", modes: BOTH, default: null, doc: "how an episode runs",
     type: object("defaults",

@@ -79,7 +79,14 @@ export class ModelTrainable implements TrainableLM {
    * `adapter`: the name of a trainable adapter attached to the model (createAdapter, or attachAdapter with
    * trainable: true); null trains all weights (converted to variables here).
    */
-  constructor(readonly model: CausalLM, readonly adapter: string | null) {
+  /**
+   * `recompute`: each decoder layer's activations are recomputed in the backward instead of kept
+   * (gradient checkpointing): the update holds one layer's activations at a time, for one more forward.
+   */
+  recompute: boolean;
+
+  constructor(readonly model: CausalLM, readonly adapter: string | null, opts: { recompute?: boolean } = {}) {
+    this.recompute = opts.recompute === true;
     ensureGradients();
     this.vocabSize = model.config.vocabSize;
     this.hasReference = adapter !== null;
@@ -105,8 +112,10 @@ export class ModelTrainable implements TrainableLM {
     const plain = (rows: number[][], start: number) => ({ ids: rows, positions: rows.map((r) => Array.from({ length: r.length }, (_, i) => start + i)), valid: rows.map((r) => new Array<boolean>(r.length).fill(true)) });
     // the rows' common prompt prefix (system prompt + schema) is run once and its keys/values broadcast to
     // every row; only positions from `from` on are scored, so the prefix may reach up to there
-    const shared = B > 1 ? Math.min(commonPrefix(ids), from) : 0;
-    if (from === 0 && shared < MIN_SHARED_PREFIX) return tf.tidy(() => decoderStep(m.config, m.weights, m.invFreq, plain(ids, 0), null, { adapter }).logits) as tf.Tensor3D;
+    // (a recomputed layer takes no cache, so the prefix is not shared then)
+    const recompute = this.recompute;
+    const shared = B > 1 && !recompute ? Math.min(commonPrefix(ids), from) : 0;
+    if (from === 0 && shared < MIN_SHARED_PREFIX) return tf.tidy(() => decoderStep(m.config, m.weights, m.invFreq, plain(ids, 0), null, { adapter, recompute }).logits) as tf.Tensor3D;
     // the decoder gives the final hidden states; only positions from.. are projected onto the vocabulary
     const D = m.config.hiddenSize;
     return tf.tidy(() => {
@@ -118,7 +127,7 @@ export class ModelTrainable implements TrainableLM {
         const cache: KvCache = { keys: pre.cache.keys.map(grow), values: pre.cache.values.map(grow), valid: ids.map(() => new Array<boolean>(shared).fill(true)) };
         hidden = decoderStep(m.config, m.weights, m.invFreq, plain(ids.map((r) => r.slice(shared)), shared), cache, { adapter, hiddenOnly: true }).logits;
         start = shared;
-      } else hidden = decoderStep(m.config, m.weights, m.invFreq, plain(ids, 0), null, { adapter, hiddenOnly: true }).logits;
+      } else hidden = decoderStep(m.config, m.weights, m.invFreq, plain(ids, 0), null, { adapter, hiddenOnly: true, recompute }).logits;
       const kept = tf.reshape(tf.slice(hidden, [0, from - start, 0], [B, T - from, D]), [B * (T - from), D]) as tf.Tensor2D;
       const head = m.weights.lmHead ?? m.weights.embed;
       return tf.reshape(matMulWeightT(kept, dense(head)), [B, T - from, m.config.vocabSize]);

@@ -25,8 +25,19 @@ interface IdleRunner {
 
 const idle = new WeakMap<CausalLM, IdleRunner[]>();
 
-/** A runner holding at least `slots` sequences of `model` with the named unmerged adapter applied. */
-export async function leaseRunner(model: CausalLM, opts: { adapter: string | null; slots: number }): Promise<RunnerLease> {
+/** Frees the idle device runners of `model` (their caches and buffers), e.g. before a training update. */
+export function freeIdleRunners(model: CausalLM): number {
+  const list = idle.get(model) ?? [];
+  const n = list.length;
+  list.splice(0).forEach((e) => e.runner.dispose());
+  return n;
+}
+
+/**
+ * A runner holding at least `slots` sequences of `model` with the named unmerged adapter applied, each of
+ * up to `maxLength` tokens (default: the runner's own cap): a device runner's cache is sized by both.
+ */
+export async function leaseRunner(model: CausalLM, opts: { adapter: string | null; slots: number; maxLength?: number }): Promise<RunnerLease> {
   if (model.backend !== "webgpu" || process.env.T2S_WEBGPU_RUNNER === "0") {
     const runner = new TfjsRunner(model, opts.slots, opts.adapter);
     return { runner, release: () => runner.dispose() };
@@ -38,12 +49,12 @@ export async function leaseRunner(model: CausalLM, opts: { adapter: string | nul
     idle.set(model, list);
     model.onDispose(() => list.splice(0).forEach((e) => e.runner.dispose()));
   }
-  const i = kept.findIndex((e) => e.adapter === opts.adapter && e.runner.slots >= opts.slots);
+  const i = kept.findIndex((e) => e.adapter === opts.adapter && e.runner.slots >= opts.slots && (opts.maxLength === undefined || (e.runner.maxLength ?? Infinity) >= opts.maxLength));
   let runner: StepRunner;
   if (i >= 0) runner = kept.splice(i, 1)[0].runner;
   else {
     const { createWebgpuRunner } = await import("./webgpu-runner.js");
-    runner = await createWebgpuRunner(model, { adapter: opts.adapter, slots: opts.slots });
+    runner = await createWebgpuRunner(model, { adapter: opts.adapter, slots: opts.slots, maxLength: opts.maxLength });
   }
   const list = kept;
   return { runner, release: () => list.push({ adapter: opts.adapter, runner }) };

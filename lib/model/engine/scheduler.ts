@@ -26,6 +26,8 @@ export interface EngineOptions {
   stepsPerCall?: number;
   /** Ids that end a sequence (default: the tokenizer's eos ids, else config.json's). */
   eosIds?: number[];
+  /** Tokens per sequence (prompt + completion) the runner's cache holds (default: the runner's cap). */
+  maxLength?: number;
 }
 
 /** Counters for /metrics and benchmarks. */
@@ -81,7 +83,7 @@ export class GenerationEngine {
   /** An engine over `model` on its backend's best runner. */
   static async create(model: CausalLM, opts: EngineOptions = {}): Promise<GenerationEngine> {
     const slots = Math.max(1, Math.floor(opts.maxBatch ?? 64));
-    const lease = await leaseRunner(model, { adapter: opts.adapter ?? null, slots });
+    const lease = await leaseRunner(model, { adapter: opts.adapter ?? null, slots, maxLength: opts.maxLength });
     return new GenerationEngine(model, lease, slots, opts);
   }
 

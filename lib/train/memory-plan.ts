@@ -1,0 +1,144 @@
+/**
+ * The memory plan of a training run, printed when `t2s train` starts (and alone with `--plan`): what the
+ * device will hold, line by line, and the peak against the device's memory. It is an estimate from the
+ * model's shape and the run's settings, not a measurement; its constants count the tensors the decoder's
+ * tape keeps per token (see `activationFloats`), and docs/training.md sets the estimate beside the peaks
+ * measured on an H200. The plan also makes two choices: whether each layer is recomputed in the backward
+ * (`gradient_checkpointing` auto) and whether the sampler's cache is freed before each update.
+ */
+import { T2sError } from "../core/errors.js";
+import type { ModelConfig } from "../model/config.js";
+
+export type CheckpointingSetting = "auto" | "on" | "off";
+
+export interface PlanInput {
+  config: ModelConfig;
+  /** Bytes of the weights on the device, and whether the matrices are 16-bit packed. */
+  weightBytes: number;
+  packed: boolean;
+  /** Trainable values (LoRA factors, or every weight) and whether every weight is trained. */
+  trainable: number;
+  fullWeights: boolean;
+  /** Rows of one micro-batch, tokens of its longest row, and scored (completion) positions per row. */
+  microBatchRows: number;
+  rowTokens: number;
+  scoredTokens: number;
+  /** The sampler's cache (GRPO): sequences decoded together and tokens per sequence. */
+  sampler: { slots: number; maxLength: number } | null;
+  /** beta > 0: a reference forward per micro-batch (no tape). */
+  reference: boolean;
+  gradientCheckpointing: CheckpointingSetting;
+}
+
+export interface PlanLine {
+  what: string;
+  bytes: number;
+  note: string;
+}
+
+export interface MemoryPlan {
+  lines: PlanLine[];
+  /** Peak of the sampling phase and of the update phase, and the run's peak. */
+  sampling: number;
+  update: number;
+  peak: number;
+  limit: number | null;
+  recompute: boolean;
+  releaseSampler: boolean;
+}
+
+const F32 = 4;
+/** Freed buffers tfjs keeps for reuse, fragmentation: measured peaks ran 5-15% over the tensors alive. */
+const SLACK = 0.15;
+
+/** Values of one decoder layer's matrices. */
+function layerMatrixValues(c: ModelConfig): number {
+  const D = c.hiddenSize;
+  return D * (c.numHeads + 2 * c.numKvHeads) * c.headDim + c.numHeads * c.headDim * D + 3 * D * c.intermediateSize;
+}
+
+/**
+ * Floats per token one layer's tape keeps for the backward: the norms' inputs and outputs (4D), q, k, v
+ * before and after rotary, the attention's output and row statistics, the o projection's input, and the
+ * MLP's gate, up and SwiGLU output (3I).
+ */
+export function activationFloats(c: ModelConfig): number {
+  const qkv = (c.numHeads + 2 * c.numKvHeads) * c.headDim;
+  return 6 * c.hiddenSize + 2 * qkv + 2 * c.numHeads * c.headDim + 3 * c.intermediateSize;
+}
+
+/** The update's peak over the weights and optimizer state, with or without recomputed layers. */
+function updateBytes(i: PlanInput, recompute: boolean): { lines: PlanLine[]; total: number } {
+  const c = i.config;
+  const tokens = i.microBatchRows * i.rowTokens;
+  const perLayer = tokens * activationFloats(c) * F32;
+  const widened = i.packed ? layerMatrixValues(c) * F32 : 0;
+  const lines: PlanLine[] = [];
+  if (recompute) {
+    lines.push({ what: "layer inputs kept", bytes: tokens * c.hiddenSize * F32 * c.numLayers, note: `${tokens} tokens x ${c.numLayers} layers` });
+    lines.push({ what: "one layer recomputed", bytes: perLayer + widened, note: i.packed ? "activations + its float32 weights" : "activations" });
+  } else {
+    lines.push({ what: "activations", bytes: perLayer * c.numLayers, note: `${tokens} tokens x ${c.numLayers} layers` });
+    if (widened) lines.push({ what: "widened weights on the tape", bytes: widened * c.numLayers, note: "16-bit matrices widened per use, kept for the backward" });
+  }
+  lines.push({ what: "logits", bytes: i.microBatchRows * i.scoredTokens * c.vocabSize * F32 * 3, note: `${i.microBatchRows} rows x ${i.scoredTokens} scored x vocab ${c.vocabSize}, forward and backward` });
+  if (i.reference) lines.push({ what: "reference forward", bytes: perLayer + widened, note: "beta > 0, no tape" });
+  return { lines, total: lines.reduce((s, l) => s + l.bytes, 0) };
+}
+
+/** The plan for `i` on a device of `limit` bytes (null: unknown). */
+export function planMemory(i: PlanInput, limit: number | null): MemoryPlan {
+  const c = i.config;
+  const fixed: PlanLine[] = [{ what: "weights", bytes: i.weightBytes, note: i.packed ? "16-bit matrices, float32 norms" : "float32" }];
+  // AdamW: a gradient and two moments per trainable value (full training's weights are counted above)
+  fixed.push({ what: "gradients + AdamW moments", bytes: i.trainable * F32 * 3, note: `${i.trainable.toLocaleString("en-US")} trainable values` });
+  const kv = i.sampler ? i.sampler.slots * i.sampler.maxLength * c.numLayers * 2 * c.numKvHeads * c.headDim * F32 : 0;
+  const base = fixed.reduce((s, l) => s + l.bytes, 0);
+  const sampling = base + kv;
+  const kept = updateBytes(i, false);
+  const redone = updateBytes(i, true);
+  const slack = (b: number) => b * (1 + SLACK);
+  const fitsWith = (u: number, withKv: boolean) => limit === null || slack(base + u + (withKv ? kv : 0)) <= limit;
+  // auto: recompute when kept activations do not fit, or when the tape would keep float32 copies of 16-bit
+  // matrices worth more than the weights themselves (large models; a small model's copies cost nothing)
+  const widenedOnTape = kept.lines.find((l) => l.what === "widened weights on the tape")?.bytes ?? 0;
+  const recompute = i.gradientCheckpointing === "on" || (i.gradientCheckpointing === "auto" && (!fitsWith(kept.total, false) || widenedOnTape > Math.max(i.weightBytes, 2e9)));
+  const upd = recompute ? redone : kept;
+  // the sampler's cache is freed before the update when keeping it would not fit
+  const releaseSampler = kv > 0 && !fitsWith(upd.total, true);
+  const update = base + upd.total + (releaseSampler ? 0 : kv);
+  const lines = [...fixed];
+  if (kv) lines.push({ what: "sampler KV cache", bytes: kv, note: `${i.sampler!.slots} sequences x ${i.sampler!.maxLength} tokens${releaseSampler ? "; freed before each update" : ""}` });
+  lines.push(...upd.lines.map((l) => ({ ...l, what: `update: ${l.what}` })));
+  const peak = slack(Math.max(sampling, update));
+  lines.push({ what: "allocator slack", bytes: peak - Math.max(sampling, update), note: `${SLACK * 100}% over the tensors alive` });
+  return { lines, sampling, update, peak, limit, recompute, releaseSampler };
+}
+
+const gb = (b: number) => `${(b / 1e9).toFixed(2)} GB`;
+
+/** The plan as text, one line per entry, then the peak against the device. */
+export function formatPlan(p: MemoryPlan): string {
+  const rows = p.lines.map((l) => `  ${l.what.padEnd(36)} ${gb(l.bytes).padStart(10)}  ${l.note}`);
+  const verdict = p.limit === null ? "device memory unknown (set T2S_GPU_MEMORY_GB to check the plan)" : `of ${gb(p.limit)} on the device${p.peak > p.limit ? ": does NOT fit" : ""}`;
+  rows.push(`  ${"peak".padEnd(36)} ${gb(p.peak).padStart(10)}  ${verdict}; gradient checkpointing ${p.recompute ? "on" : "off"}`);
+  return `memory plan:\n${rows.join("\n")}`;
+}
+
+/**
+ * Throws T2sError("memory_plan") when the plan's peak is over the device's memory, naming the settings to
+ * lower and how many rows per micro-batch would fit.
+ */
+export function assertPlanFits(p: MemoryPlan, i: PlanInput): void {
+  if (p.limit === null || p.peak <= p.limit) return;
+  let rows = i.microBatchRows;
+  while (rows > 1 && planMemory({ ...i, microBatchRows: rows, gradientCheckpointing: p.recompute ? "on" : i.gradientCheckpointing }, p.limit).peak > p.limit) rows = Math.floor(rows / 2);
+  const fitRows = planMemory({ ...i, microBatchRows: rows, gradientCheckpointing: p.recompute ? "on" : i.gradientCheckpointing }, p.limit).peak <= p.limit;
+  const hints = [
+    fitRows && rows < i.microBatchRows ? `micro_batch_rows (now ${i.microBatchRows}; ${rows} fits)` : null,
+    i.sampler ? `sampling.max_batch (now ${i.sampler.slots})` : null,
+    !p.recompute ? "or set gradient_checkpointing on" : null,
+    i.packed ? null : "or load the weights 16-bit (weights_dtype bf16)",
+  ].filter(Boolean);
+  throw new T2sError("memory_plan", `the run needs about ${gb(p.peak)} of device memory but the device has ${gb(p.limit)}; lower ${hints.join(", ")} (t2s train --plan prints the plan)`);
+}

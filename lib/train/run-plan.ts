@@ -1,0 +1,69 @@
+/**
+ * The memory plan of one `t2s train` run (lib/train/memory-plan.ts) from its config and loaded model: the
+ * sequence length comes from the longest rendered prompt of (up to 64 of) the run's tasks plus the turn's
+ * token budget, the micro-batch from micro_batch_rows or max_tensor_elements, and the sampler's cache from
+ * sampling.max_batch. The same length sizes the sampler's cache, so it holds what episodes need rather
+ * than the runner's 2,048-token default.
+ */
+import type { CausalLM } from "../model/model.js";
+import type { ChatMessage } from "../policy/types.js";
+import { deviceMemoryBytes } from "../backend/device-memory.js";
+import type { TrainConfig } from "./config.js";
+import { planMemory, type MemoryPlan, type PlanInput } from "./memory-plan.js";
+import type { ModelTrainable } from "./trainable-model.js";
+
+/** Prompts rendered to find the longest (a GRPO band holds hundreds of tasks of similar length). */
+const PROMPTS_MEASURED = 64;
+
+export interface RunPlan {
+  plan: MemoryPlan;
+  input: PlanInput;
+  /** Tokens per sequence the sampler's cache holds. */
+  samplerLength: number;
+  /** Rows per micro-batch: micro_batch_rows, or with 0 the most that fit the device (and max_tensor_elements). */
+  microBatchRows: number;
+}
+
+/** Rounds up to a multiple of 64 tokens, so similar runs share a cache size. */
+const round64 = (n: number) => Math.ceil(n / 64) * 64;
+
+/**
+ * The plan for a run. `promptTokens` renders one opening's ids (GRPO), `rowTokens` gives SFT's longest
+ * example; whichever applies to the mode is used.
+ */
+export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTrainable, opts: { openings?: ChatMessage[][]; promptTokens?: (m: ChatMessage[]) => number; sftRowTokens?: number }): Promise<RunPlan> {
+  const c = model.config;
+  const trainable = lm.trainableParams().reduce((s, p) => s + p.variable.size, 0);
+  let rowTokens: number;
+  let scored: number;
+  let sampler: PlanInput["sampler"] = null;
+  let rows: number;
+  if (cfg.mode === "grpo") {
+    const longest = Math.max(1, ...(opts.openings ?? []).slice(0, PROMPTS_MEASURED).map((m) => opts.promptTokens!(m)));
+    // a tool episode grows over turns up to its context budget; a single-style one by one turn
+    const bound = cfg.episode.style === "tool" ? cfg.episode.max_context_tokens : Math.min(cfg.episode.max_context_tokens, Math.ceil(longest * 1.1) + cfg.sampling.max_tokens);
+    rowTokens = Math.min(c.maxPositions, round64(bound));
+    scored = cfg.episode.style === "tool" ? rowTokens : cfg.sampling.max_tokens;
+    const episodes = cfg.prompts_per_step * cfg.group_size;
+    sampler = { slots: Math.min(cfg.sampling.max_batch, episodes), maxLength: rowTokens };
+    rows = cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * c.vocabSize)));
+    rows = Math.min(rows, episodes);
+  } else {
+    rowTokens = Math.max(1, opts.sftRowTokens ?? 1);
+    scored = rowTokens;
+    rows = Math.min(cfg.batch_size, cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * c.vocabSize))));
+  }
+  const info = model.loadInfo;
+  const weightBytes = info?.weightBytes ?? model.tensors().reduce((s, t) => s + t.size * 4, 0);
+  const input: PlanInput = {
+    config: c, weightBytes, packed: (info?.packedBytes ?? 0) > 0, trainable, fullWeights: cfg.adapter === null,
+    microBatchRows: rows, rowTokens, scoredTokens: scored, sampler, reference: cfg.mode === "grpo" && cfg.beta > 0, gradientCheckpointing: cfg.gradient_checkpointing,
+  };
+  // the device's memory matters on a GPU; the CPU backends use the host's, which the plan does not check
+  const limit = model.backend === "webgpu" ? deviceMemoryBytes() : null;
+  // micro_batch_rows 0: halve the rows until the plan fits (when the device's memory is known)
+  if (!cfg.micro_batch_rows && limit !== null) {
+    while (input.microBatchRows > 1 && planMemory(input, limit).peak > limit) input.microBatchRows = Math.ceil(input.microBatchRows / 2);
+  }
+  return { plan: planMemory(input, limit), input, samplerLength: rowTokens, microBatchRows: input.microBatchRows };
+}

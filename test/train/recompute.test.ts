@@ -1,0 +1,88 @@
+/**
+ * Gradient checkpointing (`gradient_checkpointing`, ModelTrainable's `recompute`): recomputing each decoder
+ * layer in the backward gives the gradients of keeping its activations, for LoRA pairs and for every weight
+ * of full training, and the loss itself unchanged; the forward keeps fewer tensors alive on the tape.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { resolve } from "node:path";
+import { tf } from "../../lib/backend/tf.js";
+import { useCpu } from "./tiny-lm.js";
+import { loadModel } from "../../lib/model/load.js";
+import { createAdapter } from "../../lib/model/lora.js";
+import { ModelTrainable } from "../../lib/train/trainable-model.js";
+import { sequenceLogprobs } from "../../lib/train/logprobs.js";
+import { SeededRandom } from "../../lib/core/random.js";
+
+await useCpu();
+const IDS = [[5, 17, 33, 2, 90, 41, 9, 12], [7, 7, 120, 64, 3, 0, 44, 1]];
+
+/** A weighted sum of the sequences' log-probabilities from position 2 on, and its gradients. */
+function lossAndGrads(lm: ModelTrainable): { loss: number; grads: Map<string, Float32Array> } {
+  const params = lm.trainableParams();
+  const weights = tf.tensor2d([[0.3, -1, 0.5, 2, 1], [1, 0.2, -0.4, 0.7, -2]]);
+  const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(sequenceLogprobs(lm, IDS, { from: 2 }).logp, weights)) as tf.Scalar, params.map((p) => p.variable));
+  const out = new Map<string, Float32Array>();
+  for (const p of params) out.set(p.name, grads[p.variable.name].dataSync() as Float32Array);
+  const loss = value.dataSync()[0];
+  tf.dispose([value, weights, ...Object.values(grads)]);
+  return { loss, grads: out };
+}
+
+function maxRelDiff(a: Float32Array, b: Float32Array): number {
+  let d = 0;
+  let s = 0;
+  for (let i = 0; i < a.length; i++) {
+    d = Math.max(d, Math.abs(a[i] - b[i]));
+    s = Math.max(s, Math.abs(b[i]));
+  }
+  return s === 0 ? d : d / s;
+}
+
+for (const mode of ["lora", "full"] as const) {
+  test(`recomputed layers give the same ${mode} gradients as kept activations`, async () => {
+    const results = [];
+    for (const recompute of [false, true]) {
+      const model = await loadModel(resolve("test/fixtures/model/qwen3"), { backend: "cpu" });
+      if (mode === "lora") {
+        createAdapter(model, { name: "train", r: 2, alpha: 4, targetModules: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], seed: 1 });
+      }
+      const lm = new ModelTrainable(model, mode === "lora" ? "train" : null, { recompute });
+      // non-zero B, so every LoRA factor has a gradient
+      const rng = new SeededRandom(3);
+      for (const p of lm.trainableParams()) if (p.name.includes("lora_B")) p.variable.assign(tf.tensor(Array.from({ length: p.variable.size }, () => rng.normal() * 0.2), p.variable.shape));
+      results.push(lossAndGrads(lm));
+      model.dispose();
+    }
+    const [kept, recomputed] = results;
+    assert.ok(Math.abs(kept.loss - recomputed.loss) < 1e-5 * Math.abs(kept.loss), `loss ${recomputed.loss} vs ${kept.loss}`);
+    assert.equal(recomputed.grads.size, kept.grads.size);
+    let nonzero = 0;
+    for (const [name, g] of kept.grads) {
+      const r = recomputed.grads.get(name)!;
+      assert.ok(maxRelDiff(r, g) < 1e-4, `${name}: relative difference ${maxRelDiff(r, g)}`);
+      if (g.some((v) => v !== 0)) nonzero++;
+    }
+    assert.ok(nonzero > kept.grads.size / 2, "most gradients are non-zero");
+  });
+}
+
+test("with recompute the tape keeps only the layers' inputs through the forward", async () => {
+  const model = await loadModel(resolve("test/fixtures/model/qwen2"), { backend: "cpu" });
+  createAdapter(model, { name: "train", r: 2, alpha: 4, targetModules: ["q_proj", "v_proj"], seed: 1 });
+  const peak: number[] = [];
+  for (const recompute of [false, true]) {
+    const lm = new ModelTrainable(model, "train", { recompute });
+    const vars = lm.trainableParams().map((p) => p.variable);
+    let during = 0;
+    const { value, grads } = tf.variableGrads(() => {
+      const logits = lm.logits(IDS);
+      during = tf.memory().numTensors;
+      return tf.sum(logits) as tf.Scalar;
+    }, vars);
+    peak.push(during);
+    tf.dispose([value, ...Object.values(grads)]);
+  }
+  assert.ok(peak[1] < peak[0], `tensors alive after the forward: ${peak[1]} with recompute, ${peak[0]} without`);
+  model.dispose();
+});
