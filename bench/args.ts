@@ -1,5 +1,9 @@
 /** Flags of the bench scripts (plain `--name value` pairs; the benches are scripts, not commands). */
 import { tf } from "../lib/backend/tf.js";
+import type { ModelConfig } from "../lib/model/config.js";
+import { tinyConfig } from "../lib/model/random-model.js";
+import { shapeConfig } from "../lib/model/shapes.js";
+import { weightsDtypeOption, type WeightsDtype } from "../lib/model/weights-dtype.js";
 
 /** Prints rows as a table with padded columns under a header and a rule, as every bench does. */
 export function printTable(head: string[], rows: string[][]): void {
@@ -29,4 +33,22 @@ export function applyTfFlags(): void {
     const [name, raw] = pair.split("=");
     tf.env().set(name, raw === "true" ? true : raw === "false" ? false : Number.isFinite(Number(raw)) ? Number(raw) : raw);
   }
+}
+
+/**
+ * The model shape a bench runs: `--shape NAME` (lib/model/shapes.ts: qwen2.5-0.5b ... qwen2.5-7b,
+ * llama3.2-1b/3b, qwen3-4b) with `--vocab N`, `--qwen05b` (= --shape qwen2.5-0.5b), else the tiny one.
+ * `big` says whether a real shape was asked for (benches pick their larger defaults then).
+ */
+export function benchShape(): { config: ModelConfig; big: boolean; name: string } {
+  const vocab = flag("--vocab") !== undefined ? Number(flag("--vocab")) : undefined;
+  const name = flag("--shape") ?? (process.argv.includes("--qwen05b") ? "qwen2.5-0.5b" : null);
+  if (!name) return { config: vocab ? tinyConfig({ vocabSize: vocab }) : tinyConfig(), big: false, name: "tiny llama" };
+  return { config: shapeConfig(name, vocab), big: true, name };
+}
+
+/** `--weights-dtype` of a random model's matrices (fp32 unless given). */
+export function benchWeightsDtype(): WeightsDtype {
+  const v = flag("--weights-dtype");
+  return v === undefined ? "fp32" : weightsDtypeOption(v);
 }

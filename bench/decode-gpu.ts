@@ -6,7 +6,7 @@
  *   npx tsx bench/decode-gpu.ts --model data/models/shop-sql-4m --batches 256 --prompt 320 --new 128
  *                                                          the default model's GRPO sampling step
  *   bash run.sh bench-decode-gpu.mjs --check                the same from the GPU bundle (scripts/bundle-gpu.mjs)
- * Flags: --backend webgpu  --batches 1,16,64  --prompt N  --new N  --chunk N (decode steps per read-back,
+ * Flags: --model DIR | --shape NAME [--vocab N]  --weights-dtype auto|fp32|bf16  --backend webgpu  --batches 1,16,64  --prompt N  --new N  --chunk N (decode steps per read-back,
  * default 16)  --tfjs-batches 1 (batches also run through generate() on the tfjs-ops runner, T2S_WEBGPU_RUNNER=0;
  * "none" skips; batch 64 there takes about a minute on an H200)  --engine-batches 64 (through generate() on this runner: the engine's overhead)  --check (greedy
  * tokens of the runner against the tfjs path first)  --json
@@ -21,7 +21,7 @@ import { sampleToken } from "../lib/model/sampler.js";
 import { mulberry32 } from "../lib/core/random.js";
 import type { RowSampling } from "../lib/model/engine/runner.js";
 import { createWebgpuRunner, type KernelProfile, type WebgpuRunner } from "../lib/model/engine/webgpu-runner.js";
-import { flag, intFlag } from "./args.js";
+import { benchShape, benchWeightsDtype, flag, intFlag } from "./args.js";
 
 function prompts(B: number, len: number, V: number): number[][] {
   return Array.from({ length: B }, (_, b) => Array.from({ length: len }, (_, i) => (b * 7919 + i * 104729 + 1) % V));
@@ -81,7 +81,10 @@ function profileTable(title: string, p: KernelProfile): string {
 async function main(): Promise<void> {
   const choice = await useBackend(flag("--backend") ?? "webgpu");
   const dir = flag("--model");
-  const model = dir ? await loadModel(dir, { backend: choice.backend }) : randomModel(qwen2HalfBConfig(), { seed: 1 });
+  // a checkpoint folder (--weights-dtype auto|fp32|bf16 picks its storage), or a random model of --shape (default 0.5B)
+  const wd = flag("--weights-dtype") ? benchWeightsDtype() : undefined;
+  const shape = flag("--shape") ? benchShape().config : qwen2HalfBConfig();
+  const model = dir ? await loadModel(dir, { backend: choice.backend, weightsDtype: wd }) : randomModel(shape, { seed: 1, weightsDtype: wd === "bf16" ? "bf16" : "fp32" });
   const V = model.config.vocabSize;
   const batches = (flag("--batches") ?? "1,16,64").split(",").map(Number);
   const tfjsBatches = (flag("--tfjs-batches") ?? "1") === "none" ? [] : (flag("--tfjs-batches") ?? "1").split(",").map(Number);

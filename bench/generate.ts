@@ -7,24 +7,26 @@
  *   npm run bench:generate -- --backend wasm --shared-prefix 382
  *                                                every prompt starts with the same 382 tokens (a system
  *                                                prompt), which the sampler runs once and shares
- * Flags: --batches 1,16,64  --prompt N  --new N  --shared-prefix N  --json
+ * Flags: --shape NAME (lib/model/shapes.ts) --vocab N --weights-dtype fp32|bf16  --batches 1,16,64  --prompt N
+ *        --new N  --shared-prefix N  --json
  */
 import { useBackend } from "../lib/backend/select.js";
 import { generate, type GenerateStats } from "../lib/model/generate.js";
-import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random-model.js";
+import { randomModel } from "../lib/model/random-model.js";
+import { shapeParams } from "../lib/model/shapes.js";
 import { tf } from "../lib/backend/tf.js";
-import { flag } from "./args.js";
+import { benchShape, benchWeightsDtype, flag } from "./args.js";
 
 async function main(): Promise<void> {
-  const big = process.argv.includes("--qwen05b");
+  const { config, big, name } = benchShape();
   const choice = await useBackend(flag("--backend") ?? (big ? "auto" : "cpu"));
-  const config = big ? qwen2HalfBConfig() : tinyConfig();
+  const weightsDtype = benchWeightsDtype();
   const batches = (flag("--batches") ?? "1,16,64").split(",").map(Number);
   const promptLen = Number(flag("--prompt") ?? (big ? 128 : 16));
   const newTokens = Number(flag("--new") ?? (big ? 128 : 16));
   const sharedLen = Number(flag("--shared-prefix") ?? 0);
   const t0 = Date.now();
-  const model = randomModel(config, { seed: 1 });
+  const model = randomModel(config, { seed: 1, weightsDtype: weightsDtype === "bf16" ? "bf16" : "fp32" });
   await model.logitsOf([1, 2, 3]); // warm-up: kernels compile, weights reach the device
   const loadS = (Date.now() - t0) / 1000;
   process.stderr.write(`backend ${choice.backend} ready after ${loadS.toFixed(1)} s (skipped: ${JSON.stringify(choice.skipped)})\n`);
@@ -43,7 +45,7 @@ async function main(): Promise<void> {
     // each row as soon as it is measured, so a run stopped early still reports what it finished
     process.stderr.write(`row ${JSON.stringify({ backend: choice.backend, ...row })}\n`);
   }
-  const summary = { backend: choice.backend, skipped: choice.skipped, model: big ? "qwen2-0.5b-shaped (random)" : "tiny llama (random, hidden 128, 2 layers, vocab 2048)", params: model.tensors().reduce((s, t) => s + t.size, 0), setup_s: loadS, rows, tensors_after: tf.memory().numTensors };
+  const summary = { backend: choice.backend, skipped: choice.skipped, model: `${name} (random, vocab ${config.vocabSize}, ${weightsDtype} weights)`, params: shapeParams(config), setup_s: loadS, rows, tensors_after: tf.memory().numTensors };
   if (process.argv.includes("--json")) process.stdout.write(JSON.stringify(summary) + "\n");
   else {
     process.stdout.write(`backend ${summary.backend}; model ${summary.model}; ${summary.params} parameters; setup ${loadS.toFixed(1)} s\n`);

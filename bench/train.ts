@@ -4,7 +4,8 @@
  *   npm run bench:train                          small Llama-shaped model, CPU backend, B4 x T64
  *   npm run bench:train -- --backend wasm        same on another backend
  *   npm run bench:train -- --qwen05b             Qwen2-0.5B-shaped model, B4 x T512, best backend
- * Flags: --batch N  --seq N  --steps N (timed steps after one warm-up)  --json
+ * Flags: --shape NAME (lib/model/shapes.ts) --vocab N  --weights-dtype fp32|bf16 (the LoRA rows' frozen base)
+ *        --recompute on (gradient checkpointing)  --batch N  --seq N  --steps N (timed steps after one warm-up)  --json
  *        --modes a,b  only these rows (default sft-full,sft-lora,grpo-lora,grpo-lora-kl)
  *        --profile  one more step of each mode under tf.profile: kernel time by kernel name, and how much of
  *                   the step's wall time no kernel accounts for (dispatch, read-backs, JS); each profile is
@@ -15,13 +16,14 @@
  */
 import { useBackend } from "../lib/backend/select.js";
 import { createAdapter } from "../lib/model/lora.js";
-import { qwen2HalfBConfig, randomModel, tinyConfig } from "../lib/model/random-model.js";
+import { randomModel } from "../lib/model/random-model.js";
+import { shapeParams } from "../lib/model/shapes.js";
 import { tf } from "../lib/backend/tf.js";
 import { GrpoTrainer, type Rollout } from "../lib/train/grpo.js";
 import { ModelTrainable } from "../lib/train/trainable-model.js";
 import { SeededRandom } from "../lib/core/random.js";
 import { SftTrainer } from "../lib/train/sft.js";
-import { applyTfFlags, flag } from "./args.js";
+import { applyTfFlags, benchShape, benchWeightsDtype, flag } from "./args.js";
 import { printProfile, profileStep, type StepProfile } from "./step-profile.js";
 
 function median(xs: number[]): number {
@@ -30,10 +32,12 @@ function median(xs: number[]): number {
 }
 
 async function main(): Promise<void> {
-  const big = process.argv.includes("--qwen05b");
+  const { config, big } = benchShape();
   const choice = await useBackend(flag("--backend") ?? (big ? "auto" : "cpu"));
   applyTfFlags();
-  const config = big ? qwen2HalfBConfig() : tinyConfig();
+  // 16-bit storage for the frozen base of the LoRA rows (full training keeps float32 masters)
+  const weightsDtype = benchWeightsDtype();
+  const recompute = flag("--recompute") === "on";
   const B = Number(flag("--batch") ?? 4);
   const T = Number(flag("--seq") ?? (big ? 512 : 64));
   const steps = Number(flag("--steps") ?? (big ? 3 : 1));
@@ -46,9 +50,9 @@ async function main(): Promise<void> {
   const modes = (flag("--modes") ?? "sft-full,sft-lora,grpo-lora,grpo-lora-kl").split(",");
   process.stderr.write(`backend ${choice.backend}; B ${B} x T ${T}; ${steps} timed steps after 1 warm-up\n`);
   for (const mode of modes) {
-    const model = randomModel(config, { seed: 1 });
+    const model = randomModel(config, { seed: 1, weightsDtype: mode !== "sft-full" && weightsDtype === "bf16" ? "bf16" : "fp32" });
     if (mode !== "sft-full") createAdapter(model, { name: "train", r: 16, alpha: 32, targetModules: ["q_proj", "k_proj", "v_proj", "o_proj"], seed: 1 });
-    const lm = new ModelTrainable(model, mode === "sft-full" ? null : "train");
+    const lm = new ModelTrainable(model, mode === "sft-full" ? null : "train", { recompute });
     const trained = lm.trainableParams().reduce((s, p) => s + p.variable.size, 0);
     const times: number[] = [];
     if (mode.startsWith("sft")) {
@@ -80,7 +84,7 @@ async function main(): Promise<void> {
     process.stderr.write(`row ${JSON.stringify(row)}\n`);
     model.dispose();
   }
-  const params = randomModelParams(config);
+  const params = shapeParams(config);
   const summary = { backend: choice.backend, skipped: choice.skipped, model: big ? "qwen2-0.5b-shaped (random)" : "tiny llama (random, hidden 128, 2 layers, vocab 2048)", params, rows: results, profiles, tensors_after: tf.memory().numTensors };
   if (process.argv.includes("--json")) process.stdout.write(JSON.stringify(summary) + "\n");
   else {
@@ -90,12 +94,6 @@ async function main(): Promise<void> {
   }
 }
 
-function randomModelParams(c: ReturnType<typeof tinyConfig>): number {
-  const q = c.numHeads * c.headDim;
-  const kv = c.numKvHeads * c.headDim;
-  const layer = 2 * c.hiddenSize + c.hiddenSize * (q + 2 * kv) + q * c.hiddenSize + 3 * c.hiddenSize * c.intermediateSize + (c.attentionBias ? q + 2 * kv : 0);
-  return c.vocabSize * c.hiddenSize * (c.tieWordEmbeddings ? 1 : 2) + c.hiddenSize + c.numLayers * layer;
-}
 
 main().catch((e) => {
   process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);

@@ -8,7 +8,7 @@
  */
 import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
-import { gatherWiden16Webgpu, widen16Webgpu, type Half } from "../backend/webgpu/train/widen16.js";
+import { gatherWiden16Webgpu, narrowBf16Webgpu, widen16Webgpu, type Half } from "../backend/webgpu/train/widen16.js";
 import { halfToFloatTable, toBf16Bits, type RawTensor } from "./safetensors.js";
 
 export type { Half };
@@ -86,6 +86,17 @@ export function gatherRows(w: WeightMatrix, ids: tf.Tensor): tf.Tensor {
   if (!isPacked(w)) return tf.gather(w, ids);
   if (tf.getBackend() === "webgpu") return gatherWiden16Webgpu(w.words, ids, w.dtype, w.shape[1]);
   return widenWords(tf.gather(w.words, ids), w.dtype, [...ids.shape, w.shape[1]]);
+}
+
+/** A float32 matrix on the device as a packed bf16 one (rounded to nearest even); `w` is disposed. */
+export function packDense(w: tf.Tensor2D): PackedWeight {
+  const [rows, cols] = w.shape;
+  if (cols % 2 !== 0) throw new T2sError("bad_tensor", `a [${rows}, ${cols}] matrix cannot be stored packed (an even number of columns is needed)`);
+  const words = tf.getBackend() === "webgpu"
+    ? (narrowBf16Webgpu(w) as tf.Tensor2D)
+    : tf.tensor2d(new Int32Array(toBf16Bits(w.dataSync() as Float32Array).buffer), [rows, cols / 2], "int32");
+  w.dispose();
+  return new PackedWeight(words, [rows, cols], "bf16");
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import type { ModelConfig } from "./config.js";
 import { MODEL_SHAPES } from "./shapes.js";
+import { packDense, type WeightMatrix } from "./packed.js";
 import type { DecoderWeights, LayerWeights, Linear } from "./decoder.js";
 import { CausalLM } from "./model.js";
 import { tf } from "../backend/tf.js";
@@ -25,11 +26,13 @@ export function tinyConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
 }
 
 /** Returns a model with random weights of the given shape (no tokenizer unless given). */
-export function randomModel(c: ModelConfig, opts: { seed?: number; name?: string; tokenizer?: ChatTokenizer; backend?: string } = {}): CausalLM {
+export function randomModel(c: ModelConfig, opts: { seed?: number; name?: string; tokenizer?: ChatTokenizer; backend?: string; weightsDtype?: "fp32" | "bf16" } = {}): CausalLM {
   let seed = opts.seed ?? 0;
   const normal = (shape: number[], std = 0.02) => tf.randomNormal(shape, 0, std, "float32", seed++);
   const ones = (n: number) => tf.ones([n]) as tf.Tensor1D;
-  const lin = (out: number, inp: number, bias: boolean): Linear => ({ weight: normal([out, inp]) as tf.Tensor2D, bias: bias ? (normal([out]) as tf.Tensor1D) : undefined });
+  // bf16: each matrix drawn in float32, then rounded and packed on the device (as a bf16 checkpoint loads)
+  const matrix = (shape: [number, number]): WeightMatrix => (opts.weightsDtype === "bf16" ? packDense(normal(shape) as tf.Tensor2D) : (normal(shape) as tf.Tensor2D));
+  const lin = (out: number, inp: number, bias: boolean): Linear => ({ weight: matrix([out, inp]), bias: bias ? (normal([out]) as tf.Tensor1D) : undefined });
   const q = c.numHeads * c.headDim;
   const kv = c.numKvHeads * c.headDim;
   const layers: LayerWeights[] = [];
@@ -49,10 +52,10 @@ export function randomModel(c: ModelConfig, opts: { seed?: number; name?: string
     });
   }
   const weights: DecoderWeights = {
-    embed: normal([c.vocabSize, c.hiddenSize]) as tf.Tensor2D,
+    embed: matrix([c.vocabSize, c.hiddenSize]),
     layers,
     norm: ones(c.hiddenSize),
-    lmHead: c.tieWordEmbeddings ? undefined : (normal([c.vocabSize, c.hiddenSize]) as tf.Tensor2D),
+    lmHead: c.tieWordEmbeddings ? undefined : matrix([c.vocabSize, c.hiddenSize]),
   };
   return new CausalLM(c, weights, opts.tokenizer ?? null, { name: opts.name ?? "random", dir: null, backend: opts.backend ?? tf.getBackend() });
 }

@@ -9,6 +9,8 @@ import { elementwise, type WebGpuBackendLike } from "./program.js";
 import { widenWgsl, type Half } from "../half.js";
 
 export const WIDEN16 = "T2sWiden16";
+/** float32 values rounded to bf16 (to nearest even) and packed two per word: the inverse of WIDEN16. */
+export const NARROW_BF16 = "T2sNarrowBf16";
 /** Rows of a packed matrix gathered and widened in one pass (tfjs's own gather is not bit-exact on int32). */
 export const GATHER_WIDEN16 = "T2sGatherWiden16";
 
@@ -33,6 +35,21 @@ export function registerWiden16Kernel(): void {
     },
   });
   tf.registerKernel({
+    kernelName: NARROW_BF16,
+    backendName: "webgpu",
+    kernelFunc: ({ inputs, attrs, backend }) => {
+      const { x } = inputs as { x: tf.TensorInfo };
+      const { shape } = attrs as unknown as { shape: number[] };
+      const body = `let lo = bitcast<u32>(X[2 * index]);
+          let hi = bitcast<u32>(X[2 * index + 1]);
+          let l = (lo + 0x7fffu + ((lo >> 16u) & 1u)) >> 16u;
+          let h = (hi + 0x7fffu + ((hi >> 16u) & 1u)) >> 16u;
+          result[index] = bitcast<i32>(l | (h << 16u));`;
+      const program = elementwise(shape, "t2s_narrow_bf16", ["X"], "", body);
+      return (backend as unknown as WebGpuBackendLike).runWebGPUProgram(program, [x], "int32");
+    },
+  });
+  tf.registerKernel({
     kernelName: GATHER_WIDEN16,
     backendName: "webgpu",
     kernelFunc: ({ inputs, attrs, backend }) => {
@@ -53,6 +70,13 @@ export function gatherWiden16Webgpu(words: tf.Tensor, ids: tf.Tensor, dtype: Hal
   registerWiden16Kernel();
   const shape = [...ids.shape, cols];
   return tf.engine().runKernel(GATHER_WIDEN16, { words, ids }, { dtype, shape, cols } as unknown as tf.NamedAttrMap) as tf.Tensor;
+}
+
+/** A float32 [rows, cols] matrix as packed bf16 words [rows, cols / 2] (webgpu backend only; finite values). */
+export function narrowBf16Webgpu(x: tf.Tensor): tf.Tensor {
+  registerWiden16Kernel();
+  const shape = [...x.shape.slice(0, -1), x.shape[x.shape.length - 1] / 2];
+  return tf.engine().runKernel(NARROW_BF16, { x }, { shape } as unknown as tf.NamedAttrMap) as tf.Tensor;
 }
 
 /** The float32 tensor of `shape` held by packed int32 `words` (webgpu backend only). */
