@@ -4,6 +4,7 @@
  * explicit name overrides. The WebGPU backend registers itself at import only if navigator.gpu is already
  * there, so the Dawn instance is installed on globalThis first.
  */
+import { DEFAULT_BACKEND } from "../core/defaults.js";
 import { T2sError } from "../core/errors.js";
 import { tf } from "./tf.js";
 import { installBatchMatMul } from "./webgpu/train/batch-matmul.js";
@@ -118,10 +119,10 @@ export interface BackendChoice {
 let chosen: BackendChoice | null = null;
 
 /**
- * Makes `want` (or the best available with "auto") the active tfjs backend and returns which one runs and
+ * Makes `want` (default T2S_BACKEND, else DEFAULT_BACKEND; "auto": the best available) the active tfjs backend and returns which one runs and
  * why the others were skipped. An explicit backend that cannot start is an error, never a silent fallback.
  */
-export async function useBackend(want: string = process.env.T2S_BACKEND ?? "cpu"): Promise<BackendChoice> {
+export async function useBackend(want: string = process.env.T2S_BACKEND ?? DEFAULT_BACKEND): Promise<BackendChoice> {
   const name = normalizeBackend(want);
   if (chosen && (name === "auto" || chosen.backend === name) && tf.getBackend() === chosen.backend) return chosen;
   const skipped: Record<string, string> = {};

@@ -19,7 +19,7 @@ import { selectTasks, type BandSpec } from "../tasks/select.js";
 import { databaseHashes, tasksHash, type RunGrading } from "./meta.js";
 import type { ProgressSnapshot } from "./progress.js";
 import { runRollout, type RolloutEnv, type RolloutResult } from "./rollout.js";
-import { SAMPLES_PER_TASK, SAMPLING_TEMPERATURE, TOOL_ROWS } from "../core/defaults.js";
+import { CONCURRENCY, MAX_TOKENS_PER_TURN, SAMPLES_PER_TASK, SAMPLING_TEMPERATURE, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
 export interface BenchmarkOptions {
   /** A policy spec ("openai:<model>@<url>", "scripted:<file>", ...) or a Policy. */
@@ -115,8 +115,8 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
   const style = opts.style ?? "single";
   const toolRows = opts.toolRows ?? TOOL_ROWS;
   const prompt: PromptConfig = { style, protocol: opts.protocol, maxToolCalls: opts.maxToolCalls, toolRows };
-  const concurrency = opts.concurrency ?? 8;
-  const maxTokens = opts.maxTokens ?? 2048;
+  const concurrency = opts.concurrency ?? CONCURRENCY;
+  const maxTokens = opts.maxTokens ?? MAX_TOKENS_PER_TURN;
   if (typeof opts.policy === "string" && opts.policy.startsWith("tfjs:")) {
     // loaded only for in-process policies: the model code is heavy and an OpenAI run never needs it
     const [{ parseTfjsSpec }, { assertTokenizerFile }] = await Promise.all([import("../policy/tfjs.js"), import("../model/load.js")]);
@@ -151,7 +151,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
         maxToolCalls: opts.maxToolCalls,
         maxContextTokens: opts.maxContextTokens,
         endOnUnsafeTool: opts.preset === "tool-rl",
-        toolOutput: { maxRows: toolRows, maxChars: opts.toolChars ?? 256, mode: opts.toolTruncate ?? "middle" },
+        toolOutput: { maxRows: toolRows, maxChars: opts.toolChars ?? TOOL_CHARS, mode: opts.toolTruncate ?? "middle" },
         sampling: { temperature: opts.temperature ?? SAMPLING_TEMPERATURE, top_p: opts.topP, max_tokens: maxTokens },
       },
     });
