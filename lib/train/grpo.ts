@@ -4,7 +4,7 @@
  * group advantages, then run `mu` optimisation passes over the batch (one optimizer update per pass,
  * gradients accumulated over micro-batches), with the old log-probs recomputed by the trainer.
  */
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
 import { groupAdvantages, type AdvantageScale } from "./advantages.js";
 import { batchTensors, planMicroBatches, type TokenRow } from "./batching.js";

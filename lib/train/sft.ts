@@ -4,7 +4,7 @@
  * order; a step's examples are bucketed by length into micro-batches under the tensor cap and their
  * gradients accumulated.
  */
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
 import { batchTensors, planMicroBatches, type TokenRow } from "./batching.js";
 import { TrainerCore, type OptimOptions, type RunOptions } from "./core.js";
