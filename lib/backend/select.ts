@@ -4,6 +4,8 @@
  * explicit name overrides. The WebGPU backend registers itself at import only if navigator.gpu is already
  * there, so the Dawn instance is installed on globalThis first.
  */
+import { existsSync, readFileSync } from "node:fs";
+import { delimiter, join } from "node:path";
 import { DEFAULT_BACKEND } from "../core/defaults.js";
 import { T2sError } from "../core/errors.js";
 import { tf } from "./tf.js";
@@ -67,9 +69,34 @@ export function isSoftwareAdapter(info: GpuAdapterLike["info"]): boolean {
   return /llvmpipe|lavapipe|swiftshader|software/i.test(`${info.description ?? ""} ${info.architecture ?? ""} ${info.vendor ?? ""}`);
 }
 
+/** Where the dynamic linker looks for libraries besides LD_LIBRARY_PATH and its cache. */
+const LIBRARY_DIRS = ["/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"];
+
+/**
+ * Whether Dawn can load a Vulkan loader (libvulkan.so.1): on Linux without one, Dawn prints a multi-line
+ * "Couldn't load Vulkan" warning with a stack location on stderr and finds no adapter, so the kit does not
+ * start it there. Looks where the dynamic linker would: LD_LIBRARY_PATH, /etc/ld.so.cache, the usual
+ * library folders. Elsewhere (macOS, Windows) Dawn uses Metal or Direct3D: always true.
+ */
+export function vulkanLoaderFound(env: NodeJS.ProcessEnv = process.env, platform: string = process.platform, fs: { exists: (p: string) => boolean; read: (p: string) => string } = { exists: existsSync, read: (p) => readFileSync(p, "latin1") }): boolean {
+  if (platform !== "linux") return true;
+  const name = "libvulkan.so.1";
+  const dirs = [...(env.LD_LIBRARY_PATH ?? "").split(delimiter).filter(Boolean), ...LIBRARY_DIRS];
+  if (dirs.some((d) => fs.exists(join(d, name)))) return true;
+  try {
+    return fs.read("/etc/ld.so.cache").includes(name);
+  } catch {
+    return false;
+  }
+}
+
+/** Why webgpu was not tried on a Linux machine without a Vulkan loader. */
+export const NO_VULKAN_LOADER = "no Vulkan loader (libvulkan.so.1 not found: install libvulkan1, or see environment.md, \"GPU host\")";
+
 async function tryWebgpu(allowSoftware: boolean): Promise<string | null> {
   const g = globalThis as unknown as { navigator?: { gpu?: unknown } };
   if (!g.navigator?.gpu) {
+    if (!vulkanLoaderFound()) return NO_VULKAN_LOADER;
     const webgpu = (await import("webgpu")) as unknown as { create: (opts: string[]) => unknown; globals: Record<string, unknown> };
     Object.assign(globalThis, webgpu.globals);
     const gpu = webgpu.create([]) as { requestAdapter: (o?: unknown) => Promise<GpuAdapterLike | null> };
