@@ -90,6 +90,17 @@ export function vulkanLoaderFound(env: NodeJS.ProcessEnv = process.env, platform
   }
 }
 
+/**
+ * The software driver VK_DRIVER_FILES (or the older VK_ICD_FILENAMES) names when it names only software
+ * ones (Mesa's lavapipe, SwiftShader), else null. "auto" would skip their adapter anyway; knowing it from
+ * the names spares starting Dawn, which prints warnings about such an adapter's limits on stderr.
+ */
+export function softwareDriverOnly(env: NodeJS.ProcessEnv = process.env): string | null {
+  const files = (env.VK_DRIVER_FILES || env.VK_ICD_FILENAMES || "").split(delimiter).filter(Boolean);
+  if (files.length === 0 || !files.every((f) => /lvp_icd|swiftshader/i.test(f))) return null;
+  return files.join(delimiter);
+}
+
 /** Why webgpu was not tried on a Linux machine without a Vulkan loader. */
 export const NO_VULKAN_LOADER = "no Vulkan loader (libvulkan.so.1 not found: install libvulkan1, or see environment.md, \"GPU host\")";
 
@@ -97,6 +108,8 @@ async function tryWebgpu(allowSoftware: boolean): Promise<string | null> {
   const g = globalThis as unknown as { navigator?: { gpu?: unknown } };
   if (!g.navigator?.gpu) {
     if (!vulkanLoaderFound()) return NO_VULKAN_LOADER;
+    const software = allowSoftware ? null : softwareDriverOnly();
+    if (software) return `only a software Vulkan driver (VK_DRIVER_FILES=${software})`;
     const webgpu = (await import("webgpu")) as unknown as { create: (opts: string[]) => unknown; globals: Record<string, unknown> };
     Object.assign(globalThis, webgpu.globals);
     const gpu = webgpu.create([]) as { requestAdapter: (o?: unknown) => Promise<GpuAdapterLike | null> };

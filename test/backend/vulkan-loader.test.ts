@@ -6,7 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { NO_VULKAN_LOADER, vulkanLoaderFound } from "../../lib/backend/select.js";
+import { NO_VULKAN_LOADER, softwareDriverOnly, useBackend, vulkanLoaderFound } from "../../lib/backend/select.js";
 import { runCli } from "../helpers.js";
 import { fixtureDir } from "../model/fixtures.js";
 
@@ -21,6 +21,23 @@ test("the loader is looked for on LD_LIBRARY_PATH, in the linker's cache and the
   assert.equal(vulkanLoaderFound({ LD_LIBRARY_PATH: "/opt/lvp/lib" }, "linux", fs([], "\u0000libz.so.1\u0000")), false);
   assert.equal(vulkanLoaderFound({}, "linux", { exists: () => false, read: () => { throw new Error("no cache"); } }), false);
   assert.equal(vulkanLoaderFound({}, "darwin", fs([])), true);
+});
+
+test("auto does not start Dawn when VK_DRIVER_FILES names only a software driver", async () => {
+  assert.equal(softwareDriverOnly({ VK_DRIVER_FILES: "/opt/lvp/lvp_icd.json" }), "/opt/lvp/lvp_icd.json");
+  assert.equal(softwareDriverOnly({ VK_ICD_FILENAMES: "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json" }), "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json");
+  assert.equal(softwareDriverOnly({ VK_DRIVER_FILES: "/opt/lvp/lvp_icd.json:/usr/share/vulkan/icd.d/nvidia_icd.json" }), null);
+  assert.equal(softwareDriverOnly({}), null);
+  const saved = process.env.VK_DRIVER_FILES;
+  process.env.VK_DRIVER_FILES = "/nowhere/lvp_icd.json";
+  try {
+    const choice = await useBackend("auto");
+    if (systemLoader || vulkanLoaderFound()) assert.match(choice.skipped.webgpu ?? "", /only a software Vulkan driver \(VK_DRIVER_FILES=\/nowhere\/lvp_icd\.json\)/);
+    assert.notEqual(choice.backend, "webgpu");
+  } finally {
+    if (saved === undefined) delete process.env.VK_DRIVER_FILES;
+    else process.env.VK_DRIVER_FILES = saved;
+  }
 });
 
 test("probing for a GPU prints no Dawn warning; asking for webgpu without a loader is one error line", { timeout: 120_000 }, async () => {
