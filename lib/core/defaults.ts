@@ -17,6 +17,8 @@ export interface SharedSetting {
   name: string;
   type: ScalarType;
   default: number | string;
+  /** How the docs state the default, where the plain value reads worse. */
+  shown?: string;
   doc: string;
 }
 
@@ -37,7 +39,7 @@ export const SHARED_SETTINGS = {
   concurrency: { name: "concurrency", type: int(1), default: 8, doc: "episodes, requests or checks in flight at once" },
   engine_max_tokens: { name: "engine_max_tokens", type: int(0), default: 256, doc: "new tokens per sequence of a generation request that names no budget" },
   backend: { name: "backend", type: { kind: "enum", options: ["auto", "webgpu", "tensorflow", "wasm", "cpu"] }, default: "auto", doc: "tfjs backend when neither a flag, a config nor T2S_BACKEND names one (auto: the best that starts)" },
-  max_tensor_elements: { name: "max_tensor_elements", type: int(1), default: 2 ** 28, doc: "cap on B x T x vocab of one training micro-batch's logits: 2^28 floats = 1 GiB, half of WebGPU's 2 GiB binding limit" },
+  max_tensor_elements: { name: "max_tensor_elements", type: int(1), default: 2 ** 28, shown: "2^28", doc: "cap on B x T x vocab of one training micro-batch's logits: 2^28 floats = 1 GiB, half of WebGPU's 2 GiB binding limit" },
 } as const satisfies Record<string, SharedSetting>;
 
 export type SharedSettingName = keyof typeof SHARED_SETTINGS;
@@ -68,3 +70,18 @@ export const ENGINE_MAX_TOKENS: number = SHARED_SETTINGS.engine_max_tokens.defau
 export const DEFAULT_BACKEND: string = SHARED_SETTINGS.backend.default;
 /** Cap on B x T x vocab of one training micro-batch's logits. */
 export const MAX_TENSOR_ELEMENTS: number = SHARED_SETTINGS.max_tensor_elements.default;
+
+function typeWords(t: ScalarType): string {
+  if (t.kind === "string") return "string";
+  if (t.kind === "enum") return t.options.join(" \\| ");
+  const what = t.kind === "int" ? "integer" : "number";
+  if (t.gt !== undefined && t.max !== undefined) return `${what} in (${t.gt}, ${t.max}]`;
+  if (t.min !== undefined) return `${what} >= ${t.min}`;
+  return what;
+}
+
+/** The shared settings as the markdown table of docs/architecture.md ("Shared settings"). */
+export function sharedSettingsMarkdown(): string[] {
+  const rows = Object.values(SHARED_SETTINGS as Record<string, SharedSetting>).map((s) => `| \`${s.name}\` | ${typeWords(s.type)} | ${s.shown ?? JSON.stringify(s.default)} | ${s.doc} |`);
+  return ["| setting | type | default | meaning |", "|---|---|---|---|", ...rows];
+}

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { repoRoot as ROOT } from "../helpers.js";
-import { SHARED_SETTINGS } from "../../lib/core/defaults.js";
+import { SHARED_SETTINGS, sharedSettingsMarkdown } from "../../lib/core/defaults.js";
 import { defaultOf } from "../../lib/train/settings.js";
 
 const LIB = join(ROOT, "lib");
@@ -111,4 +111,9 @@ test("the scan sees the copies this table replaced, and no prose", () => {
   assert.deepEqual(probe("    const mu = o.mu ?? 1;"), ["mu"]);
   assert.deepEqual(probe("  /** Tool calls per episode (default 5). */\n  // maxToolCalls ?? 5"), []);
   assert.deepEqual(probe("  if (a.maxToolCalls == 5) return;"), []);
+});
+
+test("docs/architecture.md's shared-settings table is the table's", () => {
+  const doc = readFileSync(join(ROOT, "docs/architecture.md"), "utf8");
+  for (const line of sharedSettingsMarkdown()) assert.ok(doc.includes(line + "\n"), `docs/architecture.md lacks the row: ${line}`);
 });
