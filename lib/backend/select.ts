@@ -9,7 +9,7 @@ import { delimiter, join } from "node:path";
 import { DEFAULT_BACKEND } from "../core/defaults.js";
 import { T2sError } from "../core/errors.js";
 import { tf } from "./tf.js";
-import { installBatchMatMul } from "./webgpu/train/batch-matmul.js";
+import { registerTrainingKernels } from "./webgpu/train/register.js";
 import { usePoolSizeClasses } from "./gpu-pool.js";
 
 export const BACKENDS = ["webgpu", "tensorflow", "wasm", "cpu"] as const;
@@ -122,8 +122,8 @@ async function tryWebgpu(allowSoftware: boolean): Promise<string | null> {
   }
   // a literal specifier, so bundles carry the backend (it must share this process's tfjs-core)
   await import("@tensorflow/tfjs-backend-webgpu");
-  // the kit's matrix multiply goes in front of tfjs's (lib/backend/webgpu/train/batch-matmul.ts)
-  installBatchMatMul();
+  // the kit's matrix multiply in front of tfjs's and the fused training kernels (lib/backend/webgpu/train/register.ts)
+  registerTrainingKernels();
   return null;
 }
 

@@ -5,9 +5,7 @@
  */
 import { tf } from "../backend/tf.js";
 import type { NamedVariable } from "./lm.js";
-import { fusedAdamWInPlace, fusedOptimizerActive, fusedSumOfSquares, ownsBuffer, registerWebgpuOptimizerKernels } from "../backend/webgpu/train/optimizer.js";
-
-registerWebgpuOptimizerKernels();
+import { fusedAdamWInPlace, fusedOptimizerActive, fusedSumOfSquares, ownsBuffer } from "../backend/webgpu/train/optimizer.js";
 
 export interface AdamWOptions {
   beta1?: number;
