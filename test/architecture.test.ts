@@ -2,8 +2,10 @@
  * The layering of lib/ as docs/architecture.md states it: every import in lib/ (static, type-only,
  * re-exports, dynamic import() and require()) stays in its own folder or goes to a folder lower in the
  * stated order, so data flows one way and folders cannot form a cycle; modules inside a folder form no
- * cycle either; lib/model reaches TensorFlow.js only through lib/backend. Every folder of lib/ is in the
- * order and has its paragraph in the document.
+ * cycle either; each folder imports exactly the folders its paragraph's "Imports ..." sentence names;
+ * lib/model and lib/train reach TensorFlow.js only through lib/backend; and inside lib/model no
+ * implementation a module chooses imports that module (or what leads to it) back. Every folder of lib/ is
+ * in the order and has its paragraph in the document.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -115,11 +117,116 @@ test("the modules of lib/ import each other without a cycle", () => {
   assert.deepEqual(importCycles(files, edges), []);
 });
 
-test("lib/model reaches TensorFlow.js only through lib/backend (one engine instance)", () => {
-  const direct = sourceFiles(join(LIB, "model")).filter((file) =>
-    ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles.some((r) => r.fileName.startsWith("@tensorflow/")),
-  );
-  assert.deepEqual(direct.map((f) => relative(ROOT, f)), []);
+for (const folder of ["model", "train"]) {
+  test(`lib/${folder} reaches TensorFlow.js only through lib/backend (one engine instance)`, () => {
+    const direct = sourceFiles(join(LIB, folder)).filter((file) =>
+      ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles.some((r) => r.fileName.startsWith("@tensorflow/")),
+    );
+    assert.deepEqual(direct.map((f) => relative(ROOT, f)), []);
+  });
+}
+
+/**
+ * The folders each folder's paragraph says it imports: "Imports core, db, tasks." (a parenthesis after a
+ * name says why), [] for "Imports nothing of lib/", null for "May import any folder".
+ */
+function declaredImports(doc: string): Map<string, string[] | null> {
+  const out = new Map<string, string[] | null>();
+  const sections = doc.split(/^(?=#{2,3} )/m);
+  for (const section of sections) {
+    const head = /^### lib\/(\w+)/.exec(section);
+    if (!head) continue;
+    const text = section.replace(/\s+/g, " ");
+    if (/May import any folder/.test(text)) out.set(head[1], null);
+    else if (/Imports nothing of lib\//.test(text)) out.set(head[1], []);
+    else {
+      const m = /Imports ([a-z, ]+(?:\([^)]*\)[a-z, ]*)*)\./.exec(text);
+      assert.ok(m, `the paragraph of lib/${head[1]} has no "Imports ..." sentence`);
+      out.set(head[1], m[1].replace(/\([^)]*\)/g, "").split(",").map((x) => x.trim()).filter(Boolean).sort());
+    }
+  }
+  return out;
+}
+
+/** The other folders each folder's modules import. */
+function folderImports(edges: Edge[]): Map<string, string[]> {
+  const out = new Map<string, Set<string>>();
+  for (const e of edges) {
+    const [from, to] = [folderOf(e.from), folderOf(e.to)];
+    if (from === to) continue;
+    if (!out.has(from)) out.set(from, new Set());
+    out.get(from)!.add(to);
+  }
+  return new Map([...out].map(([k, v]) => [k, [...v].sort()]));
+}
+
+/** "folder: imports X (not stated)" / "folder: states Y (not imported)" for each difference. */
+function importLineDifferences(declared: Map<string, string[] | null>, actual: Map<string, string[]>): string[] {
+  const out: string[] = [];
+  for (const [folder, stated] of declared) {
+    if (stated === null) continue;
+    const real = actual.get(folder) ?? [];
+    for (const f of real) if (!stated.includes(f)) out.push(`lib/${folder}: imports ${f} (not stated)`);
+    for (const f of stated) if (!real.includes(f)) out.push(`lib/${folder}: states ${f} (not imported)`);
+  }
+  return out;
+}
+
+test("each folder imports exactly the folders its paragraph in docs/architecture.md names", () => {
+  const declared = declaredImports(DOC);
+  const folders = readdirSync(LIB).filter((n) => statSync(join(LIB, n)).isDirectory()).sort();
+  assert.deepEqual([...declared.keys()].sort(), folders, "every folder's paragraph states what it imports");
+  assert.deepEqual(importLineDifferences(declared, folderImports(libImports().edges)), []);
+});
+
+/**
+ * Modules that choose among implementations of a contract: the implementations are the modules the
+ * chooser imports that import the contract. None of them may reach the chooser, or a module that imports
+ * it, through its own imports; and one outside the chooser's folder may import nothing of that folder
+ * (the contract included), or the two folders point at each other.
+ */
+const CHOOSERS = [{ chooser: "model/engine/runners.ts", contract: "model/engine/runner.ts" }];
+
+/** "implementation -> ... -> module" for each implementation that imports its way to a module that reaches the chooser (or is it). */
+function backArrows(files: string[], edges: Edge[], chooser: string, contract: string): string[] {
+  const next = new Map<string, string[]>(files.map((f) => [f, []]));
+  const prev = new Map<string, string[]>(files.map((f) => [f, []]));
+  for (const e of edges) {
+    next.get(e.from)?.push(e.to);
+    prev.get(e.to)?.push(e.from);
+  }
+  // the chooser and every module that reaches it
+  const above = new Set<string>([chooser]);
+  for (const queue = [chooser]; queue.length; ) for (const p of prev.get(queue.pop()!) ?? []) if (!above.has(p)) (above.add(p), queue.push(p));
+  const implementations = (next.get(chooser) ?? []).filter((m) => m !== contract && (next.get(m) ?? []).includes(contract));
+  const out: string[] = [];
+  for (const impl of implementations) {
+    if (dirname(impl) !== dirname(chooser)) {
+      for (const to of next.get(impl) ?? []) if (dirname(to) === dirname(chooser)) out.push(`${relative(ROOT, impl)} -> ${relative(ROOT, to)} (back into the folder that chooses it)`);
+    }
+    const path = new Map<string, string[]>([[impl, [impl]]]);
+    for (const queue = [impl]; queue.length; ) {
+      const at = queue.shift()!;
+      for (const to of next.get(at) ?? []) {
+        if (path.has(to)) continue;
+        path.set(to, [...path.get(at)!, to]);
+        if (above.has(to)) out.push(path.get(to)!.map((p) => relative(ROOT, p)).join(" -> "));
+        else queue.push(to);
+      }
+    }
+  }
+  return out;
+}
+
+test("inside lib/model no implementation imports back the module that chooses it", () => {
+  const { files, edges } = libImports();
+  for (const { chooser, contract } of CHOOSERS) {
+    const [c, k] = [join(LIB, chooser), join(LIB, contract)];
+    assert.ok(files.includes(c) && files.includes(k), `${chooser} and ${contract} exist`);
+    const implementations = edges.filter((e) => e.from === c && e.to !== k && edges.some((x) => x.from === e.to && x.to === k));
+    assert.ok(implementations.length >= 2, `${chooser} chooses among at least two implementations of ${contract}`);
+    assert.deepEqual(backArrows(files, edges, c, k), []);
+  }
 });
 
 test("the checks see every kind of import, an upward import and a cycle", () => {
@@ -131,4 +238,27 @@ test("the checks see every kind of import, an upward import and a cycle", () => 
   const edges = [{ from: a, to: c }, { from: c, to: a }, { from: a, to: b }, { from: b, to: a }];
   assert.deepEqual(upwardImports(edges, ["core", "db", "cli"]), ["lib/db/a.ts -> lib/cli/c.ts"]);
   assert.deepEqual(importCycles([a, b, c], edges), ["lib/db/a.ts -> lib/cli/c.ts -> lib/db/a.ts", "lib/db/a.ts -> lib/db/b.ts -> lib/db/a.ts"]);
+});
+
+test("the Imports check fails on an import its paragraph does not state, and the back-arrow check on a runner that imports the engine", () => {
+  const doc = "### lib/core\nShared. Imports nothing of lib/.\n\n### lib/serve\nThe server (`x.ts`). Imports core,\nmodel (the chat layer).\n\n### lib/cli\nMay import any folder.\n";
+  const declared = declaredImports(doc);
+  assert.deepEqual([...declared], [["core", []], ["serve", ["core", "model"]], ["cli", null]]);
+  const [serve, train, model, cli] = ["serve/a.ts", "train/b.ts", "model/c.ts", "cli/d.ts"].map((f) => join(LIB, f));
+  const edges = [{ from: serve, to: train }, { from: serve, to: model }, { from: serve, to: join(LIB, "core/e.ts") }, { from: cli, to: train }];
+  assert.deepEqual(importLineDifferences(declared, folderImports(edges)), ["lib/serve: imports train (not stated)"]);
+  const [engine, runners, contract, cpu, gpu, helper] = ["model/engine/scheduler.ts", "model/engine/runners.ts", "model/engine/runner.ts", "model/engine/cpu.ts", "model/gpu/runner.ts", "model/gpu/helper.ts"].map((f) => join(LIB, f));
+  const graph = [
+    { from: engine, to: runners }, { from: engine, to: contract }, { from: runners, to: contract }, { from: runners, to: cpu }, { from: runners, to: gpu },
+    { from: cpu, to: contract }, { from: gpu, to: contract }, { from: gpu, to: helper }, { from: helper, to: engine },
+  ];
+  const all = [engine, runners, contract, cpu, gpu, helper];
+  assert.deepEqual(backArrows(all, graph, runners, contract), [
+    "lib/model/gpu/runner.ts -> lib/model/engine/runner.ts (back into the folder that chooses it)",
+    "lib/model/gpu/runner.ts -> lib/model/gpu/helper.ts",
+  ]);
+  // the runner beside its chooser, importing only the contract
+  const gpuInEngine = join(LIB, "model/engine/gpu-runner.ts");
+  const fixed = graph.slice(0, -1).map((e) => ({ from: e.from === gpu ? gpuInEngine : e.from, to: e.to === gpu ? gpuInEngine : e.to }));
+  assert.deepEqual(backArrows([...all, gpuInEngine], fixed, runners, contract), []);
 });

@@ -4,9 +4,12 @@
  * explicit name overrides. The WebGPU backend registers itself at import only if navigator.gpu is already
  * there, so the Dawn instance is installed on globalThis first.
  */
+import { existsSync, readFileSync } from "node:fs";
+import { delimiter, join } from "node:path";
+import { DEFAULT_BACKEND } from "../core/defaults.js";
 import { T2sError } from "../core/errors.js";
 import { tf } from "./tf.js";
-import { installBatchMatMul } from "./webgpu/train/batch-matmul.js";
+import { registerTrainingKernels } from "./webgpu/train/register.js";
 import { usePoolSizeClasses } from "./gpu-pool.js";
 
 export const BACKENDS = ["webgpu", "tensorflow", "wasm", "cpu"] as const;
@@ -66,9 +69,47 @@ export function isSoftwareAdapter(info: GpuAdapterLike["info"]): boolean {
   return /llvmpipe|lavapipe|swiftshader|software/i.test(`${info.description ?? ""} ${info.architecture ?? ""} ${info.vendor ?? ""}`);
 }
 
+/** Where the dynamic linker looks for libraries besides LD_LIBRARY_PATH and its cache. */
+const LIBRARY_DIRS = ["/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"];
+
+/**
+ * Whether Dawn can load a Vulkan loader (libvulkan.so.1): on Linux without one, Dawn prints a multi-line
+ * "Couldn't load Vulkan" warning with a stack location on stderr and finds no adapter, so the kit does not
+ * start it there. Looks where the dynamic linker would: LD_LIBRARY_PATH, /etc/ld.so.cache, the usual
+ * library folders. Elsewhere (macOS, Windows) Dawn uses Metal or Direct3D: always true.
+ */
+export function vulkanLoaderFound(env: NodeJS.ProcessEnv = process.env, platform: string = process.platform, fs: { exists: (p: string) => boolean; read: (p: string) => string } = { exists: existsSync, read: (p) => readFileSync(p, "latin1") }): boolean {
+  if (platform !== "linux") return true;
+  const name = "libvulkan.so.1";
+  const dirs = [...(env.LD_LIBRARY_PATH ?? "").split(delimiter).filter(Boolean), ...LIBRARY_DIRS];
+  if (dirs.some((d) => fs.exists(join(d, name)))) return true;
+  try {
+    return fs.read("/etc/ld.so.cache").includes(name);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The software driver VK_DRIVER_FILES (or the older VK_ICD_FILENAMES) names when it names only software
+ * ones (Mesa's lavapipe, SwiftShader), else null. "auto" would skip their adapter anyway; knowing it from
+ * the names spares starting Dawn, which prints warnings about such an adapter's limits on stderr.
+ */
+export function softwareDriverOnly(env: NodeJS.ProcessEnv = process.env): string | null {
+  const files = (env.VK_DRIVER_FILES || env.VK_ICD_FILENAMES || "").split(delimiter).filter(Boolean);
+  if (files.length === 0 || !files.every((f) => /lvp_icd|swiftshader/i.test(f))) return null;
+  return files.join(delimiter);
+}
+
+/** Why webgpu was not tried on a Linux machine without a Vulkan loader. */
+export const NO_VULKAN_LOADER = "no Vulkan loader (libvulkan.so.1 not found: install libvulkan1, or see environment.md, \"GPU host\")";
+
 async function tryWebgpu(allowSoftware: boolean): Promise<string | null> {
   const g = globalThis as unknown as { navigator?: { gpu?: unknown } };
   if (!g.navigator?.gpu) {
+    if (!vulkanLoaderFound()) return NO_VULKAN_LOADER;
+    const software = allowSoftware ? null : softwareDriverOnly();
+    if (software) return `only a software Vulkan driver (VK_DRIVER_FILES=${software})`;
     const webgpu = (await import("webgpu")) as unknown as { create: (opts: string[]) => unknown; globals: Record<string, unknown> };
     Object.assign(globalThis, webgpu.globals);
     const gpu = webgpu.create([]) as { requestAdapter: (o?: unknown) => Promise<GpuAdapterLike | null> };
@@ -81,8 +122,8 @@ async function tryWebgpu(allowSoftware: boolean): Promise<string | null> {
   }
   // a literal specifier, so bundles carry the backend (it must share this process's tfjs-core)
   await import("@tensorflow/tfjs-backend-webgpu");
-  // the kit's matrix multiply goes in front of tfjs's (lib/backend/webgpu/train/batch-matmul.ts)
-  installBatchMatMul();
+  // the kit's matrix multiply in front of tfjs's and the fused training kernels (lib/backend/webgpu/train/register.ts)
+  registerTrainingKernels();
   return null;
 }
 
@@ -118,10 +159,10 @@ export interface BackendChoice {
 let chosen: BackendChoice | null = null;
 
 /**
- * Makes `want` (or the best available with "auto") the active tfjs backend and returns which one runs and
+ * Makes `want` (default T2S_BACKEND, else DEFAULT_BACKEND; "auto": the best available) the active tfjs backend and returns which one runs and
  * why the others were skipped. An explicit backend that cannot start is an error, never a silent fallback.
  */
-export async function useBackend(want: string = process.env.T2S_BACKEND ?? "cpu"): Promise<BackendChoice> {
+export async function useBackend(want: string = process.env.T2S_BACKEND ?? DEFAULT_BACKEND): Promise<BackendChoice> {
   const name = normalizeBackend(want);
   if (chosen && (name === "auto" || chosen.backend === name) && tf.getBackend() === chosen.backend) return chosen;
   const skipped: Record<string, string> = {};

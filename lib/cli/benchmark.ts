@@ -8,7 +8,7 @@ import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import { formatSummary } from "./stats-report.js";
 import { collect, dialectOption, intOption, numberOption, oneOf, printJson } from "./options.js";
 import type { RunGrading } from "../runs/meta.js";
-import { SAMPLES_PER_TASK, SAMPLING_TEMPERATURE, TOOL_ROWS } from "../core/defaults.js";
+import { CONCURRENCY, MAX_TOKENS_PER_TURN, MAX_TOOL_CALLS, SAMPLES_PER_TASK, SAMPLING_TEMPERATURE, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
 interface BenchmarkFlags {
   policy: string;
@@ -66,13 +66,13 @@ export function registerBenchmark(program: Command): void {
     .option("--top-p <p>", "nucleus sampling top_p (default: the server's)", numberOption("--top-p", { gt: 0, max: 1 }))
     .option("--style <style>", "single (one reply, graded) or tool (SQL tool calls, then a final answer)", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
-    .option("--max-tokens <n>", "tokens per turn; a reply cut by it is 'truncated'", intOption("--max-tokens", 1), 2048)
-    .option("--max-tool-calls <n>", "tool calls per episode (tool style)", intOption("--max-tool-calls", 0), 5)
+    .option("--max-tokens <n>", "tokens per turn; a reply cut by it is 'truncated'", intOption("--max-tokens", 1), MAX_TOKENS_PER_TURN)
+    .option("--max-tool-calls <n>", "tool calls per episode (tool style)", intOption("--max-tool-calls", 0), MAX_TOOL_CALLS)
     .option("--max-context <n>", "total context budget in tokens; a turn that would pass it ends the episode as truncated", intOption("--max-context", 1))
     .option("--tool-rows <n>", "rows a tool result shows at most", intOption("--tool-rows", 1), TOOL_ROWS)
-    .option("--tool-chars <n>", "characters of a tool result kept when cut in the middle", intOption("--tool-chars", 16), 256)
+    .option("--tool-chars <n>", "characters of a tool result kept when cut in the middle", intOption("--tool-chars", 16), TOOL_CHARS)
     .option("--tool-truncate <mode>", "middle (head ...(truncated)... tail) or rows (whole rows only)", "middle")
-    .option("--concurrency <n>", "episodes and requests in flight", intOption("--concurrency", 1), 8)
+    .option("--concurrency <n>", "episodes and requests in flight", intOption("--concurrency", 1), CONCURRENCY)
     .option("--seed <n>", "run seed; each sample's seed derives from (seed, eval run, task, sample)", intOption("--seed", 0), 0)
     .option("--eval-run <id>", "replication id stored in every row (rows are keyed by eval run, task, sample)", "0")
     .option("--force", "add to a rows file whose metadata (policy, sampling, prompt, tasks) differs")
@@ -99,9 +99,7 @@ export function registerBenchmark(program: Command): void {
         out: f.out,
         style: oneOf("--style", f.style, ["single", "tool"] as const),
         protocol: oneOf("--protocol", f.protocol, ["native", "hermes"] as const),
-        temperature: f.temperature,
-        topP: f.topP,
-        maxTokens: f.maxTokens,
+        sampling: { temperature: f.temperature, top_p: f.topP, max_tokens: f.maxTokens },
         maxToolCalls: f.maxToolCalls,
         maxContextTokens: f.maxContext,
         toolRows: f.toolRows,

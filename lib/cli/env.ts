@@ -8,7 +8,7 @@ import { kitPath } from "../core/paths.js";
 import type { Task } from "../tasks/types.js";
 import { addGradingOptions, defaultsFrom } from "./grade.js";
 import { collect, intOption, oneOf } from "./options.js";
-import { QUERY_TIMEOUT_MS, TOOL_ROWS } from "../core/defaults.js";
+import { MAX_TOOL_CALLS, QUERY_TIMEOUT_MS, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
 interface EnvServeFlags {
   port: number;
@@ -52,9 +52,9 @@ export function registerEnv(program: Command): void {
     .option("--concurrency <n>", "grades in flight at once (default 8 per worker)", intOption("--concurrency", 1))
     .option("--style <style>", "prompt the service renders: single or tool", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
-    .option("--max-tool-calls <n>", "tool calls per episode said in the tool prompt", intOption("--max-tool-calls", 0), 5)
+    .option("--max-tool-calls <n>", "tool calls per episode said in the tool prompt", intOption("--max-tool-calls", 0), MAX_TOOL_CALLS)
     .option("--tool-rows <n>", "rows a tool result shows at most", intOption("--tool-rows", 1), TOOL_ROWS)
-    .option("--tool-chars <n>", "characters of a tool result kept when cut in the middle", intOption("--tool-chars", 16), 256)
+    .option("--tool-chars <n>", "characters of a tool result kept when cut in the middle", intOption("--tool-chars", 16), TOOL_CHARS)
     .option("--tool-truncate <mode>", "middle (head ...(truncated)... tail) or rows (whole rows only)", "middle")
     .option("--tool-timeout-ms <n>", "stop a tool query after this many milliseconds", intOption("--tool-timeout-ms", 1), QUERY_TIMEOUT_MS)
     .action(async (f: EnvServeFlags) => {

@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { UsageError } from "../core/errors.js";
 import { intOption, numberOption, printJson } from "./options.js";
-import { SAMPLING_TEMPERATURE } from "../core/defaults.js";
+import { SAMPLING_TEMPERATURE, TOP_P } from "../core/defaults.js";
 import { WEIGHTS_DTYPE_HELP, weightsDtypeOption, type WeightsDtype } from "../model/weights-dtype.js";
 
 interface ModelFlags {
@@ -67,7 +67,7 @@ export function registerModel(program: Command): void {
     .option("--raw", "feed the prompt as plain text, without the chat template")
     .option("--max-tokens <n>", "new tokens at most", intOption("--max-tokens", 1), 128)
     .option("--temperature <t>", "sampling temperature (0 = greedy)", numberOption("--temperature", { min: 0 }), SAMPLING_TEMPERATURE)
-    .option("--top-p <p>", "nucleus sampling mass", numberOption("--top-p", { gt: 0, max: 1 }), 1)
+    .option("--top-p <p>", "nucleus sampling mass", numberOption("--top-p", { gt: 0, max: 1 }), TOP_P)
     .option("--top-k <k>", "keep the k most likely tokens (0 = all)", intOption("--top-k"), 0)
     .option("--seed <n>", "random seed", intOption("--seed"), 0)
     .option("-n, --n <n>", "number of samples", intOption("--n", 1), 1)

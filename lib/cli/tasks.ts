@@ -8,7 +8,7 @@ import { defaultShopPath } from "../db/shop/build.js";
 import { notesFor } from "../db/notes.js";
 import { openingMessages } from "../episode/prompt.js";
 import { kitPath } from "../core/paths.js";
-import { createExecutor } from "../db/direct-executor.js";
+import { createExecutorPool } from "../db/direct-executor.js";
 import { EXPORT_FORMATS, exportTasks, type ExportFormat } from "../tasks/export.js";
 import { readTasks, writeTasks } from "../tasks/io.js";
 import { describeMissing, loadTaskSource, SOURCE_FORMATS, type LoadOptions, type SourceFormat } from "../tasks/loaders.js";
@@ -66,7 +66,7 @@ export function registerTasks(program: Command): void {
       if (!VERIFY_MODES.includes(opts.mode as VerifyMode)) throw new UsageError(`--mode must be ${VERIFY_MODES.join(" or ")}, got '${opts.mode}'`);
       const dialect = opts.dialect === undefined ? undefined : dialectOption(opts.dialect);
       const list = load(source, opts);
-      const executor = await createExecutor({ workers: opts.workers });
+      const executor = await createExecutorPool({ workers: opts.workers });
       try {
         const report = await verifyTasks(list, { executor, mode: opts.mode as VerifyMode, dialect, onProgress: opts.json ? undefined : progress("verify") });
         if (dialect) for (const t of report.kept) t.dialect = dialect;
@@ -111,7 +111,7 @@ export function registerTasks(program: Command): void {
         if (target !== "shop") throw new UsageError(target ? `unknown author target '${target}': use 'shop' or --teacher` : "say what to author: 'shop', or --teacher openai:<model>@<url>");
         if (!existsSync(dbPath)) throw new UsageError(`no shop database at ${dbPath}; build it with 't2s db build shop'`);
       }
-      const executor = await createExecutor({ workers: opts.workers });
+      const executor = await createExecutorPool({ workers: opts.workers });
       try {
         if (opts.teacher && opts.out) {
           const r = await runTeacher({
@@ -158,7 +158,7 @@ export function registerTasks(program: Command): void {
       if (out === resolve(opts.exclude)) throw new UsageError(`--out ${opts.out} is the --exclude file; write the extra tasks to another file`);
       if (!existsSync(dbPath)) throw new UsageError(`no shop database at ${dbPath}; build it with 't2s db build shop'`);
       const exclude = readTasks(opts.exclude);
-      const executor = await createExecutor({ workers: opts.workers });
+      const executor = await createExecutorPool({ workers: opts.workers });
       try {
         const t0 = Date.now();
         const r = await augmentTrainingTasks(dbPath, { executor, seed: opts.seed, attempts: opts.attempts, phrasings: opts.phrasings, exclude, dbId: opts.dbId, onProgress: opts.json ? undefined : (phase, d, t) => progress(phase)(d, t) });

@@ -23,6 +23,6 @@ export class DirectExecutor implements Executor {
 }
 
 /** The executor task verification uses by default: an ExecutorPool (close it when done). */
-export async function createExecutor(opts: { workers?: number } = {}): Promise<Executor> {
+export async function createExecutorPool(opts: { workers?: number } = {}): Promise<Executor> {
   return new ExecutorPool({ workers: opts.workers });
 }

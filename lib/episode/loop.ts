@@ -6,11 +6,12 @@
  */
 import type { ExecOutcome } from "../db/types.js";
 import type { GradeResult } from "../verifier/types.js";
-import { PolicyError, type ChatMessage, type Completion, type FinishReason, type Policy, type SampleOptions } from "../policy/types.js";
+import { PolicyError, type ChatMessage, type Completion, type FinishReason, type Policy, type SampleOptions, type Sampling } from "../policy/types.js";
 import { toolResponseText } from "../model/toolcalls.js";
 import type { EpisodeStyle, ToolProtocol } from "./prompt.js";
 import { checkCall, fromNative, hasHermesCall, hasSolution, parseHermesCalls, sqlToolSpec, type RawCall } from "./tools.js";
 import { formatToolResult, type ToolOutputOptions } from "./truncate.js";
+import { MAX_TOOL_CALLS } from "../core/defaults.js";
 
 /** Facts about the graded reply that the grader needs besides its text. */
 export interface GradeFacts {
@@ -30,20 +31,12 @@ export interface EpisodeDeps {
   grade: (reply: string, facts: GradeFacts) => Promise<GradeResult>;
 }
 
-export interface Sampling {
-  temperature?: number;
-  top_p?: number;
-  /** Tokens per turn; a reply cut by it ends the episode as truncated. */
-  max_tokens?: number;
-  stop?: string[];
-  /** Seed of the first turn; turn t uses seed + t. */
-  seed?: number;
-}
+export type { Sampling };
 
 export interface EpisodeOptions {
   style: EpisodeStyle;
   protocol?: ToolProtocol;
-  /** Tool calls per episode (default 5); a call beyond it ends the episode as truncated. */
+  /** Tool calls per episode (default MAX_TOOL_CALLS); a call beyond it ends the episode as truncated. */
   maxToolCalls?: number;
   /** Total context budget in tokens (prompt + reply); a turn that would pass it is not sent. */
   maxContextTokens?: number;
@@ -123,7 +116,7 @@ function toolMessages(calls: RawCall[], contents: string[]): ChatMessage[] {
 export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts: EpisodeOptions): Promise<EpisodeResult> {
   const messages = [...opening];
   const protocol = opts.protocol ?? "native";
-  const maxCalls = opts.maxToolCalls ?? 5;
+  const maxCalls = opts.maxToolCalls ?? MAX_TOOL_CALLS;
   const s = opts.sampling ?? {};
   let turns = 0, tokensIn = 0, tokensOut = 0, latency = 0, callsUsed = 0, invalid = 0;
   let lastFinish: FinishReason = "stop";

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import type { ChatMessage } from "../policy/types.js";
 import { SQL_TOOL_NAME, sqlToolSpec } from "./tools.js";
-import { TOOL_ROWS } from "../core/defaults.js";
+import { MAX_TOOL_CALLS, TOOL_ROWS } from "../core/defaults.js";
 
 export type EpisodeStyle = "single" | "tool";
 /** native: tools sent in the request, calls come back as `tool_calls`; hermes: tools described in the
@@ -16,7 +16,7 @@ export type ToolProtocol = "native" | "hermes";
 export interface PromptConfig {
   style: EpisodeStyle;
   protocol?: ToolProtocol;
-  /** Tool calls allowed per episode (tool style; default 5). */
+  /** Tool calls allowed per episode (tool style; default MAX_TOOL_CALLS). */
   maxToolCalls?: number;
   /** Rows a tool result shows at most (said to the model). */
   toolRows?: number;
@@ -34,7 +34,7 @@ function singleInstructions(): string {
 }
 
 function toolInstructions(cfg: PromptConfig): string {
-  const n = cfg.maxToolCalls ?? 5;
+  const n = cfg.maxToolCalls ?? MAX_TOOL_CALLS;
   return [
     "You write SQLite queries that answer questions about the database described below.",
     `You may run read-only queries with the tool ${SQL_TOOL_NAME}(query) to look at the data, at most ${n} times in total.`,

@@ -3,21 +3,21 @@
  * middle (`head ...(truncated)... tail`) so both the start and the end stay visible.
  */
 import type { ExecOutcome, SqlValue } from "../db/types.js";
-import { TOOL_ROWS } from "../core/defaults.js";
+import { TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
 export const TRUNCATION_MARK = "...(truncated)...";
 
 export interface ToolOutputOptions {
   /** Rows shown at most (default TOOL_ROWS). */
   maxRows?: number;
-  /** Characters kept when cutting in the middle (default 256). */
+  /** Characters kept when cutting in the middle (default TOOL_CHARS). */
   maxChars?: number;
   /** "middle": cut the text in the middle at maxChars; "rows": keep whole rows only (cells capped at 200 chars). */
   mode?: "middle" | "rows";
 }
 
 /** Returns `text` unchanged when it fits, else its first and last characters joined by the truncation mark (total `maxChars` of content). */
-export function truncateMiddle(text: string, maxChars = 256): string {
+export function truncateMiddle(text: string, maxChars = TOOL_CHARS): string {
   if (text.length <= maxChars) return text;
   const head = Math.ceil(maxChars / 2);
   const tail = maxChars - head;
@@ -38,7 +38,7 @@ export function formatToolResult(outcome: ExecOutcome, opts: ToolOutputOptions =
   const mode = opts.mode ?? "middle";
   if (outcome.ok === false) {
     const text = `error (${outcome.error.kind}): ${outcome.error.message}`;
-    return mode === "middle" ? truncateMiddle(text, opts.maxChars ?? 256) : text;
+    return mode === "middle" ? truncateMiddle(text, opts.maxChars ?? TOOL_CHARS) : text;
   }
   const cap = mode === "rows" ? 200 : Infinity;
   const lines = [outcome.columns.join(" | ")];
@@ -47,5 +47,5 @@ export function formatToolResult(outcome: ExecOutcome, opts: ToolOutputOptions =
   if (outcome.rows.length === 0) lines.push("(no rows)");
   if (outcome.rows.length > shown.length || outcome.truncated) lines.push(`(only the first ${shown.length} rows are shown)`);
   const text = lines.join("\n");
-  return mode === "middle" ? truncateMiddle(text, opts.maxChars ?? 256) : text;
+  return mode === "middle" ? truncateMiddle(text, opts.maxChars ?? TOOL_CHARS) : text;
 }

@@ -62,7 +62,7 @@ export async function generate(model: CausalLM, prompts: (number[] | GenerationR
       reqs.map((r, i) =>
         engine.submit({
           ...r,
-          maxTokens: r.maxTokens ?? opts.maxTokens ?? 256,
+          maxTokens: r.maxTokens ?? opts.maxTokens,
           stop: r.stop ?? opts.stop,
           seed: r.seed ?? opts.seed ?? 0,
           sampleIndex: r.sampleIndex ?? i,

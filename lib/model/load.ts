@@ -218,7 +218,7 @@ export function assertTokenizerFile(dir: string): void {
 export async function loadModel(dir: string, opts: LoadOptions = {}): Promise<CausalLM> {
   const abs = resolve(dir);
   if (!existsSync(abs)) throw new T2sError("missing_file", `model folder ${dir} does not exist`);
-  const choice = await useBackend(opts.backend ?? process.env.T2S_BACKEND ?? "auto");
+  const choice = await useBackend(opts.backend);
   const config = readConfig(abs);
   if (opts.contextLength !== undefined) {
     if (!Number.isInteger(opts.contextLength) || opts.contextLength < 1) throw new T2sError("usage", `context length must be a positive integer, got ${opts.contextLength}`);

@@ -190,17 +190,15 @@ export function adapterTensors(model: CausalLM, name: string): { key: string; te
 }
 
 /**
- * Writes an attached adapter as a PEFT folder (adapter_config.json + adapter_model.safetensors). Async
- * because GPU backends can only read tensors back asynchronously.
+ * The adapter_config.json of an attached adapter, the one writer of it (saveAdapter and the trainer's
+ * checkpoints): the fields it came with, then what the kit knows of it. `lora_dropout` stays what the
+ * adapter came with (0 for one the kit created), so a PEFT folder saved again reads as it was written.
  */
-export async function saveAdapter(model: CausalLM, name: string, dir: string): Promise<void> {
+export function peftAdapterConfig(model: CausalLM, name: string): Record<string, unknown> {
   const info = model.adapters.get(name);
   if (!info) throw new T2sError("no_adapter", `no adapter named ${name} is attached to ${model.name}`);
-  mkdirSync(dir, { recursive: true });
-  const tensors = new Map<string, { shape: number[]; data: Float32Array }>();
-  for (const { key, tensor } of adapterTensors(model, name)) tensors.set(key, { shape: tensor.shape.slice(), data: (await tensor.data()) as Float32Array });
   const base = (info.config ?? {}) as Partial<AdapterConfig>;
-  const config = {
+  return {
     ...base,
     peft_type: "LORA",
     task_type: "CAUSAL_LM",
@@ -215,6 +213,17 @@ export async function saveAdapter(model: CausalLM, name: string, dir: string): P
     use_rslora: base.use_rslora ?? false,
     use_dora: false,
   };
+}
+
+/**
+ * Writes an attached adapter as a PEFT folder (adapter_config.json + adapter_model.safetensors). Async
+ * because GPU backends can only read tensors back asynchronously.
+ */
+export async function saveAdapter(model: CausalLM, name: string, dir: string): Promise<void> {
+  const config = peftAdapterConfig(model, name);
+  mkdirSync(dir, { recursive: true });
+  const tensors = new Map<string, { shape: number[]; data: Float32Array }>();
+  for (const { key, tensor } of adapterTensors(model, name)) tensors.set(key, { shape: tensor.shape.slice(), data: (await tensor.data()) as Float32Array });
   writeSafetensors(join(dir, "adapter_model.safetensors"), tensors);
   writeFileSync(join(dir, "adapter_config.json"), JSON.stringify(config, null, 2) + "\n");
 }

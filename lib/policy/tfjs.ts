@@ -1,15 +1,17 @@
 /**
- * The in-process policy "tfjs:<model dir>[+<adapter dir>]": the local model sampled directly (no server),
- * through the same chat layer as `t2s serve`, so concurrent episodes are batched together. The adapter is
- * merged into a copy of the weights, as a server would serve it. The backend is T2S_BACKEND or the best
- * available.
+ * The in-process policy: a model sampled directly (no server) through the same chat layer as `t2s serve`,
+ * so concurrent episodes are batched together and each request's sampling settings (temperature, top_p,
+ * max_tokens, stop, seed) reach the engine. `chatPolicy` answers requests on a given chat engine (the GRPO
+ * sampler's, with the adapter being trained); "tfjs:<model dir>[+<adapter dir>]" loads a model for it,
+ * merging the adapter into a copy of the weights as a server would serve it, on T2S_BACKEND or the best
+ * backend available.
  */
 import { resolve } from "node:path";
 import { UsageError } from "../core/errors.js";
 import { loadModel } from "../model/load.js";
 import { mergedModel } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
-import { ChatEngine } from "../model/chat.js";
+import { ChatEngine, type ChatResult } from "../model/chat.js";
 import { openAiToolCalls } from "../model/toolcalls.js";
 import { registerPolicyKind } from "./spec.js";
 import { PolicyError, type ChatMessage, type Completion, type Policy, type SampleOptions, type ToolSpec } from "./types.js";
@@ -21,6 +23,44 @@ export function parseTfjsSpec(rest: string): { modelDir: string; adapterDir: str
   return { modelDir: resolve(modelDir), adapterDir: adapterDir ? resolve(adapterDir) : null };
 }
 
+/** A Policy on a chat engine, whose `turn` also returns the engine's result (prompt ids, generated ids, log-probs). */
+export interface ChatPolicy extends Policy {
+  turn(messages: ChatMessage[], opts: SampleOptions & { tools?: ToolSpec[] }): Promise<{ completions: Completion[]; result: ChatResult }>;
+}
+
+/**
+ * Returns a Policy that answers on `engine` with its model named `served` (default `ident.model`): every
+ * request's sampling settings go to the engine as they are, and the choices come back as the OpenAI
+ * protocol carries them.
+ */
+export function chatPolicy(engine: ChatEngine, ident: { name: string; model: string; adapter: string | null }, served = ident.model): ChatPolicy {
+  const turn: ChatPolicy["turn"] = async (messages, o) => {
+    if (o.signal?.aborted) throw new PolicyError("aborted", "the request was cancelled");
+    const started = Date.now();
+    let result: ChatResult;
+    try {
+      result = await engine.complete(
+        { model: served, messages, tools: o.tools, n: o.n, temperature: o.temperature, topP: o.top_p, maxTokens: o.max_tokens, stop: o.stop, seed: o.seed },
+        { signal: o.signal },
+      );
+    } catch (e) {
+      if (o.signal?.aborted) throw new PolicyError("aborted", "the request was cancelled");
+      throw new PolicyError("local_model", `the local model failed: ${(e as Error).message}`, { fatal: true });
+    }
+    const latency = Date.now() - started;
+    const completions = result.choices.map((c) => ({
+      text: c.content ?? "",
+      tool_calls: openAiToolCalls(c.toolCalls),
+      finish_reason: c.finishReason,
+      tokens_in: result.promptTokens,
+      tokens_out: c.ids.length,
+      latency_ms: latency,
+    }));
+    return { completions, result };
+  };
+  return { ...ident, turn, complete: async (messages, o) => (await turn(messages, o)).completions };
+}
+
 /** Returns a Policy that samples the local model (plus adapter) in this process. */
 export async function tfjsPolicy(rest: string, opts: { backend?: string } = {}): Promise<Policy> {
   const { modelDir, adapterDir } = parseTfjsSpec(rest);
@@ -29,28 +69,7 @@ export async function tfjsPolicy(rest: string, opts: { backend?: string } = {}):
   if (adapterDir) served = mergedModel(base, adapterDir);
   const engine = new ChatEngine(served);
   return {
-    name: `tfjs:${rest}`,
-    model: base.name,
-    adapter: adapterDir,
-    async complete(messages: ChatMessage[], o: SampleOptions & { tools?: ToolSpec[] }): Promise<Completion[]> {
-      if (o.signal?.aborted) throw new PolicyError("aborted", "the request was cancelled");
-      const started = Date.now();
-      let result: Awaited<ReturnType<ChatEngine["complete"]>>;
-      try {
-        result = await engine.complete({ model: served.name, messages, tools: o.tools, n: o.n, temperature: o.temperature, topP: o.top_p, maxTokens: o.max_tokens, stop: o.stop, seed: o.seed });
-      } catch (e) {
-        throw new PolicyError("local_model", `the local model failed: ${(e as Error).message}`, { fatal: true });
-      }
-      const latency = Date.now() - started;
-      return result.choices.map((c) => ({
-        text: c.content ?? "",
-        tool_calls: openAiToolCalls(c.toolCalls),
-        finish_reason: c.finishReason,
-        tokens_in: result.promptTokens,
-        tokens_out: c.ids.length,
-        latency_ms: latency,
-      }));
-    },
+    ...chatPolicy(engine, { name: `tfjs:${rest}`, model: base.name, adapter: adapterDir }, served.name),
     async close() {
       if (served !== base) served.dispose();
       base.dispose();

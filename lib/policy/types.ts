@@ -31,12 +31,22 @@ export interface ToolSpec {
 
 export type FinishReason = "stop" | "length" | "tool_calls";
 
-export interface SampleOptions {
+/**
+ * How replies are sampled: the one shape of the sampling settings from the CLI flags and the training
+ * config through the episode loop (lib/episode/loop.ts) and the rows' metadata to a policy request. An
+ * absent field leaves the policy's own default (a server's, the engine's).
+ */
+export interface Sampling {
   temperature?: number;
   top_p?: number;
+  /** Tokens per turn; a reply cut by it ends the episode as truncated. */
   max_tokens?: number;
   stop?: string[];
+  /** The request's seed (an episode's first turn; turn t uses seed + t). */
   seed?: number;
+}
+
+export interface SampleOptions extends Sampling {
   /** Completions to return for the same messages (default 1). */
   n?: number;
   /** Called each time a request is retried (429, 5xx, connection error, timeout): a re-roll, not a failure. */

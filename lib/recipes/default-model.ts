@@ -9,7 +9,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:
 import { join, resolve } from "node:path";
 import { schemaDdl } from "../db/schema.js";
 import { notesFor } from "../db/notes.js";
-import { normalizeSql } from "../tasks/dedup.js";
+import { sqlDuplicateKey } from "../tasks/dedup.js";
 import { readTasks, writeTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";
 import { readSafetensors, writeSafetensors, type StDtype } from "../model/safetensors.js";
@@ -104,14 +104,14 @@ export function trainOnlyTasks(tasksPath: string, extraPath?: string): { train: 
   const extra = readTasks(extraPath);
   const holdout = tasks.filter((t) => t.split === "holdout");
   const holdoutIds = new Set(holdout.map((t) => t.id));
-  const holdoutSql = new Map(holdout.map((t) => [normalizeSql(t.gold_sql), t.id]));
+  const holdoutSql = new Map(holdout.map((t) => [sqlDuplicateKey(t.gold_sql), t.id]));
   const trainIds = new Set(train.map((t) => t.id));
   const dbPath = train[0]?.db_path;
   for (const t of extra) {
     const where = `${extraPath}: task ${t.id}`;
     if (t.split !== "train") throw new T2sError("holdout_leak", `${where} has split "${t.split}"; extra tasks must all be train split`);
     if (holdoutIds.has(t.id)) throw new T2sError("holdout_leak", `${where} is a holdout task of ${tasksPath}; extra tasks must not contain holdout questions`);
-    const sqlHit = holdoutSql.get(normalizeSql(t.gold_sql));
+    const sqlHit = holdoutSql.get(sqlDuplicateKey(t.gold_sql));
     if (sqlHit) throw new T2sError("holdout_leak", `${where} has the same gold SQL as holdout task ${sqlHit} of ${tasksPath}; extra tasks must not contain holdout gold queries`);
     if (trainIds.has(t.id)) throw new T2sError("bad_task", `${where} is already a train task of ${tasksPath}; drop it from the extra file`);
     if (t.db_path !== dbPath) throw new T2sError("bad_value", `${where} is over ${t.db_path}, the train tasks over ${dbPath}; the recipe trains on one database`);

@@ -8,7 +8,7 @@ import type { Executor } from "../db/types.js";
 import { T2sError } from "../core/errors.js";
 import { promptTemplateHash, type EpisodeStyle, type PromptConfig, type ToolProtocol } from "../episode/prompt.js";
 import { loadPolicy } from "../policy/spec.js";
-import type { Policy } from "../policy/types.js";
+import type { Policy, Sampling } from "../policy/types.js";
 import { summarize, type Summary } from "../stats/summary.js";
 import { describeMissing, loadTaskSource } from "../tasks/loaders.js";
 import type { Task } from "../tasks/types.js";
@@ -19,7 +19,7 @@ import { selectTasks, type BandSpec } from "../tasks/select.js";
 import { databaseHashes, tasksHash, type RunGrading } from "./meta.js";
 import type { ProgressSnapshot } from "./progress.js";
 import { runRollout, type RolloutEnv, type RolloutResult } from "./rollout.js";
-import { SAMPLES_PER_TASK, SAMPLING_TEMPERATURE, TOOL_ROWS } from "../core/defaults.js";
+import { CONCURRENCY, MAX_TOKENS_PER_TURN, SAMPLES_PER_TASK, SAMPLING_TEMPERATURE, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
 export interface BenchmarkOptions {
   /** A policy spec ("openai:<model>@<url>", "scripted:<file>", ...) or a Policy. */
@@ -41,10 +41,8 @@ export interface BenchmarkOptions {
   out: string;
   style?: EpisodeStyle;
   protocol?: ToolProtocol;
-  temperature?: number;
-  topP?: number;
-  /** Tokens per turn (default 2048). */
-  maxTokens?: number;
+  /** How replies are sampled (temperature default SAMPLING_TEMPERATURE, max_tokens MAX_TOKENS_PER_TURN; top_p: the server's). */
+  sampling?: Pick<Sampling, "temperature" | "top_p" | "max_tokens">;
   maxToolCalls?: number;
   maxContextTokens?: number;
   toolRows?: number;
@@ -115,8 +113,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
   const style = opts.style ?? "single";
   const toolRows = opts.toolRows ?? TOOL_ROWS;
   const prompt: PromptConfig = { style, protocol: opts.protocol, maxToolCalls: opts.maxToolCalls, toolRows };
-  const concurrency = opts.concurrency ?? 8;
-  const maxTokens = opts.maxTokens ?? 2048;
+  const concurrency = opts.concurrency ?? CONCURRENCY;
   if (typeof opts.policy === "string" && opts.policy.startsWith("tfjs:")) {
     // loaded only for in-process policies: the model code is heavy and an OpenAI run never needs it
     const [{ parseTfjsSpec }, { assertTokenizerFile }] = await Promise.all([import("../policy/tfjs.js"), import("../model/load.js")]);
@@ -151,8 +148,8 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
         maxToolCalls: opts.maxToolCalls,
         maxContextTokens: opts.maxContextTokens,
         endOnUnsafeTool: opts.preset === "tool-rl",
-        toolOutput: { maxRows: toolRows, maxChars: opts.toolChars ?? 256, mode: opts.toolTruncate ?? "middle" },
-        sampling: { temperature: opts.temperature ?? SAMPLING_TEMPERATURE, top_p: opts.topP, max_tokens: maxTokens },
+        toolOutput: { maxRows: toolRows, maxChars: opts.toolChars ?? TOOL_CHARS, mode: opts.toolTruncate ?? "middle" },
+        sampling: { temperature: opts.sampling?.temperature ?? SAMPLING_TEMPERATURE, top_p: opts.sampling?.top_p, max_tokens: opts.sampling?.max_tokens ?? MAX_TOKENS_PER_TURN },
       },
     });
     const summary = summarize(result.rows, { k, by: opts.by ?? ["difficulty", "archetype"] });

@@ -22,7 +22,7 @@ import { Progress, type ProgressSnapshot } from "./progress.js";
 import { makeRow } from "./episode-row.js";
 import type { RolloutRow } from "./row.js";
 import { RowsStore } from "./store.js";
-import { TOOL_ROWS } from "../core/defaults.js";
+import { CONCURRENCY, MAX_TOOL_CALLS, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
 /** What an episode needs from the world besides the policy. */
 export interface RolloutEnv {
@@ -91,9 +91,9 @@ function currentMeta(tasks: Task[], policy: Policy, opts: RolloutOptions): RunMe
     style: ep.style,
     protocol: tool ? ep.protocol ?? "native" : null,
     sampling: { temperature: s.temperature ?? null, top_p: s.top_p ?? null, max_tokens: s.max_tokens ?? null, seed: opts.seed ?? 0 },
-    max_tool_calls: tool ? ep.maxToolCalls ?? 5 : null,
+    max_tool_calls: tool ? ep.maxToolCalls ?? MAX_TOOL_CALLS : null,
     max_context_tokens: ep.maxContextTokens ?? null,
-    tool_output: tool ? { max_rows: ep.toolOutput?.maxRows ?? TOOL_ROWS, max_chars: ep.toolOutput?.maxChars ?? 256, mode: ep.toolOutput?.mode ?? "middle" } : null,
+    tool_output: tool ? { max_rows: ep.toolOutput?.maxRows ?? TOOL_ROWS, max_chars: ep.toolOutput?.maxChars ?? TOOL_CHARS, mode: ep.toolOutput?.mode ?? "middle" } : null,
     prompt_hash: opts.promptHash,
     tasks_hash: opts.tasksHash ?? tasksHash(tasks),
     tasks_file: opts.tasksFile ?? null,
@@ -210,7 +210,7 @@ async function rollOut(tasks: Task[], ids: Set<string>, policy: Policy, env: Rol
     }
   };
 
-  const n = Math.max(1, Math.min(opts.concurrency ?? 8, plan.todo.length || 1));
+  const n = Math.max(1, Math.min(opts.concurrency ?? CONCURRENCY, plan.todo.length || 1));
   await Promise.all(Array.from({ length: n }, worker));
   const final = progress.finish();
   if (fatal !== null) {

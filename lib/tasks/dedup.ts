@@ -1,6 +1,6 @@
 /**
  * Near-duplicate detection for task sets. Two tasks are duplicates when
- *  - their gold SQL is equal after normaliseSql (lower-cased, comments removed, whitespace collapsed,
+ *  - their gold SQL is equal after sqlDuplicateKey (lower-cased, comments removed, whitespace collapsed,
  *    spaces around punctuation removed, trailing semicolons removed), or
  *  - their questions overlap by more than 0.75, where overlap is the Jaccard index of the sets of
  *    [a-z0-9]+ words of the lower-cased questions: |A ∩ B| / |A ∪ B|.
@@ -10,8 +10,12 @@
 
 export const MAX_QUESTION_OVERLAP = 0.75;
 
-/** Gold SQL in the form used to spot duplicate queries. */
-export function normalizeSql(sql: string): string {
+/**
+ * Gold SQL in the form used to spot duplicate queries: a text-level key (a `--` inside a string literal is
+ * cut like a comment), not a statement; lib/verifier/extract.ts's normalizeSql is the token-level
+ * normaliser of a committed query.
+ */
+export function sqlDuplicateKey(sql: string): string {
   return sql
     .replace(/--[^\n]*/g, " ")
     .replace(/\/\*[\s\S]*?\*\//g, " ")
@@ -97,7 +101,7 @@ export class DedupIndex {
   /** The first entry this (question, sql) duplicates, or null. */
   check(question: string, sql?: string): DuplicateHit | null {
     if (sql !== undefined) {
-      const other = this.sqls.get(normalizeSql(sql));
+      const other = this.sqls.get(sqlDuplicateKey(sql));
       if (other !== undefined) return { kind: "sql", other, overlap: 1 };
     }
     return this.checkWords(this.ordered(question));
@@ -137,7 +141,7 @@ export class DedupIndex {
   /** Adds an entry without checking it. */
   add(key: string, question: string, sql?: string): void {
     if (sql !== undefined) {
-      const ns = normalizeSql(sql);
+      const ns = sqlDuplicateKey(sql);
       if (!this.sqls.has(ns)) this.sqls.set(ns, key);
     }
     const words = this.ordered(question);
@@ -173,7 +177,7 @@ export function findDuplicates(tasks: { id: string; question: string; gold_sql: 
   const pairs: DuplicatePair[] = [];
   const bySql = new Map<string, string>();
   for (const t of tasks) {
-    const ns = normalizeSql(t.gold_sql);
+    const ns = sqlDuplicateKey(t.gold_sql);
     const other = bySql.get(ns);
     if (other !== undefined) pairs.push({ kind: "sql", a: other, b: t.id, overlap: 1 });
     else bySql.set(ns, t.id);

@@ -5,6 +5,7 @@
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
+import { SAMPLING_TEMPERATURE } from "../core/defaults.js";
 import { T2sError, UsageError } from "../core/errors.js";
 import { schemaDdl } from "../db/schema.js";
 import { notesFor } from "../db/notes.js";
@@ -61,7 +62,7 @@ async function chat(url: string, model: string, system: string, user: string, ap
     const res = await fetch(url, {
       method: "POST",
       headers: { "content-type": "application/json", ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
-      body: JSON.stringify({ model, temperature: 0.7, max_tokens: 6000, messages: [{ role: "system", content: system }, { role: "user", content: user }] }),
+      body: JSON.stringify({ model, temperature: SAMPLING_TEMPERATURE, max_tokens: 6000, messages: [{ role: "system", content: system }, { role: "user", content: user }] }),
       signal: ctl.signal,
     });
     const text = await res.text();

@@ -10,7 +10,7 @@ import { jsonWithIntegers } from "../db/format.js";
 import type { ExecOutcome, ExecSuccess, Executor } from "../db/types.js";
 import type { Dialect } from "../db/dialect.js";
 import type { Task } from "./types.js";
-import { QUERY_TIMEOUT_MS } from "../core/defaults.js";
+import { CONCURRENCY, QUERY_TIMEOUT_MS } from "../core/defaults.js";
 
 export const MAX_GOLD_ROWS = 50;
 /** Row cap of a gold in eval mode: far beyond any evaluation set's answers (the result-size cap still holds). */
@@ -104,7 +104,7 @@ export async function verifyTask(task: Task, executor: Executor, timeoutMs = QUE
 /** Verifies every task; the kept ones come back in input order, drops with their reasons. */
 export async function verifyTasks(tasks: Task[], opts: VerifyOptions): Promise<VerifyReport> {
   let done = 0;
-  const verdicts = await mapLimit(tasks, opts.concurrency ?? 8, async (t) => {
+  const verdicts = await mapLimit(tasks, opts.concurrency ?? CONCURRENCY, async (t) => {
     const v = await verifyTask(t, opts.executor, opts.timeoutMs, opts.mode, opts.dialect);
     opts.onProgress?.(++done, tasks.length);
     return v;

@@ -5,6 +5,8 @@
  * eps is added to the std (TRL: 1e-4). A NaN reward (grading gave nothing) is left out of the group
  * statistics and gets advantage 0. A group of one sample has std 0 and advantage 0.
  */
+import { defaultOf } from "./settings.js";
+
 export type AdvantageScale = "group" | "batch" | "none";
 
 export interface AdvantageResult {
@@ -34,7 +36,7 @@ function meanStd(xs: number[]): { mean: number; std: number; n: number } {
 const isZero = (x: number) => Math.abs(x) <= 1e-8;
 
 /** Returns per-sample advantages for contiguous groups of `groupSize` rewards, scaled as `scale` says. */
-export function groupAdvantages(rewards: number[], groupSize: number, scale: AdvantageScale = "group", eps = 1e-4): AdvantageResult {
+export function groupAdvantages(rewards: number[], groupSize: number, scale: AdvantageScale = defaultOf("scale_rewards", "grpo") as AdvantageScale, eps = 1e-4): AdvantageResult {
   if (!Number.isInteger(groupSize) || groupSize < 1) throw new RangeError(`groupSize must be a positive integer, got ${groupSize}`);
   if (rewards.length % groupSize !== 0) throw new RangeError(`${rewards.length} rewards do not split into groups of ${groupSize}`);
   const batch = meanStd(rewards);

@@ -3,7 +3,7 @@
  * tensor [B, T, vocab] holds more than `maxElements` values; WebGPU cannot bind a buffer over 2 GiB, and
  * the CPU backends need the memory to stay bounded too. Rows are right-padded.
  */
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
 
 /** A training row: token ids, and a 0/1 per id saying whether that id is scored (a generated token). */

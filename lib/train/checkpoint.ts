@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
 import { readSafetensors, writeSafetensors } from "../model/safetensors.js";
 import type { NamedVariable } from "./lm.js";

@@ -10,6 +10,7 @@ import { T2sError } from "../core/errors.js";
 import type { LossType } from "./losses.js";
 import type { AdvantageScale } from "./advantages.js";
 import type { ScheduleKind } from "./schedule.js";
+import type { Sampling } from "../policy/types.js";
 import { IGNORED_KEYS, SETTINGS, defaultOf, settingOf, type Setting, type SettingValue, type TrainMode } from "./settings.js";
 
 export type { TrainMode };
@@ -60,7 +61,7 @@ export interface TrainConfig {
   mu: number;
   mask_truncated: boolean;
   reward_preset: "shaped" | "binary" | "tool-rl";
-  sampling: { temperature: number; top_p: number; max_tokens: number; max_batch: number };
+  sampling: Required<Pick<Sampling, "temperature" | "top_p" | "max_tokens">> & { max_batch: number };
   episode: { style: "single" | "tool"; protocol: "native" | "hermes"; max_tool_calls: number; max_context_tokens: number; tool_rows: number };
   eval: { every: number; split: "train" | "holdout"; limit: number; samples: number } | null;
   // sft

@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 import { appendJsonl, readJsonl, toJsonl } from "../core/jsonl.js";
 import { T2sError } from "../core/errors.js";
 import { trimGpuBufferPool } from "../backend/gpu-pool.js";

@@ -1,14 +1,16 @@
 /**
  * GRPO sampling through the real episode loop with the in-process model: every episode of a step runs
  * concurrently through lib/episode's runEpisode (so tool calls, budgets and grading behave exactly as in
- * evaluation), and a policy over lib/model's chat layer shares the generation engine's decode steps among
- * their concurrent turns and records, per turn, the prompt ids and the generated ids as a training row.
+ * evaluation), and the in-process policy of lib/policy/tfjs.ts shares the generation engine's decode steps
+ * among their concurrent turns, samples each turn with the settings its request carries, and records, per
+ * turn, the prompt ids and the generated ids as a training row.
  */
 import { T2sError, isT2sError } from "../core/errors.js";
 import { runEpisode, type EpisodeOptions, type EpisodeResult } from "../episode/loop.js";
 import type { CausalLM } from "../model/model.js";
 import { ChatEngine } from "../model/chat.js";
-import type { ChatMessage, Completion, Policy, SampleOptions, ToolSpec } from "../policy/types.js";
+import { chatPolicy, type ChatPolicy } from "../policy/tfjs.js";
+import type { ChatMessage, Completion, Policy, SampleOptions, Sampling, ToolSpec } from "../policy/types.js";
 import type { RolloutEnv } from "../runs/rollout.js";
 import type { Task } from "../tasks/types.js";
 import type { TokenRow } from "./batching.js";
@@ -17,8 +19,6 @@ import type { Grader, Rollout, Sampler } from "./grpo.js";
 export interface ModelPolicyOptions {
   /** Adapter applied while sampling (the one being trained); null = the base. */
   adapter: string | null;
-  temperature: number;
-  topP: number;
   /** Sequences decoded together at most (default 64). */
   maxBatch?: number;
   /** Tokens per sequence the sampler's cache holds (default: the runner's cap). */
@@ -26,8 +26,9 @@ export interface ModelPolicyOptions {
 }
 
 /**
- * A Policy over the in-process model through the chat layer `t2s serve` uses (lib/serve/engine.ts), so the
- * trainer samples exactly the prompts and tool calls a served model would. Concurrent episodes share the
+ * The in-process policy (lib/policy/tfjs.ts's, over the chat layer `t2s serve` uses: lib/model/chat.ts) on
+ * the model being trained, with its adapter unmerged, so the trainer samples exactly the prompts and tool
+ * calls a served model would, at the sampling settings each request carries. Concurrent episodes share the
  * generation engine's decode steps; each request's seed fixes its tokens whatever else is running.
  * `recording()` returns a per-episode view that keeps the token rows of its turns.
  */
@@ -36,6 +37,7 @@ export class ModelPolicy implements Policy {
   readonly model: string;
   readonly adapter: string | null;
   private readonly chat: ChatEngine;
+  private readonly policy: ChatPolicy;
 
   constructor(readonly lm: CausalLM, readonly opts: ModelPolicyOptions) {
     this.name = `tfjs:${lm.name}${opts.adapter ? `+${opts.adapter}` : ""}`;
@@ -43,6 +45,7 @@ export class ModelPolicy implements Policy {
     this.adapter = opts.adapter;
     if (!lm.requireTokenizer().hasChatTemplate) throw new T2sError("no_chat_template", `model ${lm.name} has no chat template; episodes need one`);
     this.chat = new ChatEngine(lm, [], { adapter: opts.adapter, maxBatch: opts.maxBatch, maxLength: opts.maxLength });
+    this.policy = chatPolicy(this.chat, { name: this.name, model: this.model, adapter: this.adapter });
   }
 
   /** The prompt ids of a conversation (chat template with tools, generation prompt appended). */
@@ -54,22 +57,11 @@ export class ModelPolicy implements Policy {
     return [(await this.turn(messages, opts)).completion];
   }
 
-  /** Samples one turn; returns the completion and the training row (prompt ids masked out). */
+  /** Samples one turn (one choice; seed 0 when the request has none); returns the completion and the training row (prompt ids masked out). */
   async turn(messages: ChatMessage[], opts: SampleOptions & { tools?: ToolSpec[] }): Promise<{ completion: Completion; row: TokenRow }> {
-    const t0 = Date.now();
-    const r = await this.chat.complete(
-      { model: this.lm.name, messages, tools: opts.tools, maxTokens: opts.max_tokens, stop: opts.stop, seed: opts.seed ?? 0, temperature: this.opts.temperature, topP: this.opts.topP },
-      { signal: opts.signal },
-    );
+    const { completions, result: r } = await this.policy.turn(messages, { ...opts, n: 1, seed: opts.seed ?? 0 });
+    const completion = completions[0];
     const c = r.choices[0];
-    const completion: Completion = {
-      text: c.content ?? "",
-      tool_calls: c.toolCalls.map((t, i) => ({ id: `call_${i}`, type: "function" as const, function: { name: t.name, arguments: t.arguments } })),
-      finish_reason: c.finishReason,
-      tokens_in: r.promptTokens,
-      tokens_out: c.ids.length,
-      latency_ms: Date.now() - t0,
-    };
     const ids = r.promptIds;
     const row: TokenRow = {
       ids: [...ids, ...c.ids],
@@ -110,7 +102,8 @@ export interface EpisodeSamplerOptions {
   policy: ModelPolicy;
   env: RolloutEnv;
   episode: Omit<EpisodeOptions, "sampling" | "onRetry" | "signal">;
-  sampling: { temperature: number; top_p: number; max_tokens: number };
+  /** Every episode's sampling (each turn's seed is derived from the step's seed). */
+  sampling: Required<Pick<Sampling, "temperature" | "top_p" | "max_tokens">>;
 }
 
 /** What the real sampler leaves on each rollout for the grader and the logs. */

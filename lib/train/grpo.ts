@@ -4,7 +4,7 @@
  * group advantages, then run `mu` optimisation passes over the batch (one optimizer update per pass,
  * gradients accumulated over micro-batches), with the old log-probs recomputed by the trainer.
  */
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
 import { groupAdvantages, type AdvantageScale } from "./advantages.js";
 import { batchTensors, planMicroBatches, type TokenRow } from "./batching.js";
@@ -13,6 +13,7 @@ import type { TrainableLM } from "./lm.js";
 import { sequenceLogprobs, stopGradient } from "./logprobs.js";
 import { policyLoss, type LossSettings, type LossType, type StepCounts } from "./losses.js";
 import { SeededRandom } from "../core/random.js";
+import { defaultOf } from "./settings.js";
 
 /**
  * One sampled episode as the trainer sees it: one token row per model call (the prompt that call saw,
@@ -39,7 +40,7 @@ export interface GrpoOptions extends OptimOptions, RunOptions {
   groupSize: number;
   lossType?: LossType;
   epsilonLow?: number;
-  /** Default 0.28 (DAPO's clip-higher); for cispo the absolute weight cap, default 5. */
+  /** For cispo the absolute weight cap. */
   epsilonHigh?: number;
   beta?: number;
   scale?: AdvantageScale;
@@ -62,27 +63,43 @@ export interface GrpoOptions extends OptimOptions, RunOptions {
   onEval?: (step: number) => Promise<Record<string, number>>;
 }
 
-/** Default cap: 2^28 floats = 1 GiB per [B, T, V] tensor, half of WebGPU's 2 GiB binding limit. */
-export const DEFAULT_MAX_TENSOR_ELEMENTS = 2 ** 28;
+/** The options a GrpoOptions may leave out; each absent one takes the training settings table's default. */
+type Defaulted = "lossType" | "epsilonLow" | "epsilonHigh" | "beta" | "scale" | "mu" | "temperature" | "maxTensorElements";
+
+/**
+ * The options with every absent one filled from lib/train/settings.ts, as a config file is filled, so the
+ * library API and `t2s train grpo` share one set of defaults.
+ */
+export function grpoDefaults(o: GrpoOptions): GrpoOptions & Required<Pick<GrpoOptions, Defaulted>> {
+  const lossType = o.lossType ?? (defaultOf("loss_type", "grpo") as LossType);
+  return {
+    ...o,
+    lossType,
+    epsilonLow: o.epsilonLow ?? (defaultOf("epsilon_low", "grpo") as number),
+    epsilonHigh: o.epsilonHigh ?? (defaultOf("epsilon_high", "grpo", { loss_type: lossType }) as number),
+    beta: o.beta ?? (defaultOf("beta", "grpo") as number),
+    scale: o.scale ?? (defaultOf("scale_rewards", "grpo") as AdvantageScale),
+    mu: o.mu ?? (defaultOf("mu", "grpo") as number),
+    temperature: o.temperature ?? (defaultOf("sampling.temperature", "grpo") as number),
+    maxTensorElements: o.maxTensorElements ?? (defaultOf("max_tensor_elements", "grpo") as number),
+  };
+}
 
 export class GrpoTrainer<P> {
   readonly core: TrainerCore;
   private readonly dataRng: SeededRandom;
   private readonly sampleRng: SeededRandom;
   private readonly settings: LossSettings;
+  /** The options with the table's defaults filled in. */
+  readonly opts: ReturnType<typeof grpoDefaults>;
 
-  constructor(readonly lm: TrainableLM, readonly prompts: P[], readonly sampler: Sampler<P>, readonly grader: Grader<P>, readonly opts: GrpoOptions) {
+  constructor(readonly lm: TrainableLM, readonly prompts: P[], readonly sampler: Sampler<P>, readonly grader: Grader<P>, options: GrpoOptions) {
     if (prompts.length === 0) throw new T2sError("no_prompts", "no prompts to train on (is the band empty?)");
-    if (opts.groupSize < 2) throw new T2sError("bad_config", "groupSize (G) must be at least 2: advantages compare samples within a group");
-    const lossType = opts.lossType ?? "dapo";
-    this.settings = {
-      lossType,
-      epsilonLow: opts.epsilonLow ?? 0.2,
-      epsilonHigh: opts.epsilonHigh ?? (lossType === "cispo" ? 5 : 0.28),
-      beta: opts.beta ?? 0,
-    };
+    if (options.groupSize < 2) throw new T2sError("bad_config", "groupSize (G) must be at least 2: advantages compare samples within a group");
+    const opts = (this.opts = grpoDefaults(options));
+    this.settings = { lossType: opts.lossType, epsilonLow: opts.epsilonLow, epsilonHigh: opts.epsilonHigh, beta: opts.beta };
     if (this.settings.beta > 0 && !lm.hasReference) throw new T2sError("no_reference", "beta > 0 needs a reference policy, and this model has none (train an adapter, or set beta 0)");
-    this.core = new TrainerCore(lm, opts, opts.steps * (opts.mu ?? 1), opts);
+    this.core = new TrainerCore(lm, opts, opts.steps * opts.mu, opts);
     this.dataRng = new SeededRandom(opts.seed);
     this.sampleRng = new SeededRandom((opts.seed ^ 0x5bd1e995) >>> 0);
   }
@@ -131,13 +148,13 @@ export class GrpoTrainer<P> {
     const grades = await Promise.all(rollouts.map((r, i) => this.grader(prompts[Math.floor(i / o.groupSize)], r)));
     const t2 = Date.now();
     const rewards = grades.map((g) => g.reward);
-    const adv = groupAdvantages(rewards, o.groupSize, o.scale ?? "group");
+    const adv = groupAdvantages(rewards, o.groupSize, o.scale);
     const keep = rollouts.map((r) => (o.maskTruncated && r.truncated ? 0 : 1));
     const train = await this.optimise(rollouts, adv.advantages, keep);
     const t3 = Date.now();
 
     const completionLengths = rollouts.map((r) => r.rows.reduce((a, row) => a + row.mask.reduce((x, y) => x + y, 0), 0));
-    const trainedTokens = rollouts.reduce((a, r) => a + r.rows.reduce((x, row) => x + row.ids.length, 0), 0) * (o.mu ?? 1);
+    const trainedTokens = rollouts.reduce((a, r) => a + r.rows.reduce((x, row) => x + row.ids.length, 0), 0) * o.mu;
     const rec: Record<string, unknown> = {
       step: stepIndex,
       prompts: prompts.length,
@@ -174,7 +191,7 @@ export class GrpoTrainer<P> {
   /** The mu optimisation passes over one generated batch; returns the training metrics. */
   private async optimise(rollouts: Rollout[], rolloutAdv: number[], rolloutKeep: number[]): Promise<Record<string, number>> {
     const o = this.opts;
-    const mu = o.mu ?? 1;
+    const mu = o.mu;
     const rowsAll: TokenRow[] = [];
     const advantages: number[] = [];
     const keep: number[] = [];
@@ -185,12 +202,12 @@ export class GrpoTrainer<P> {
         keep.push(rolloutKeep[i]);
       }
     });
-    const plan = planMicroBatches(rowsAll, this.lm.vocabSize, { maxElements: o.maxTensorElements ?? DEFAULT_MAX_TENSOR_ELEMENTS, maxRows: o.maxMicroBatchRows });
+    const plan = planMicroBatches(rowsAll, this.lm.vocabSize, { maxElements: o.maxTensorElements, maxRows: o.maxMicroBatchRows });
     const batches = plan.map((rows) => {
       const t = batchTensors(rows.map((i) => rowsAll[i]), rows.map((i) => keep[i]));
       return { ...t, advantages: tf.tensor1d(rows.map((i) => advantages[i])) };
     });
-    const temperature = o.temperature ?? 1;
+    const temperature = o.temperature;
     const counts: StepCounts = {
       sequences: rowsAll.length,
       tokens: batches.reduce((a, b) => a + b.tokens, 0),

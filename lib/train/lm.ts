@@ -3,7 +3,7 @@
  * implementation over lib/model lives in lib/train/trainable-model.ts; tests use a tiny model defined in
  * test/train.
  */
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 
 export interface NamedVariable {
   /** Unique, stable name; for LoRA the PEFT key (`base_model.model....lora_A.weight`). */

@@ -3,7 +3,7 @@
  * distribution. The log-prob gets a hand-written gradient (softmax minus one-hot) so the backward pass
  * holds one [B, T, V] tensor instead of the chain of a log-softmax.
  */
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 import type { TrainableLM } from "./lm.js";
 import { fusedKernelsActive } from "../backend/webgpu/train/fused.js";
 import { fusedTargetLogprobs } from "../backend/webgpu/train/logprob-kernels.js";

@@ -11,7 +11,7 @@
  * With equal-sized micro-batches grpo and dr_grpo equal TRL's per-micro-batch mean divided by the number
  * of accumulation steps; unlike TRL they also stay exact when the last micro-batch is smaller.
  */
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 import { stopGradient } from "./logprobs.js";
 
 export const LOSS_TYPES = ["grpo", "bnpo", "dr_grpo", "dapo", "cispo"] as const;

@@ -3,11 +3,9 @@
  * gradient accumulator for micro-batches. State is plain named tensors so checkpoints can store it.
  * On WebGPU the update and the norm run as fused kernels (lib/backend/webgpu/train/optimizer.ts); elsewhere as tfjs ops.
  */
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 import type { NamedVariable } from "./lm.js";
-import { fusedAdamWInPlace, fusedOptimizerActive, fusedSumOfSquares, ownsBuffer, registerWebgpuOptimizerKernels } from "../backend/webgpu/train/optimizer.js";
-
-registerWebgpuOptimizerKernels();
+import { fusedAdamWInPlace, fusedOptimizerActive, fusedSumOfSquares, ownsBuffer } from "../backend/webgpu/train/optimizer.js";
 
 export interface AdamWOptions {
   beta1?: number;

@@ -154,7 +154,7 @@ function guardOutput(cfg: TrainConfig, resume: boolean, force: boolean): ConfigC
 
 /** SFT examples from tasks' gold queries, rendered as the reply the episode prompt asks for; prompt tokens masked. */
 export function sftExamples(model: CausalLM, tasks: Task[], cfg: TrainConfig, opening: (t: Task) => ReturnType<ReturnType<typeof defaultEnv>["opening"]>): Promise<TokenRow[]> {
-  const policy = new ModelPolicy(model, { adapter: null, temperature: 1, topP: 1 });
+  const policy = new ModelPolicy(model, { adapter: null });
   const tok = model.requireTokenizer();
   const tools = cfg.episode.style === "tool" && cfg.episode.protocol === "native" ? [sqlToolSpec()] : undefined;
   return Promise.all(
@@ -219,7 +219,7 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
       executor = new ExecutorPool({});
       const env = defaultEnv({ executor, prompt, preset: cfg.reward_preset });
       const episode = { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, maxContextTokens: cfg.episode.max_context_tokens, toolOutput: { maxRows: cfg.episode.tool_rows }, endOnUnsafeTool: cfg.reward_preset === "tool-rl" };
-      const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, temperature: cfg.sampling.temperature, topP: cfg.sampling.top_p, maxBatch: cfg.sampling.max_batch, maxLength: planned.samplerLength });
+      const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, maxBatch: cfg.sampling.max_batch, maxLength: planned.samplerLength });
       sampler = policy;
       const ev = cfg.eval;
       const evalTasks = ev ? selectTasks(allTasks, ev.split, ev.limit) : [];

@@ -5,7 +5,7 @@
  * checks docs/training.md's table against `settingsMarkdown()`.
  */
 import { LOSS_TYPES } from "./losses.js";
-import { TOOL_ROWS } from "../core/defaults.js";
+import { MAX_TENSOR_ELEMENTS, MAX_TOOL_CALLS, TOP_P, TOOL_ROWS } from "../core/defaults.js";
 
 export type TrainMode = "sft" | "grpo";
 
@@ -88,7 +88,7 @@ export const SETTINGS = [
   { name: "min_lr_ratio", modes: BOTH, type: num({ min: 0, max: 1 }), default: 0, doc: "floor of the cosine, as a fraction of lr" },
   { name: "weight_decay", modes: BOTH, type: num({ min: 0 }), default: 0, doc: "AdamW decoupled weight decay" },
   { name: "max_grad_norm", modes: BOTH, type: num({ min: 0 }), default: 1, doc: "global gradient-norm clip (0 = off)" },
-  { name: "max_tensor_elements", modes: BOTH, type: int(1), default: 2 ** 28, doc: "cap on B x T x vocab of one micro-batch" },
+  { name: "max_tensor_elements", modes: BOTH, type: int(1), default: MAX_TENSOR_ELEMENTS, doc: "cap on B x T x vocab of one micro-batch" },
   { name: "micro_batch_rows", modes: BOTH, type: int(0), default: 0, doc: "rows per micro-batch at most (0 = no limit)" },
   { name: "weights_dtype", modes: BOTH, type: oneOf("auto", "fp32", "bf16"), default: "auto", doc: "storage of the frozen base's matrices on the device: auto keeps a bf16/f16 checkpoint 16-bit on WebGPU; full_weights always trains float32 masters" },
   { name: "gradient_checkpointing", modes: BOTH, type: oneOf("auto", "on", "off"), default: "auto", doc: "recompute each decoder layer in the backward instead of keeping its activations; auto: on with 16-bit weights or when the memory plan needs it" },
@@ -97,7 +97,7 @@ export const SETTINGS = [
     type: object("defaults",
       { name: "style", type: oneOf("single", "tool"), default: "single", doc: "one reply, or turns with the SQL tool" },
       { name: "protocol", type: oneOf("native", "hermes"), default: "native", doc: "how tool calls are written" },
-      { name: "max_tool_calls", type: int(0), default: 5, doc: "tool calls per episode at most" },
+      { name: "max_tool_calls", type: int(0), default: MAX_TOOL_CALLS, doc: "tool calls per episode at most" },
       { name: "max_context_tokens", type: int(16), default: 4096, doc: "prompt and replies at most" },
       { name: "tool_rows", type: int(1), default: TOOL_ROWS, doc: "rows a tool result shows at most (the prompt says so)" },
     ),
@@ -116,7 +116,7 @@ export const SETTINGS = [
     name: "sampling", modes: GRPO, default: null, doc: "how episodes are sampled",
     type: object("defaults",
       { name: "temperature", type: num({ gt: 0 }), default: 1, doc: "sampling temperature" },
-      { name: "top_p", type: num({ gt: 0, max: 1 }), default: 1, doc: "nucleus mass" },
+      { name: "top_p", type: num({ gt: 0, max: 1 }), default: TOP_P, doc: "nucleus mass" },
       { name: "max_tokens", type: int(1), default: 512, doc: "per turn; also dr_grpo's constant" },
       { name: "max_batch", type: int(1), default: 64, doc: "episodes' turns sampled together in one decode loop; P x G puts a whole step in one loop, fastest on a GPU while the batch's activations fit: on the H200, 256 episodes of the default model took 14.8 s per step at 64 and 7.2 s at 256" },
     ),

@@ -4,11 +4,11 @@
  * order; a step's examples are bucketed by length into micro-batches under the tensor cap and their
  * gradients accumulated.
  */
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
 import { batchTensors, planMicroBatches, type TokenRow } from "./batching.js";
 import { TrainerCore, type OptimOptions, type RunOptions } from "./core.js";
-import { DEFAULT_MAX_TENSOR_ELEMENTS } from "./grpo.js";
+import { MAX_TENSOR_ELEMENTS } from "../core/defaults.js";
 import type { TrainableLM } from "./lm.js";
 import { sequenceLogprobs } from "./logprobs.js";
 import { SeededRandom } from "../core/random.js";
@@ -62,7 +62,7 @@ export class SftTrainer {
     const t0 = Date.now();
     const stepIndex = this.core.step;
     const rows = this.batchOf(stepIndex).map((i) => this.examples[i]);
-    const plan = planMicroBatches(rows, this.lm.vocabSize, { maxElements: this.opts.maxTensorElements ?? DEFAULT_MAX_TENSOR_ELEMENTS, maxRows: this.opts.maxMicroBatchRows });
+    const plan = planMicroBatches(rows, this.lm.vocabSize, { maxElements: this.opts.maxTensorElements ?? MAX_TENSOR_ELEMENTS, maxRows: this.opts.maxMicroBatchRows });
     const batches = plan.map((idx) => batchTensors(idx.map((i) => rows[i])));
     const tokens = batches.reduce((a, b) => a + b.tokens, 0);
     let r: { loss: number; gradNorm: number; lr: number };

@@ -6,7 +6,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import * as tf from "@tensorflow/tfjs-core";
+import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
 import { configToJson } from "../model/config.js";
 import { decoderStep, type KvCache, type LayerWeights, type Linear } from "../model/decoder.js";
@@ -14,7 +14,7 @@ import { matMulWeightT } from "../model/layout.js";
 import { dense, isPacked, type WeightMatrix } from "../model/packed.js";
 import { commonPrefix } from "../model/prefix.js";
 import type { CausalLM } from "../model/model.js";
-import { adapterTensors } from "../model/lora.js";
+import { adapterTensors, peftAdapterConfig } from "../model/lora.js";
 import type { SaveOptions } from "./checkpoint.js";
 import { ensureGradients } from "../backend/gradients.js";
 import type { NamedVariable, TrainableLM } from "./lm.js";
@@ -148,27 +148,6 @@ export class ModelTrainable implements TrainableLM {
       } else extraFiles["config.json"] = configToJson(m.config);
       return { weightsFile: "model.safetensors", extraFiles };
     }
-    const info = this.model.adapters.get(this.adapter)!;
-    const base = (info as { config?: Record<string, unknown> }).config ?? {};
-    return {
-      weightsFile: "adapter_model.safetensors",
-      extraFiles: {
-        "adapter_config.json": {
-          ...base,
-          peft_type: "LORA",
-          task_type: "CAUSAL_LM",
-          base_model_name_or_path: this.model.dir ?? this.model.name,
-          r: info.r,
-          lora_alpha: info.alpha,
-          lora_dropout: 0,
-          target_modules: info.targetModules,
-          bias: "none",
-          fan_in_fan_out: false,
-          inference_mode: true,
-          use_rslora: Boolean((base as { use_rslora?: boolean }).use_rslora),
-          use_dora: false,
-        },
-      },
-    };
+    return { weightsFile: "adapter_model.safetensors", extraFiles: { "adapter_config.json": peftAdapterConfig(this.model, this.adapter) } };
   }
 }

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { normalizeSql } from "../../lib/tasks/dedup.js";
+import { sqlDuplicateKey } from "../../lib/tasks/dedup.js";
 import { DirectExecutor } from "../../lib/db/direct-executor.js";
 import { readTasks } from "../../lib/tasks/io.js";
 import { augmentTrainingTasks } from "../../lib/tasks/shop/augment.js";
@@ -28,20 +28,20 @@ test("augment: deterministic per seed, train split only, no overlap with the exc
     assert.ok((a.dropped.in_exclude_sql ?? 0) > 0, "some drafts repeat a shipped gold query and are dropped");
 
     const ids = new Set(shipped.map((t) => t.id));
-    const sqls = new Set(shipped.map((t) => normalizeSql(t.gold_sql)));
+    const sqls = new Set(shipped.map((t) => sqlDuplicateKey(t.gold_sql)));
     const perTemplate = new Map<string, number>();
     for (const t of a.tasks) {
       assert.equal(t.split, "train");
       assert.equal(splitFor(t.id), "train");
       assert.equal(t.id, taskId(t.question, "shop"));
       assert.ok(!ids.has(t.id), `${t.id} is a shipped id`);
-      assert.ok(!sqls.has(normalizeSql(t.gold_sql)), `${t.id} repeats a shipped gold query`);
+      assert.ok(!sqls.has(sqlDuplicateKey(t.gold_sql)), `${t.id} repeats a shipped gold query`);
       assert.match(t.source, /^shop-augment:[a-z0-9_]+:seed3$/);
       perTemplate.set(t.source, (perTemplate.get(t.source) ?? 0) + 1);
     }
     assert.ok([...perTemplate.values()].every((n) => n <= 4));
     assert.equal(new Set(a.tasks.map((t) => t.id)).size, a.tasks.length);
-    assert.equal(new Set(a.tasks.map((t) => normalizeSql(t.gold_sql))).size, a.tasks.length);
+    assert.equal(new Set(a.tasks.map((t) => sqlDuplicateKey(t.gold_sql))).size, a.tasks.length);
     for (const t of a.tasks.filter((_, i) => i % 10 === 0)) assert.equal(await verifyTask(t, ex), null, `${t.id}: ${t.gold_sql}`);
 
     // excluding the output itself leaves nothing for the same seed
@@ -51,10 +51,10 @@ test("augment: deterministic per seed, train split only, no overlap with the exc
     // more phrasings per query: some queries come with two questions, none with three, still no overlap
     const p2 = await augmentTrainingTasks(shopDb, { executor: ex, seed: 3, attempts: 12, exclude: shipped, phrasings: 2 });
     const perQuery = new Map<string, number>();
-    for (const t of p2.tasks) perQuery.set(normalizeSql(t.gold_sql), (perQuery.get(normalizeSql(t.gold_sql)) ?? 0) + 1);
+    for (const t of p2.tasks) perQuery.set(sqlDuplicateKey(t.gold_sql), (perQuery.get(sqlDuplicateKey(t.gold_sql)) ?? 0) + 1);
     assert.ok([...perQuery.values()].some((n) => n === 2) && [...perQuery.values()].every((n) => n <= 2));
     assert.equal(new Set(p2.tasks.map((t) => t.id)).size, p2.tasks.length);
-    assert.ok(p2.tasks.every((t) => t.split === "train" && !ids.has(t.id) && !sqls.has(normalizeSql(t.gold_sql))));
+    assert.ok(p2.tasks.every((t) => t.split === "train" && !ids.has(t.id) && !sqls.has(sqlDuplicateKey(t.gold_sql))));
   } finally {
     await ex.close();
   }

@@ -1,11 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DedupIndex, findDuplicates, normalizeSql, questionOverlap, questionWords } from "../../lib/tasks/dedup.js";
+import { DedupIndex, findDuplicates, sqlDuplicateKey, questionOverlap, questionWords } from "../../lib/tasks/dedup.js";
 import { SeededRandom } from "../../lib/core/random.js";
 
 test("normalised SQL ignores case, spacing, comments and the trailing semicolon", () => {
-  assert.equal(normalizeSql("SELECT  a ,b\nFROM t -- hi\n WHERE x = 1 ;"), normalizeSql("select a, b from t where x=1"));
-  assert.notEqual(normalizeSql("select a from t"), normalizeSql("select b from t"));
+  assert.equal(sqlDuplicateKey("SELECT  a ,b\nFROM t -- hi\n WHERE x = 1 ;"), sqlDuplicateKey("select a, b from t where x=1"));
+  assert.notEqual(sqlDuplicateKey("select a from t"), sqlDuplicateKey("select b from t"));
 });
 
 test("overlap is the Jaccard index of [a-z0-9]+ word sets", () => {

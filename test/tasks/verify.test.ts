@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { DirectExecutor, createExecutor } from "../../lib/db/direct-executor.js";
+import { DirectExecutor, createExecutorPool } from "../../lib/db/direct-executor.js";
 import { verifyTasks } from "../../lib/tasks/verify.js";
 import { taskId, splitFor } from "../../lib/tasks/split.js";
 import type { Task } from "../../lib/tasks/types.js";
@@ -22,7 +22,7 @@ const cases: [string, string | null][] = [
   ["SELECT abs(random()) AS r", "unstable"],
 ];
 
-for (const [label, make] of [["in-process executor", async () => new DirectExecutor()], ["executor pool", () => createExecutor({ workers: 1 })]] as const) {
+for (const [label, make] of [["in-process executor", async () => new DirectExecutor()], ["executor pool", () => createExecutorPool({ workers: 1 })]] as const) {
   test(`verification keeps good golds and names each drop reason (${label})`, async () => {
     const db = makePetsDb(join(scratchDir(), "pets.sqlite"));
     const list = [...cases.map(([sql]) => task(db, sql)), task(join(scratchDir(), "missing.sqlite"), "SELECT 1", "missing db")];

@@ -1,8 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { resolve } from "node:path";
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { useCpu } from "./tiny-lm.js";
+import { tinyTrainingWorld } from "./tiny-world.js";
 import { loadModel } from "../../lib/model/load.js";
+import { ChatEngine } from "../../lib/model/chat.js";
+import { readConfig } from "../../lib/train/config.js";
+import { runTraining } from "../../lib/train/run.js";
 import { ModelPolicy } from "../../lib/train/episode-sampler.js";
 import type { ChatMessage } from "../../lib/policy/types.js";
 
@@ -12,7 +17,7 @@ const msgs = (q: string): ChatMessage[] => [{ role: "user", content: q }];
 
 test("concurrent turns are batched, recorded as prompt (masked) + generated ids, and fixed by their seeds", async () => {
   const model = await loadModel(resolve("test/fixtures/model/qwen2"), { backend: "cpu" });
-  const policy = new ModelPolicy(model, { adapter: null, temperature: 1, topP: 1 });
+  const policy = new ModelPolicy(model, { adapter: null });
   const a = policy.recording();
   const b = policy.recording();
   const [ra, rb] = await Promise.all([a.complete(msgs("count pets"), { max_tokens: 5, seed: 11 }), b.complete(msgs("name of pet two?"), { max_tokens: 5, seed: 12 })]);
@@ -29,4 +34,38 @@ test("concurrent turns are batched, recorded as prompt (masked) + generated ids,
   assert.deepEqual(alone.rows[0].ids, b.rows[0].ids);
   assert.equal(again[0].text, rb[0].text);
   model.dispose();
+});
+
+/** Records the temperature and top_p of every request the chat engine receives while `fn` runs. */
+async function engineSampling<T>(fn: () => Promise<T>): Promise<{ value: T; seen: Array<{ temperature?: number; topP?: number }> }> {
+  const seen: Array<{ temperature?: number; topP?: number }> = [];
+  const original = ChatEngine.prototype.complete;
+  ChatEngine.prototype.complete = function (this: ChatEngine, req, hooks) {
+    seen.push({ temperature: req.temperature, topP: req.topP });
+    return original.call(this, req, hooks);
+  };
+  try {
+    return { value: await fn(), seen };
+  } finally {
+    ChatEngine.prototype.complete = original;
+  }
+}
+
+test("each request's temperature and top_p reach the engine", async () => {
+  const model = await loadModel(resolve("test/fixtures/model/qwen2"), { backend: "cpu" });
+  const policy = new ModelPolicy(model, { adapter: null });
+  const { seen } = await engineSampling(() => policy.recording().complete(msgs("count pets"), { max_tokens: 3, seed: 1, temperature: 0.5, top_p: 0.8 }));
+  assert.deepEqual(seen, [{ temperature: 0.5, topP: 0.8 }]);
+  await policy.close();
+  model.dispose();
+});
+
+test("a GRPO run samples every episode turn at its config's sampling.temperature and top_p", async () => {
+  const dir = tinyTrainingWorld("t2s-sampling-");
+  const cfgPath = join(dir, "grpo.json");
+  writeFileSync(cfgPath, JSON.stringify({ model: "model", tasks: "tasks.jsonl", output_dir: "out", seed: 1, steps: 1, prompts_per_step: 1, group_size: 2, adapter: { r: 2 }, sampling: { temperature: 0.5, top_p: 0.9, max_tokens: 4 } }));
+  const { value, seen } = await engineSampling(() => runTraining(readConfig(cfgPath, "grpo"), { backend: "cpu" }));
+  assert.equal(value.steps, 1);
+  assert.equal(seen.length, 2, "one turn per episode of the group");
+  assert.deepEqual(seen, [{ temperature: 0.5, topP: 0.9 }, { temperature: 0.5, topP: 0.9 }]);
 });

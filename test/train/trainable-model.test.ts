@@ -1,11 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as tf from "@tensorflow/tfjs-core";
 import { assertClose, finiteDiff, useCpu } from "./tiny-lm.js";
 import { loadModel } from "../../lib/model/load.js";
-import { createAdapter, attachAdapter } from "../../lib/model/lora.js";
+import { createAdapter, attachAdapter, saveAdapter } from "../../lib/model/lora.js";
 import { expectedShapes } from "../../lib/model/load.js";
 import { ModelTrainable } from "../../lib/train/trainable-model.js";
 import { sequenceLogprobs } from "../../lib/train/logprobs.js";
@@ -81,6 +81,22 @@ test("checkpoints of an adapter are PEFT folders that lib/model attaches", async
   const diff = tf.tidy(() => tf.max(tf.abs(tf.sub(model.logits(IDS_T, { adapter: "train" }), model.logits(IDS_T, { adapter: "reloaded" })))).dataSync()[0]);
   assert.ok(diff < 1e-5, `reloaded adapter differs by ${diff}`);
   t.dispose();
+  model.dispose();
+});
+
+test("a checkpoint's adapter_config.json is the one saveAdapter writes, lora_dropout included", async () => {
+  const model = await loadModel(QWEN2, { backend: "cpu" });
+  const init = join(scratchDir(), "init");
+  cpSync(resolve("test/fixtures/model/qwen2-lora"), init, { recursive: true });
+  const cfgFile = join(init, "adapter_config.json");
+  writeFileSync(cfgFile, JSON.stringify({ ...JSON.parse(readFileSync(cfgFile, "utf8")), lora_dropout: 0.05 }));
+  attachAdapter(model, init, { name: "train", trainable: true });
+  const lm = new ModelTrainable(model, "train");
+  const saved = join(scratchDir(), "saved");
+  await saveAdapter(model, "train", saved);
+  const written = JSON.parse(readFileSync(join(saved, "adapter_config.json"), "utf8"));
+  assert.equal(written.lora_dropout, 0.05);
+  assert.deepEqual(lm.checkpointFiles().extraFiles?.["adapter_config.json"], written);
   model.dispose();
 });
 

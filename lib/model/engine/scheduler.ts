@@ -6,6 +6,7 @@
  * choice happens in the runner, with one uniform number per token drawn from the sequence's own seeded
  * stream, so a seed gives the same tokens whatever else shares the steps.
  */
+import { ENGINE_MAX_TOKENS } from "../../core/defaults.js";
 import { T2sError } from "../../core/errors.js";
 import type { CausalLM } from "../model.js";
 import { sequenceRandom } from "../sampler.js";
@@ -111,7 +112,7 @@ export class GenerationEngine {
         top: [],
         counts: new Map(),
         bias: new Map(req.logitBias ?? []),
-        maxTokens: Math.max(0, Math.min(req.maxTokens ?? 256, room)),
+        maxTokens: Math.max(0, Math.min(req.maxTokens ?? ENGINE_MAX_TOKENS, room)),
         resolve,
         reject,
         done: false,

@@ -7,7 +7,7 @@
  * there is no question-overlap dedup and no per-cell balancing: variants of one template are the point.
  */
 import type { Executor } from "../../db/types.js";
-import { normalizeSql } from "../dedup.js";
+import { sqlDuplicateKey } from "../dedup.js";
 import { SeededRandom } from "../../core/random.js";
 import { splitFor, taskId } from "../split.js";
 import type { Task } from "../types.js";
@@ -49,7 +49,7 @@ export async function augmentTrainingTasks(dbPath: string, opts: AugmentOptions)
   const dropped: Record<string, number> = {};
   const drop = (reason: string) => (dropped[reason] = (dropped[reason] ?? 0) + 1);
   const excludeIds = new Set(opts.exclude.map((t) => t.id));
-  const excludeSql = new Set(opts.exclude.map((t) => normalizeSql(t.gold_sql)));
+  const excludeSql = new Set(opts.exclude.map((t) => sqlDuplicateKey(t.gold_sql)));
 
   // drafts in the author's order (templates in turn, styles rotating); the cheap filters run before execution
   let candidates = 0;
@@ -71,7 +71,7 @@ export async function augmentTrainingTasks(dbPath: string, opts: AugmentOptions)
   const perSql = new Map<string, number>();
   const phrasings = opts.phrasings ?? 1;
   const survivors = drafts.filter((d) => {
-    const key = normalizeSql(d.sql);
+    const key = sqlDuplicateKey(d.sql);
     let reason: string | null = null;
     if (splitFor(d.id) !== "train") reason = "holdout_split";
     else if (excludeIds.has(d.id)) reason = "in_exclude_id";
@@ -90,7 +90,7 @@ export async function augmentTrainingTasks(dbPath: string, opts: AugmentOptions)
   const verdicts = await verifyGoldQueries(dbPath, opts.executor, survivors.map((d) => d.sql), opts.onProgress);
   const tasks: Task[] = [];
   for (const d of survivors) {
-    const verdict = verdicts.get(normalizeSql(d.sql));
+    const verdict = verdicts.get(sqlDuplicateKey(d.sql));
     if (verdict) {
       drop(verdict);
       continue;

@@ -5,7 +5,7 @@
  * the survivors balanced over archetype x difficulty cells. Same database + same seed = same tasks.
  */
 import type { Executor } from "../../db/types.js";
-import { ALTERNATIVE_TOKENIZERS, DedupIndex, documentFrequency, MAX_QUESTION_OVERLAP, normalizeSql } from "../dedup.js";
+import { ALTERNATIVE_TOKENIZERS, DedupIndex, documentFrequency, MAX_QUESTION_OVERLAP, sqlDuplicateKey } from "../dedup.js";
 import { SeededRandom } from "../../core/random.js";
 import { splitFor, taskId } from "../split.js";
 import type { Task } from "../types.js";
@@ -116,7 +116,7 @@ export async function authorShopTasks(dbPath: string, opts: AuthorOptions): Prom
         drop("template_full");
         continue;
       }
-      const verdict = verdicts.get(normalizeSql(cand.sql));
+      const verdict = verdicts.get(sqlDuplicateKey(cand.sql));
       if (verdict) {
         drop(verdict);
         continue;
@@ -155,8 +155,8 @@ export async function authorShopTasks(dbPath: string, opts: AuthorOptions): Prom
  * the reason it fails verification (judgeResult's, or "all_zero" when every cell is NULL or 0), null when good.
  */
 export async function verifyGoldQueries(dbPath: string, executor: Executor, sqls: string[], onProgress?: (phase: string, done: number, total: number) => void): Promise<Map<string, string | null>> {
-  const distinct = [...new Set(sqls.map((s) => normalizeSql(s)))];
-  const sqlOf = new Map(sqls.map((s) => [normalizeSql(s), s]));
+  const distinct = [...new Set(sqls.map((s) => sqlDuplicateKey(s)))];
+  const sqlOf = new Map(sqls.map((s) => [sqlDuplicateKey(s), s]));
   let done = 0;
   const verdicts = new Map<string, string | null>();
   await mapLimit(distinct, 16, async (key) => {

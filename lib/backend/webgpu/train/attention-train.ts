@@ -111,7 +111,6 @@ export function registerAttentionKernels(): void {
  * so the decoder transposes neither).
  */
 export function attentionFused(q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, keyValid: tf.Tensor, past: number, scale: number, opts: { tokenMajor?: boolean } = {}): tf.Tensor4D {
-  registerAttentionKernels();
   const attrs: Attrs = { past, scale, tokenMajor: opts.tokenMajor ?? false };
   const [ctx, packed] = tf.engine().runKernel(ATTENTION, { q, k, v, keyValid }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor[];
   // the packed buffer lives on only as the gradient's saved copy (when a tape records)

@@ -282,6 +282,5 @@ export function registerRmsNormKernels(): void {
 
 /** RMSNorm of x over its last axis with weight w [D] on WebGPU: one dispatch forward, three backward (dw only when w is trained). */
 export function rmsNormFused(x: tf.Tensor, w: tf.Tensor1D, eps: number): tf.Tensor {
-  registerRmsNormKernels();
   return tf.engine().runKernel(RMS_NORM, { x, w }, { eps }) as tf.Tensor;
 }

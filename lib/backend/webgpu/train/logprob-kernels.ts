@@ -211,7 +211,6 @@ export function registerLogprobKernels(): void {
  * webgpu backend in one dispatch over the logits (plus two small copies); differentiable w.r.t. logits.
  */
 export function fusedTargetLogprobs(logits: tf.Tensor3D, targets: tf.Tensor2D, temperature: number, withEntropy: boolean): { logp: tf.Tensor2D; entropy?: tf.Tensor2D } {
-  registerLogprobKernels();
   const [b, t] = logits.shape;
   const stats = tf.engine().runKernel(TARGET_LOGPROBS, { logits, targets }, { temperature, withEntropy }) as tf.Tensor3D;
   const row = (i: number) => tf.reshape(tf.slice(stats, [i, 0, 0], [1, b, t]), [b, t]) as tf.Tensor2D;

@@ -28,8 +28,8 @@ type Inputs = { x: tf.TensorInfo; w: tf.TensorInfo; a: tf.TensorInfo; b: tf.Tens
 
 let registered = false;
 
-/** Registers the kernels (webgpu) and the gradient, once. */
-function register(): void {
+/** Registers the kernels (webgpu) and the gradient, once (register.ts calls it). */
+export function registerLoraLinearKernels(): void {
   if (registered) return;
   registered = true;
   tf.registerKernel({
@@ -93,6 +93,5 @@ function register(): void {
 
 /** y [N, out] = x [N, in] · wᵀ + scale · (x · aᵀ) · bᵀ for w [out, in], a [r, in], b [out, r] (webgpu only). */
 export function loraLinearFused(x: tf.Tensor2D, w: tf.Tensor2D, a: tf.Tensor2D, b: tf.Tensor2D, scale: number): tf.Tensor2D {
-  register();
   return tf.engine().runKernel(LORA_LINEAR, { x, w, a, b }, { scale }) as tf.Tensor2D;
 }

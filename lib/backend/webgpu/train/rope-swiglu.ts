@@ -145,12 +145,10 @@ export function registerRopeSwigluKernels(): void {
 
 /** Half-split rotary embedding of x [..., heads, hd] with cos/sin [..., 1, hd] on WebGPU (one dispatch each way). */
 export function ropeFused(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor {
-  registerRopeSwigluKernels();
   return tf.engine().runKernel(ROPE, { x, cos, sin }) as tf.Tensor;
 }
 
 /** silu(gate) · up on WebGPU (one dispatch forward, two backward). */
 export function swigluFused(gate: tf.Tensor, up: tf.Tensor): tf.Tensor {
-  registerRopeSwigluKernels();
   return tf.engine().runKernel(SWIGLU, { gate, up }) as tf.Tensor;
 }

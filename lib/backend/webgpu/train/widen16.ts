@@ -81,6 +81,5 @@ export function narrowBf16Webgpu(x: tf.Tensor): tf.Tensor {
 
 /** The float32 tensor of `shape` held by packed int32 `words` (webgpu backend only). */
 export function widen16Webgpu(words: tf.Tensor, dtype: Half, shape: number[]): tf.Tensor {
-  registerWiden16Kernel();
   return tf.engine().runKernel(WIDEN16, { words }, { dtype, shape } as unknown as tf.NamedAttrMap) as tf.Tensor;
 }
