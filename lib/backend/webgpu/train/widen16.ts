@@ -67,14 +67,12 @@ export function registerWiden16Kernel(): void {
 
 /** Rows `ids` (int32, any shape) of the packed [rows, cols] matrix in `words`, widened: [...ids.shape, cols]. */
 export function gatherWiden16Webgpu(words: tf.Tensor, ids: tf.Tensor, dtype: Half, cols: number): tf.Tensor {
-  registerWiden16Kernel();
   const shape = [...ids.shape, cols];
   return tf.engine().runKernel(GATHER_WIDEN16, { words, ids }, { dtype, shape, cols } as unknown as tf.NamedAttrMap) as tf.Tensor;
 }
 
 /** A float32 [rows, cols] matrix as packed bf16 words [rows, cols / 2] (webgpu backend only; finite values). */
 export function narrowBf16Webgpu(x: tf.Tensor): tf.Tensor {
-  registerWiden16Kernel();
   const shape = [...x.shape.slice(0, -1), x.shape[x.shape.length - 1] / 2];
   return tf.engine().runKernel(NARROW_BF16, { x }, { shape } as unknown as tf.NamedAttrMap) as tf.Tensor;
 }
