@@ -100,8 +100,8 @@ test("bad bodies, unknown routes and wrong methods get clear 4xx answers", async
   const unknownTask = await call(server.url, "/v1/tool", { task_id: "nope", query: "SELECT 1" });
   assert.equal(unknownTask.status, 404);
   const noDb = await call(server.url, "/v1/tool", { db: "/no/such.sqlite", query: "SELECT 1" });
-  assert.equal(noDb.status, 200);
-  assert.match(noDb.json.content, /^error \(no_database\)/);
+  assert.equal(noDb.status, 403);
+  assert.equal(noDb.json.error.code, "forbidden");
   const badStyle = await call(server.url, "/v1/prompt", { task_id: tasks[0].id, style: "chat" });
   assert.equal(badStyle.status, 400);
   const route = await call(server.url, "/v2/grade", { items: [] });
