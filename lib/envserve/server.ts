@@ -131,6 +131,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
   };
   const server = createServer((req, res) => {
     const t0 = performance.now();
+    const socket = req.socket as Socket | null;
     inflight++;
     handle(req, res)
       .catch((e): [string, number] => {
@@ -141,7 +142,7 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
         // the rest of an oversized body is never read: answer, then close the connection
         if (status === 413) res.setHeader("connection", "close");
         if (!res.headersSent) send(res, status, JSON.stringify({ error: { message: e instanceof Error ? e.message : String(e), code } }));
-        if (status === 413) res.once("finish", () => req.socket.destroySoon());
+        if (status === 413) res.once("finish", () => socket?.destroySoon());
         return [path, status];
       })
       .then(([route, status]) => {
@@ -163,9 +164,10 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
     }
   });
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    idle.delete(req.socket);
+    const socket = req.socket;
+    idle.delete(socket);
     res.once("finish", () => {
-      if (!req.socket.destroyed) idle.add(req.socket);
+      if (!socket.destroyed) idle.add(socket);
     });
   });
   await new Promise<void>((resolve, reject) => {
