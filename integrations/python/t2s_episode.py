@@ -111,7 +111,9 @@ def verl_episode(solution_str: str, extra_info: Optional[dict] = None, tool_name
     leaves). Per-call verdicts: ``extra_info["tool_rewards"]`` (verl >= 0.6's agent loop, one per tool turn),
     else ``extra_info["rollout_reward_scores"][tool_name]`` (the SGLang path: ``T2sSqlTool.calc_reward``),
     else the tool texts. ``extra_info["finish_reason"] == "length"`` or ``extra_info["truncated"]`` mark a cut
-    reply; without them a reply is taken as cut when it leaves a <solution>, <tool_call> or fence open.
+    reply; without them (verl hands its reward no finish reason) a reply is taken as cut when it leaves a
+    <solution>, <tool_call> or fence open. In tool style (tool turns present, or ``extra_info["episode_style"]``
+    "tool" from ``t2s tasks export --style tool``) a final turn still asking for a tool is truncated too.
     """
     info = extra_info or {}
     text = solution_str or ""
@@ -133,7 +135,7 @@ def verl_episode(solution_str: str, extra_info: Optional[dict] = None, tool_name
     scores = info.get("rollout_reward_scores")
     if steps is None and isinstance(scores, dict) and isinstance(scores.get(tool_name), (int, float)):
         calls = calls_of_state(float(scores[tool_name]))
-    tool_style = bool(responses) or info.get("style") == "tool"
+    tool_style = bool(responses) or info.get("episode_style") == "tool"
     cut = info.get("finish_reason") == "length" or bool(info.get("truncated")) or _unclosed(final)
     cut = cut or (tool_style and _pending_call(final, bool(_TOOL_CALL.search(final))))
     return EpisodeFacts(final, cut, calls)

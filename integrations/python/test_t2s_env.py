@@ -285,7 +285,7 @@ class MultiTurnRewards(unittest.TestCase):
                 texts.append(resp.text)
                 tool_rewards.append(reward)
         self.assertEqual(tool._instances, {})
-        extra_info = {"task_id": ep["task_id"], "db_path": ep["db"], "style": "tool", "turn_scores": [], "tool_rewards": tool_rewards, "num_turns": 2 * len(ep["turns"])}
+        extra_info = {"task_id": ep["task_id"], "db_path": ep["db"], "episode_style": "tool", "turn_scores": [], "tool_rewards": tool_rewards, "num_turns": 2 * len(ep["turns"])}
         return sites.verl_decoded_transcript(ep["turns"], texts), extra_info
 
     def test_verl_compute_score(self):
