@@ -35,9 +35,10 @@ STEP_UNSAFE = -1.05
 
 @dataclass
 class CallVerdict:
-    """One tool call as the kit's episode counts it."""
+    """One tool call as the kit's episode counts it; `turn` is the assistant turn that made it."""
     invalid: bool = False
     unsafe_query: Optional[str] = None
+    turn: int = 0
 
 
 @dataclass
@@ -49,32 +50,32 @@ class EpisodeFacts:
     def grade_fields(self, preset: str) -> dict:
         """The grade item's reply fields: pred, finish_reason, invalid_tool_calls, unsafe_tool_query."""
         item: dict = {"pred": self.final}
-        invalid = 0
-        for call in self.calls:
-            invalid += 1 if call.invalid else 0
-            # tool-rl ends the kit's episode at the first unsafe query (benchmark and train: endOnUnsafeTool)
-            if preset == "tool-rl" and call.unsafe_query is not None:
-                item["unsafe_tool_query"] = call.unsafe_query
-                item["invalid_tool_calls"] = invalid
-                return item
+        unsafe = next((c for c in self.calls if c.unsafe_query is not None), None)
+        # tool-rl ends the kit's episode after the turn of the first unsafe query, whose calls are all
+        # answered and counted (benchmark and train: endOnUnsafeTool)
+        if preset == "tool-rl" and unsafe is not None:
+            item["unsafe_tool_query"] = unsafe.unsafe_query
+            item["invalid_tool_calls"] = sum(1 for c in self.calls if c.invalid and c.turn <= unsafe.turn)
+            return item
+        invalid = sum(1 for c in self.calls if c.invalid)
         if self.cut:
             item["finish_reason"] = "length"
         item["invalid_tool_calls"] = invalid
         return item
 
 
-def verdict_of_step(step: float, query: Optional[str]) -> CallVerdict:
+def verdict_of_step(step: float, query: Optional[str], turn: int = 0) -> CallVerdict:
     if step <= STEP_UNSAFE + 1e-9:
-        return CallVerdict(True, query or "(an unsafe tool query)")
-    return CallVerdict(step <= STEP_INVALID + 1e-9)
+        return CallVerdict(True, query or "(an unsafe tool query)", turn)
+    return CallVerdict(step <= STEP_INVALID + 1e-9, None, turn)
 
 
-def verdict_of_text(text: str, query: Optional[str]) -> CallVerdict:
+def verdict_of_text(text: str, query: Optional[str], turn: int = 0) -> CallVerdict:
     """A call's verdict from the tool turn's text alone (the kit writes `error: ` for an unusable call and
     `error (unsafe): ` for a refused query)."""
     if text.startswith("error (unsafe)"):
-        return CallVerdict(True, query or "(an unsafe tool query)")
-    return CallVerdict(text.startswith("error: ") or text.startswith(VERL_TOOL_ERROR))
+        return CallVerdict(True, query or "(an unsafe tool query)", turn)
+    return CallVerdict(text.startswith("error: ") or text.startswith(VERL_TOOL_ERROR), None, turn)
 
 
 def _pending_call(final: str, has_calls: bool) -> bool:
@@ -125,13 +126,16 @@ def verl_episode(solution_str: str, extra_info: Optional[dict] = None, tool_name
     contents = [m.group(1) for m in responses]
     steps = info.get("tool_rewards")
     steps = list(steps) if steps is not None and len(steps) == len(contents) else None
-    calls = []
+    calls, turn = [], 0
     for i, content in enumerate(contents):
+        # blocks of one tool turn are separated by a newline only; an assistant turn lies between turns
+        if i > 0 and text[responses[i - 1].end():responses[i].start()].strip():
+            turn += 1
         query = queries[i] if i < len(queries) else None
         if content.startswith(VERL_TOOL_ERROR) or steps is None:
-            calls.append(verdict_of_text(content, query))
+            calls.append(verdict_of_text(content, query, turn))
         else:
-            calls.append(verdict_of_step(float(steps[i]), query))
+            calls.append(verdict_of_step(float(steps[i]), query, turn))
     scores = info.get("rollout_reward_scores")
     if steps is None and isinstance(scores, dict) and isinstance(scores.get(tool_name), (int, float)):
         calls = calls_of_state(float(scores[tool_name]))
@@ -143,14 +147,11 @@ def verl_episode(solution_str: str, extra_info: Optional[dict] = None, tool_name
 
 def state_of_calls(calls: Iterable[CallVerdict]) -> float:
     """One float for a trajectory's tool use (verl's calc_reward returns one): minus the invalid calls made
-    until the first unsafe query (all of them when none), and minus 1000 more when there was one."""
-    invalid, unsafe = 0, False
-    for c in calls:
-        invalid += 1 if c.invalid else 0
-        if c.unsafe_query is not None:
-            unsafe = True
-            break
-    return -float(invalid + (1000 if unsafe else 0))
+    through the turn of the first unsafe query (all of them when none), and minus 1000 more when there was one."""
+    calls = list(calls)
+    unsafe = next((c for c in calls if c.unsafe_query is not None), None)
+    invalid = sum(1 for c in calls if c.invalid and (unsafe is None or c.turn <= unsafe.turn))
+    return -float(invalid + (1000 if unsafe is not None else 0))
 
 
 def calls_of_state(state: float) -> list:
@@ -190,17 +191,20 @@ def trl_episode(completion: Any, completion_ids: Optional[list] = None, stop_ids
     last = assistants[-1] if assistants else {}
     final = _content(last)
     env_calls = list(getattr(environment, "calls", []) or [])
-    calls = []
+    calls, turn = [], -1
     for m in messages:
+        if m.get("role", "assistant") == "assistant":
+            turn += 1
         if m.get("role") != "tool":
             continue
         text = _content(m)
         # TRL writes str({"error": ...}) for a call it could not make (unknown tool, bad arguments, exception)
         if text.startswith("{'error':"):
-            calls.append(CallVerdict(True))
+            calls.append(CallVerdict(True, None, turn))
         elif env_calls:
-            calls.append(env_calls.pop(0))
+            c = env_calls.pop(0)
+            calls.append(CallVerdict(c.invalid, c.unsafe_query, turn))
         else:
-            calls.append(verdict_of_text(text, None))
+            calls.append(verdict_of_text(text, None, turn))
     cut = cut or _pending_call(final, bool(last.get("tool_calls")))
     return EpisodeFacts(final, cut, calls)

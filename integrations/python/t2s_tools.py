@@ -84,8 +84,8 @@ def _target(args: dict) -> Optional[dict]:
     return None
 
 
-def _verdict(answer: dict) -> CallVerdict:
-    return CallVerdict(bool(answer.get("invalid")), answer.get("unsafe"))
+def _verdict(answer: dict, turn: int) -> CallVerdict:
+    return CallVerdict(bool(answer.get("invalid")), answer.get("unsafe"), turn)
 
 
 class T2sSqlTool(_ToolBase):
@@ -134,7 +134,8 @@ class T2sSqlTool(_ToolBase):
             raise T2sEnvError(f"no tool instance {instance_id}; call create() first")
         # a JSON string is passed on as written, so a malformed call gets the episode's own error text
         answer = self.client.tool(state["target"], name=self.name, arguments=parameters if parameters is not None else {})
-        verdict = _verdict(answer)
+        # verl runs one turn's calls concurrently, so the tool cannot tell turns apart: each call is its own
+        verdict = _verdict(answer, len(state["calls"]))
         state["calls"].append(verdict)
         step = STEP_UNSAFE if verdict.unsafe_query is not None else STEP_INVALID if verdict.invalid else STEP_VALID
         metrics = {"invalid": verdict.invalid, "unsafe": verdict.unsafe_query is not None, "calls": len(state["calls"])}
@@ -186,5 +187,5 @@ class T2sSqlEnv:
         if self._target is None:
             raise T2sEnvError("T2sSqlEnv.execute_sql_query before reset(); TRL calls reset(**row) first")
         answer = self._client.tool(self._target, name=SQL_TOOL_NAME, arguments={"query": query})
-        self.calls.append(_verdict(answer))
+        self.calls.append(_verdict(answer, len(self.calls)))
         return answer["content"]

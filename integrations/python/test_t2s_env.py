@@ -77,7 +77,7 @@ class Offline(unittest.TestCase):
 
     def test_tool_state_float_round_trips(self):
         V = t2s_episode.CallVerdict
-        for calls in ([], [V(True)], [V(True), V(False), V(True, "DELETE")], [V(True, "DELETE"), V(True)]):
+        for calls in ([], [V(True)], [V(True, None, 0), V(False, None, 1), V(True, "DELETE", 2)], [V(True, "DELETE", 0), V(True, None, 1)], [V(True, "DELETE", 0), V(True, None, 0)]):
             back = t2s_episode.calls_of_state(t2s_episode.state_of_calls(calls))
             self.assertEqual(t2s_episode.EpisodeFacts("x", False, back).grade_fields("tool-rl").get("invalid_tool_calls"),
                              t2s_episode.EpisodeFacts("x", False, calls).grade_fields("tool-rl").get("invalid_tool_calls"))

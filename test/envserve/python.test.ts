@@ -27,7 +27,7 @@ interface Turn {
 }
 
 /**
- * The eight kinds of multi-turn episode where a trainer's view (verl's decoded transcript, TRL's message
+ * The eight kinds of multi-turn episode (and one more: an unsafe call followed by another in its turn) where a trainer's view (verl's decoded transcript, TRL's message
  * list) and the kit's episode can part: each is played as a real kit episode, and its reward per preset is
  * what the Python side must reproduce from the trainer's view.
  */
@@ -42,6 +42,7 @@ function episodeCases(gold: string, otherGold: string): Array<{ name: string; ma
     { name: "tool result holding a code fence", maxToolCalls: 5, turns: [{ text: "", calls: [fence] }, { text: "Here is what I found.", calls: [] }] },
     { name: "invalid calls", maxToolCalls: 5, turns: [{ text: "", calls: [{ query: "" }] }, { text: "", calls: [{ sql: "SELECT 1" }] }, commit] },
     { name: "unsafe query", maxToolCalls: 5, turns: [{ text: "", calls: [{ query: "" }] }, { text: "", calls: [{ query: "DELETE FROM customers" }] }, commit] },
+    { name: "unsafe query, then an invalid call in the same turn", maxToolCalls: 5, turns: [{ text: "", calls: [{ query: "DROP TABLE orders" }, { query: "" }] }, { text: "", calls: [{ query: "" }] }, commit] },
     { name: "truncated", maxToolCalls: 5, turns: [{ text: "", calls: [probe] }, { text: "<solution>" + gold.slice(0, Math.floor(gold.length / 2)), calls: [], finish: "length" }] },
     { name: "wrong rows after a probe", maxToolCalls: 5, turns: [{ text: "", calls: [probe] }, { text: "```sql\n" + otherGold + "\n```", calls: [] }] },
   ];
