@@ -103,9 +103,10 @@ class T2sSqlTool(_ToolBase):
     def __init__(self, config: Optional[dict] = None, tool_schema: Any = None):
         self.config = dict(config or {})
         self.client = T2sEnvClient(self.config.get("url"), timeout=float(self.config.get("timeout", 120.0)), api_key=self.config.get("api_key"))
-        if tool_schema is None and _ToolBase is not object:
+        if _ToolBase is not object and (tool_schema is None or isinstance(tool_schema, dict)):
+            # verl's loops read tool.tool_schema.model_dump(): its pydantic schema, not a dict
             from verl.tools.schemas import OpenAIFunctionToolSchema  # type: ignore
-            tool_schema = OpenAIFunctionToolSchema.model_validate(sql_tool_schema())
+            tool_schema = OpenAIFunctionToolSchema.model_validate(tool_schema or sql_tool_schema())
         self.tool_schema = tool_schema
         self.name = _schema_name(tool_schema)
         self.api = str(self.config.get("verl_api", VERL_API))

@@ -30,6 +30,7 @@ interface EnvServeFlags {
   maxRows?: number;
   workers?: number;
   toolWorkers: number;
+  maxIdleConnections: number;
   concurrency?: number;
   style: string;
   protocol: string;
@@ -55,6 +56,7 @@ export function registerEnv(program: Command): void {
   addGradingOptions(serve)
     .option("--workers <n>", "SQL worker processes (default: number of CPUs, at most 4)", intOption("--workers", 1))
     .option("--tool-workers <n>", "SQL worker processes of tool queries, apart from grading's", intOption("--tool-workers", 1), 1)
+    .option("--max-idle-connections <n>", "open connections with no request in flight kept at most; the oldest idle ones are closed past it", intOption("--max-idle-connections", 1), 256)
     .option("--concurrency <n>", "grades in flight at once (default 8 per worker)", intOption("--concurrency", 1))
     .option("--style <style>", "prompt the service renders: single or tool", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
@@ -87,7 +89,7 @@ export function registerEnv(program: Command): void {
           prompt: { style, protocol, maxToolCalls: f.maxToolCalls },
           toolOutput: { maxRows: f.toolRows, maxChars: f.toolChars, mode }, toolTimeoutMs: f.toolTimeoutMs,
         });
-        const server = await startEnvServer({ service, port: f.port, host: f.host, ...(apiKey !== undefined ? { apiKey } : {}) });
+        const server = await startEnvServer({ service, port: f.port, host: f.host, maxIdleConnections: f.maxIdleConnections, ...(apiKey !== undefined ? { apiKey } : {}) });
         process.stdout.write(`env service at ${server.url} (${tasks.length} tasks, ${pool.size} SQL workers + ${toolPool.size} for tools, preset ${defaults.preset}, ${style} prompts${apiKey !== undefined ? ", API key required" : ""})\n`);
         await new Promise<void>((done) => {
           process.once("SIGINT", () => done());
