@@ -1,7 +1,7 @@
 /** `t2s adapter check|convert`: will a server place this LoRA adapter on this base, and rename it if not. */
 import type { Command } from "commander";
 import { UsageError } from "../core/errors.js";
-import { checkAdapter, convertAdapter, vllmLayoutFor, type CheckTarget } from "../model/adapter-check.js";
+import { CHECK_TARGETS, checkAdapter, convertAdapter, vllmLayoutFor, type CheckTarget } from "../model/adapter-check.js";
 import { LORA_LAYOUTS, type LoraLayout } from "../model/lora-layout.js";
 import { oneOf, printJson } from "./options.js";
 
@@ -10,14 +10,14 @@ export function registerAdapter(program: Command): void {
   const adapter = program.command("adapter").description("LoRA adapters: check their weight names against a base, convert between layouts");
   adapter
     .command("check")
-    .description("check that every LoRA weight maps to a module of the base under PEFT's and vLLM's names, shapes fit, and the adapter is not a no-op (exit 1 otherwise)")
+    .description("check that every LoRA weight maps to a module of the base under PEFT's and vLLM's names, shapes fit, the adapter is not a no-op, and what the kit, PEFT and vLLM do with adapter_config.json (exit 1 when a runtime would serve something else)")
     .requiredOption("--base <dir>", "base model folder (config.json + model.safetensors or shards)")
     .requiredOption("--adapter <dir>", "PEFT adapter folder (adapter_model.safetensors)")
-    .option("--for <server>", "placement rules to check: peft, vllm or both", "both")
+    .option("--for <runtime>", "runtimes to check for: kit, peft, vllm, both (peft and vllm) or all", "all")
     .option("--json", "print the check as one JSON object")
     .action((f: { base: string; adapter: string; for: string; json?: boolean }) => {
-      const which = oneOf("--for", f.for, ["peft", "vllm", "both"] as const);
-      const targets: CheckTarget[] = which === "both" ? ["peft", "vllm"] : [which];
+      const which = oneOf("--for", f.for, ["kit", "peft", "vllm", "both", "all"] as const);
+      const targets: CheckTarget[] = which === "all" ? [...CHECK_TARGETS] : which === "both" ? ["peft", "vllm"] : [which];
       const r = checkAdapter(f.base, f.adapter, targets);
       if (f.json) printJson({ ...r, ok: r.failures.length === 0 });
       else {
@@ -26,8 +26,9 @@ export function registerAdapter(program: Command): void {
           `adapter ${r.adapter}: ${r.keys} weights, ${r.pairs} LoRA pairs; layouts ${Object.entries(r.layouts).map(([k, v]) => `${k} ${v}`).join(", ") || "none"}`,
           `PEFT places ${r.peft.matched} of ${r.keys}; vLLM places ${r.vllm.matched} of ${r.keys}`,
           ...(r.zeroKeys.length && !r.failures.some((x) => x.includes("no-op")) ? [`note: ${r.zeroKeys.length} all-zero matrices (those modules are unchanged)`] : []),
+          ...r.warnings.map((x) => `WARN ${x}`),
           ...r.failures.map((x) => `FAIL ${x}`),
-          r.failures.length ? `FAIL: ${r.failures.length} problem(s)` : `PASS: every weight maps to a module of the base under ${targets.join(" and ")} names`,
+          r.failures.length ? `FAIL: ${r.failures.length} problem(s)` : `PASS: every weight maps to a module of the base and ${targets.join(", ")} serve${targets.length === 1 ? "s" : ""} the adapter as trained${r.warnings.length ? ` (${r.warnings.length} warning(s))` : ""}`,
         ];
         process.stdout.write(lines.join("\n") + "\n");
       }

@@ -13,7 +13,9 @@ import { MAX_TOOL_CALLS, QUERY_TIMEOUT_MS, TOOL_CHARS, TOOL_ROWS } from "../core
 interface EnvServeFlags {
   port: number;
   host: string;
+  apiKey?: string;
   tasks: string[];
+  dbRoot: string[];
   preset: string;
   dialect: string;
   distinct: string;
@@ -27,6 +29,8 @@ interface EnvServeFlags {
   timeoutMs: number;
   maxRows?: number;
   workers?: number;
+  toolWorkers: number;
+  maxIdleConnections: number;
   concurrency?: number;
   style: string;
   protocol: string;
@@ -43,12 +47,16 @@ export function registerEnv(program: Command): void {
   const serve = env
     .command("serve")
     .description("serve batch grading, the read-only SQL tool and task prompts over HTTP (see docs/integrations.md)")
-    .option("--port <n>", "port to listen on (0 = any free port)", intOption("--port"), 8100)
-    .option("--host <host>", "interface to listen on", "127.0.0.1")
-    .option("--tasks <file>", "task file whose ids requests may name (repeatable; default data/shop/tasks.jsonl)", collect, []);
+    .option("--port <n>", "port to listen on (0 = any free port)", intOption("--port", 0, 65535), 8100)
+    .option("--host <host>", "interface to listen on (off loopback --api-key is required)", "127.0.0.1")
+    .option("--api-key <key>", "answer only requests with 'Authorization: Bearer KEY' (default: $T2S_API_KEY)")
+    .option("--tasks <file>", "task file whose ids requests may name (repeatable; default data/shop/tasks.jsonl)", collect, [])
+    .option("--db-root <dir>", "a folder whose SQLite files requests may name by path (repeatable; default: only the tasks' databases)", collect, []);
   // the grading flags of `t2s grade` (an item's own fields override them)
   addGradingOptions(serve)
     .option("--workers <n>", "SQL worker processes (default: number of CPUs, at most 4)", intOption("--workers", 1))
+    .option("--tool-workers <n>", "SQL worker processes of tool queries, apart from grading's", intOption("--tool-workers", 1), 1)
+    .option("--max-idle-connections <n>", "open connections with no request in flight kept at most; the oldest idle ones are closed past it", intOption("--max-idle-connections", 1), 256)
     .option("--concurrency <n>", "grades in flight at once (default 8 per worker)", intOption("--concurrency", 1))
     .option("--style <style>", "prompt the service renders: single or tool", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
@@ -59,6 +67,8 @@ export function registerEnv(program: Command): void {
     .option("--tool-timeout-ms <n>", "stop a tool query after this many milliseconds", intOption("--tool-timeout-ms", 1), QUERY_TIMEOUT_MS)
     .action(async (f: EnvServeFlags) => {
       const defaults = defaultsFrom(f);
+      const { serviceApiKey } = await import("../envserve/access.js");
+      const apiKey = serviceApiKey(f.host, f.apiKey);
       const style = oneOf("--style", f.style, ["single", "tool"] as const);
       const protocol = oneOf("--protocol", f.protocol, ["native", "hermes"] as const);
       const mode = oneOf("--tool-truncate", f.toolTruncate, ["middle", "rows"] as const);
@@ -70,21 +80,24 @@ export function registerEnv(program: Command): void {
       const { EnvService } = await import("../envserve/service.js");
       const { startEnvServer } = await import("../envserve/server.js");
       const pool = new ExecutorPool({ workers: f.workers ?? Math.min(4, Math.max(1, cpus().length)) });
+      // tool queries get workers of their own: runaway tool queries wait on each other, never on grading
+      const toolPool = new ExecutorPool({ workers: f.toolWorkers, startOnDemand: true });
       try {
         const service = new EnvService({
-          executor: pool, tasks, defaults, timeoutMs: f.timeoutMs, maxRows: f.maxRows, neighborSeed: f.neighborSeed, concurrency: f.concurrency,
+          executor: pool, toolExecutor: toolPool, tasks, dbRoots: f.dbRoot, defaults, concurrency: f.concurrency,
+          line: { timeoutMs: f.timeoutMs, maxRows: f.maxRows, neighborSeed: f.neighborSeed, suiteDir: f.suiteDir },
           prompt: { style, protocol, maxToolCalls: f.maxToolCalls },
           toolOutput: { maxRows: f.toolRows, maxChars: f.toolChars, mode }, toolTimeoutMs: f.toolTimeoutMs,
         });
-        const server = await startEnvServer({ service, port: f.port, host: f.host });
-        process.stdout.write(`env service at ${server.url} (${tasks.length} tasks, ${pool.size} SQL workers, preset ${defaults.preset}, ${style} prompts)\n`);
+        const server = await startEnvServer({ service, port: f.port, host: f.host, maxIdleConnections: f.maxIdleConnections, ...(apiKey !== undefined ? { apiKey } : {}) });
+        process.stdout.write(`env service at ${server.url} (${tasks.length} tasks, ${pool.size} SQL workers + ${toolPool.size} for tools, preset ${defaults.preset}, ${style} prompts${apiKey !== undefined ? ", API key required" : ""})\n`);
         await new Promise<void>((done) => {
           process.once("SIGINT", () => done());
           process.once("SIGTERM", () => done());
         });
         await server.close();
       } finally {
-        await pool.close();
+        await Promise.all([pool.close(), toolPool.close()]);
       }
     });
 }

@@ -6,7 +6,9 @@ import { UsageError } from "../core/errors.js";
 import { schemaDdl } from "../db/schema.js";
 import { defaultShopPath } from "../db/shop/build.js";
 import { notesFor } from "../db/notes.js";
-import { openingMessages } from "../episode/prompt.js";
+import { openingMessages, type PromptConfig } from "../episode/prompt.js";
+import { sqlToolSpec } from "../episode/tools.js";
+import { TOOL_ROWS } from "../core/defaults.js";
 import { kitPath } from "../core/paths.js";
 import { createExecutorPool } from "../db/direct-executor.js";
 import { EXPORT_FORMATS, exportTasks, type ExportFormat } from "../tasks/export.js";
@@ -21,7 +23,7 @@ import { parseTeacherSpec, runTeacher } from "../tasks/teacher.js";
 import type { Task } from "../tasks/types.js";
 import { VERIFY_MODES, verifyTasks, type VerifyMode } from "../tasks/verify.js";
 import { DIALECTS } from "../db/dialect.js";
-import { dialectOption, intOption, printJson } from "./options.js";
+import { dialectOption, intOption, oneOf, printJson } from "./options.js";
 
 interface SourceOpts {
   format?: string;
@@ -213,10 +215,19 @@ export function registerTasks(program: Command): void {
     .requiredOption("--to <format>", `${EXPORT_FORMATS.join(", ")} or all`)
     .option("--out <dir>", "output folder (default ./export)", "export")
     .option("--notes <file>", "database notes to put in the system prompt (default: the shop NOTES for db_id 'shop')")
+    .option("--style <style>", "episode style of the prompts: single, or tool (the SQL tool's prompt and schema; verl rows run its tool_agent loop)", "single")
+    .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
+    .option("--max-tool-calls <n>", "tool calls per episode said in the tool prompt", intOption("--max-tool-calls", 0), 5)
+    .option("--tool-rows <n>", "rows a tool result shows at most, said in the tool prompt", intOption("--tool-rows", 1), TOOL_ROWS)
     .option("--json", "print the written files as JSON")
-    .action(async (source: string, opts: SourceOpts & { to: string; out: string; notes?: string; json?: boolean }) => {
+    .action(async (source: string, opts: SourceOpts & { to: string; out: string; notes?: string; style: string; protocol: string; maxToolCalls: number; toolRows: number; json?: boolean }) => {
       const formats: ExportFormat[] = opts.to === "all" ? EXPORT_FORMATS : [opts.to as ExportFormat];
       if (!formats.every((f) => EXPORT_FORMATS.includes(f))) throw new UsageError(`--to must be ${EXPORT_FORMATS.join(", ")} or all, got '${opts.to}'`);
+      const style = oneOf("--style", opts.style, ["single", "tool"] as const);
+      const protocol = oneOf("--protocol", opts.protocol, ["native", "hermes"] as const);
+      // the prompt /v1/prompt renders for this style: the same builder, config and tool schema
+      const prompt: PromptConfig = style === "tool" ? { style, protocol, maxToolCalls: opts.maxToolCalls, toolRows: opts.toolRows } : { style };
+      const episode = { style, tools: style === "tool" && protocol === "native" ? [sqlToolSpec()] : [] };
       const list = load(source, opts);
       const { readFileSync } = await import("node:fs");
       const customNotes = opts.notes ? readFileSync(opts.notes, "utf8") : undefined;
@@ -224,10 +235,10 @@ export function registerTasks(program: Command): void {
       const messagesFor = (t: Task) => {
         if (!ddl.has(t.db_path)) ddl.set(t.db_path, schemaDdl(t.db_path));
         const notes = customNotes ?? notesFor(t);
-        return openingMessages({ style: "single" }, ddl.get(t.db_path) as string, notes, t.question, t.evidence);
+        return openingMessages(prompt, ddl.get(t.db_path) as string, notes, t.question, t.evidence);
       };
       const written: Record<string, unknown> = {};
-      for (const f of formats) written[f] = exportTasks(list, f, resolve(opts.out), messagesFor);
+      for (const f of formats) written[f] = exportTasks(list, f, resolve(opts.out), messagesFor, episode);
       if (opts.json) printJson(written);
       else for (const [f, w] of Object.entries(written)) process.stdout.write(`${f}: ${JSON.stringify(w)}\n`);
     });

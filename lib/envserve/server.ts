@@ -5,12 +5,18 @@
  *   POST /v1/prompt  {"task_id"} or {"db", "question"} -> {"messages", "tools", "style", "protocol"}
  *   GET  /v1/tasks   -> {"tasks": [{"task_id", "db_id", "split"}]}
  *   GET  /health, GET /metrics (Prometheus text)
- * A bad body is a 400 with {"error": {"message", "code"}}; an unknown task id 404; a wrong method 405.
+ * A bad body is a 400 with {"error": {"message", "code"}}; a missing or wrong key 401; a database outside
+ * the allowed ones 403; an unknown task id 404; a wrong method 405; an oversized body 413, sent as soon as
+ * the declared (or counted) size passes the limit, without reading the rest.
+ * Idle connections are capped: past `maxIdleConnections` the oldest idle ones are closed, so thousands of
+ * idle sockets cannot keep a client with a real request out.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { isT2sError } from "../core/errors.js";
-import { BadRequest, type EnvService } from "./service.js";
+import { hasKey } from "./access.js";
+import { BadRequest } from "./errors.js";
+import type { EnvService } from "./service.js";
 
 export interface EnvServerOptions {
   service: EnvService;
@@ -18,6 +24,10 @@ export interface EnvServerOptions {
   host?: string;
   /** Request bodies larger than this are refused with 413 (default 32 MiB: a batch of long replies). */
   maxBodyBytes?: number;
+  /** Requests must carry `authorization: Bearer KEY` (or `x-api-key`); /health is answered without it. */
+  apiKey?: string;
+  /** Connections with no request in flight kept at most (default 256); the oldest idle ones are closed first. */
+  maxIdleConnections?: number;
 }
 
 export interface RunningEnvServer {
@@ -31,15 +41,21 @@ function send(res: ServerResponse, status: number, body: string, type = "applica
   res.end(body);
 }
 
+function tooLarge(limit: number): BadRequest {
+  return new BadRequest(`request body over ${limit} bytes; send smaller batches`, 413);
+}
+
+/** The body as text; an oversized one throws 413 at once (by its declared length, else when the count passes the limit). */
 async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
   const chunks: Buffer[] = [];
   let size = 0;
-  // an oversized body is read to its end (and dropped) so the 413 still reaches the client
   for await (const c of req as AsyncIterable<Buffer>) {
     size += c.length;
-    if (size <= limit) chunks.push(c);
+    if (size > limit) throw tooLarge(limit);
+    chunks.push(c);
   }
-  if (size > limit) throw new BadRequest(`request body over ${limit} bytes; send smaller batches`, 413);
   return Buffer.concat(chunks).toString("utf8");
 }
 
@@ -66,10 +82,16 @@ const ROUTES: Record<string, "GET" | "POST"> = {
 export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnvServer> {
   const { service } = opts;
   const limit = opts.maxBodyBytes ?? 32 * 1024 * 1024;
+  const maxIdle = opts.maxIdleConnections ?? 256;
   let inflight = 0;
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<[string, number]> => {
     const path = (req.url ?? "/").split("?")[0];
     const method = ROUTES[path];
+    if (opts.apiKey !== undefined && path !== "/health" && !hasKey(req.headers, opts.apiKey)) {
+      res.setHeader("www-authenticate", "Bearer");
+      send(res, 401, JSON.stringify({ error: { message: "this service needs its API key: send 'Authorization: Bearer KEY' (the Python adapters read T2S_API_KEY)", code: "unauthorized" } }));
+      return [method ? path : "other", 401];
+    }
     if (!method) {
       send(res, 404, JSON.stringify({ error: { message: `no route ${path}; routes: ${Object.keys(ROUTES).join(", ")}`, code: "not_found" } }));
       return ["other", 404];
@@ -109,13 +131,18 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
   };
   const server = createServer((req, res) => {
     const t0 = performance.now();
+    const socket = req.socket as Socket | null;
     inflight++;
     handle(req, res)
       .catch((e): [string, number] => {
         const path = (req.url ?? "/").split("?")[0];
         const status = e instanceof BadRequest ? e.status : isT2sError(e, "no_database") ? 400 : 500;
-        const code = e instanceof BadRequest ? (status === 404 ? "not_found" : status === 413 ? "too_large" : "bad_request") : isT2sError(e) ? e.code : "internal";
+        const codes: Record<number, string> = { 403: "forbidden", 404: "not_found", 413: "too_large" };
+        const code = e instanceof BadRequest ? codes[status] ?? "bad_request" : isT2sError(e) ? e.code : "internal";
+        // the rest of an oversized body is never read: answer, then close the connection
+        if (status === 413) res.setHeader("connection", "close");
         if (!res.headersSent) send(res, status, JSON.stringify({ error: { message: e instanceof Error ? e.message : String(e), code } }));
+        if (status === 413) res.once("finish", () => socket?.destroySoon());
         return [path, status];
       })
       .then(([route, status]) => {
@@ -124,6 +151,25 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
       });
   });
   server.keepAliveTimeout = 30_000;
+  // a socket is idle from its connection until its first request, and between requests; past the cap the
+  // oldest idle sockets are closed (insertion order of the Set is connection order)
+  const idle = new Set<Socket>();
+  server.on("connection", (socket: Socket) => {
+    idle.add(socket);
+    socket.once("close", () => idle.delete(socket));
+    while (idle.size > maxIdle) {
+      const oldest = idle.values().next().value as Socket;
+      idle.delete(oldest);
+      oldest.destroy();
+    }
+  });
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    idle.delete(socket);
+    res.once("finish", () => {
+      if (!socket.destroyed) idle.add(socket);
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port ?? 0, opts.host ?? "127.0.0.1", () => resolve());

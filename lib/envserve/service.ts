@@ -1,10 +1,11 @@
 /**
  * The kit's environment as a service for outside trainers: grading, the read-only SQL tool and the prompt
- * of a task, each answered by the same code an episode of the kit uses (lib/verifier grade(), lib/runs/env
- * defaultEnv for prompts and tool queries, lib/episode answerCall for the tool turn's text). This file is
- * transport-free; lib/envserve/server.ts puts it on HTTP.
+ * of a task, each answered by the same code the kit itself uses (lib/verifier/line-grader gradeRequest, the
+ * one grading path of `t2s grade --jsonl`; lib/runs/env defaultEnv for prompts and tool queries;
+ * lib/episode answerCall for the tool turn's text). Tool queries run on their own executor, so runaway tool
+ * queries cannot hold grading back. This file is transport-free; lib/envserve/server.ts puts it on HTTP.
  */
-import { basename, extname, resolve } from "node:path";
+import { basename, extname } from "node:path";
 import type { Executor } from "../db/types.js";
 import { T2sError, isT2sError } from "../core/errors.js";
 import { answerCall } from "../episode/loop.js";
@@ -16,24 +17,29 @@ import type { ChatMessage, ToolSpec } from "../policy/types.js";
 import { defaultEnv } from "../runs/env.js";
 import type { Task } from "../tasks/types.js";
 import { GoldCache } from "../verifier/goldcache.js";
-import { grade, type GradeOptions } from "../verifier/grade.js";
+import { gradeRequest, type LineOptions } from "../verifier/line-grader.js";
 import { gradeAnswer, parseGradeRequest, REQUEST_DEFAULTS, type RequestDefaults } from "../verifier/request.js";
 import type { GradeResult } from "../verifier/types.js";
+import { DatabaseRoots } from "./access.js";
+import { BadRequest, refuseUnknownFields } from "./errors.js";
 import { EnvMetrics } from "./metrics.js";
-import { QUERY_TIMEOUT_MS, RESULT_ROWS, TOOL_ROWS } from "../core/defaults.js";
+import { QUERY_TIMEOUT_MS, TOOL_ROWS } from "../core/defaults.js";
+
+export { BadRequest } from "./errors.js";
 
 export interface EnvServiceOptions {
+  /** Runs the graded queries (and the gold). */
   executor: Executor;
+  /** Runs tool queries (default `executor`; `t2s env serve` gives them a pool of their own). */
+  toolExecutor?: Executor;
   /** Tasks that requests may name by id. */
   tasks: Task[];
+  /** Folders whose databases requests may name besides the tasks' own (`--db-root`). */
+  dbRoots?: string[];
   /** Defaults of a grade item (as `t2s grade`'s flags set them). */
   defaults?: RequestDefaults;
-  /** Per-query time limit in ms (default QUERY_TIMEOUT_MS, as `t2s grade`). */
-  timeoutMs?: number;
-  /** Row cap of graded queries (default 200, as `t2s grade`). */
-  maxRows?: number;
-  /** Seed of neighbor copies (default 0). */
-  neighborSeed?: number;
+  /** The `t2s grade` flags that are not per-line fields: timeout, row cap, neighbor seed, suite folder. */
+  line?: Partial<Omit<LineOptions, "goldCache">>;
   /** Grades in flight at once (default 8 per SQL worker, the window of `t2s grade --jsonl`). */
   concurrency?: number;
   /** Prompt the service renders: episode style, tool protocol, tool-call budget. */
@@ -52,20 +58,22 @@ export interface ToolAnswer {
   content: string;
   /** The call counts as invalid in an episode (unusable call, or an unsafe query). */
   invalid: boolean;
+  /** The query, when the sandbox refused it as unsafe (under the tool-rl preset this ends an episode). */
+  unsafe?: string;
 }
 
-/** A bad request body: the HTTP layer answers it with 400 and this message. */
-export class BadRequest extends T2sError {
-  constructor(message: string, readonly status = 400) {
-    super("bad_request", message);
-  }
-}
+/** The fields of a `t2s grade --jsonl` line (lib/verifier/request.ts). */
+const LINE_FIELDS = ["db", "gold", "pred", "reply", "preset", "order", "round", "neighbors", "numeric_text", "finish_reason", "invalid_tool_calls", "dialect", "distinct", "text", "db_id"];
+/** A grade item: a line's fields, or a task by id, and the unsafe tool query that ended the episode. */
+const ITEM_FIELDS = [...LINE_FIELDS, "task_id", "unsafe_tool_query"];
+const TOOL_FIELDS = ["task_id", "db", "query", "name", "arguments"];
+const PROMPT_FIELDS = ["task_id", "db", "question", "evidence", "style", "protocol"];
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
-/** Batch grading, the tool and prompts over one executor and one gold cache. */
+/** Batch grading, the tool and prompts over the executors and one gold cache. */
 export class EnvService {
   readonly tasks = new Map<string, Task>();
   readonly goldCache = new GoldCache();
@@ -74,6 +82,9 @@ export class EnvService {
   private readonly limiter: Limiter;
   private readonly env;
   private readonly defaults: RequestDefaults;
+  private readonly line: LineOptions;
+  private readonly roots: DatabaseRoots;
+  private readonly toolExecutor: Executor;
 
   constructor(private readonly opts: EnvServiceOptions) {
     for (const t of opts.tasks) {
@@ -83,9 +94,12 @@ export class EnvService {
     const toolRows = opts.toolOutput?.maxRows ?? TOOL_ROWS;
     this.prompt = { style: "single", ...opts.prompt, toolRows };
     this.defaults = opts.defaults ?? REQUEST_DEFAULTS;
+    this.line = { neighborSeed: 0, timeoutMs: QUERY_TIMEOUT_MS, ...opts.line, goldCache: this.goldCache };
+    this.roots = new DatabaseRoots(opts.tasks.map((t) => t.db_path), opts.dbRoots ?? []);
     const poolSize = (opts.executor as { size?: number }).size ?? 1;
     this.limiter = new Limiter(opts.concurrency ?? Math.max(8, poolSize * 8));
-    this.env = defaultEnv({ executor: opts.executor, prompt: this.prompt, toolRows, toolTimeoutMs: opts.toolTimeoutMs });
+    this.toolExecutor = opts.toolExecutor ?? opts.executor;
+    this.env = defaultEnv({ executor: this.toolExecutor, prompt: this.prompt, toolRows, toolTimeoutMs: opts.toolTimeoutMs });
   }
 
   /** Returns the task a request names by "task_id", or throws BadRequest (404 for an unknown id). */
@@ -98,6 +112,7 @@ export class EnvService {
 
   /** Grades a batch: `{"items": [...]}` (or a bare array); one bad item answers `{error}` and the rest go on. */
   async gradeBatch(body: unknown): Promise<GradeItemAnswer[]> {
+    if (isObject(body)) refuseUnknownFields(body, ["items"], "a grade request");
     const items = Array.isArray(body) ? body : isObject(body) ? body.items : undefined;
     if (!Array.isArray(items)) throw new BadRequest(`the body must be {"items": [...]} (or a JSON array of items)`);
     if (items.length > 10_000) throw new BadRequest(`at most 10000 items per request, got ${items.length}; split the batch`);
@@ -119,43 +134,37 @@ export class EnvService {
   }
 
   /**
-   * One item: either {"db", "gold", "pred", ...} exactly as a `t2s grade --jsonl` line (same fields, same
-   * defaults, so the two answer alike), or {"task_id", "pred", ...}: the task's database and gold, its
-   * grading overrides, and only the comparison fields the item sets itself.
+   * One item, graded by the function that grades a `t2s grade --jsonl` line: either such a line ({"db",
+   * "gold", "pred", ...}: same fields, same defaults, so the two answer alike), or {"task_id", "pred", ...}:
+   * the line the task stands for (its database, gold, db_id, dialect and grading overrides), under the
+   * fields the item sets itself. "unsafe_tool_query" is the tool query that ended the episode as unsafe.
    */
   private async gradeOne(item: unknown): Promise<GradeResult> {
     if (!isObject(item)) throw new BadRequest("an item must be a JSON object");
-    const byTask = item.task_id !== undefined;
-    const task = byTask ? this.task(item.task_id) : undefined;
-    const line = task ? { ...item, db: task.db_path, gold: task.gold_sql } : item;
+    refuseUnknownFields(item, ITEM_FIELDS, "a grade item");
+    const { task_id, unsafe_tool_query, ...fields } = item;
+    if (unsafe_tool_query !== undefined && typeof unsafe_tool_query !== "string") throw new BadRequest(`field "unsafe_tool_query" must be a string`);
+    let task: Task | undefined;
+    let line: Record<string, unknown> = fields;
+    if (task_id !== undefined) {
+      if (fields.db !== undefined || fields.gold !== undefined) throw new BadRequest(`give "task_id", or "db" and "gold", not both`);
+      task = this.task(task_id);
+      const g = task.grading ?? {};
+      const fromTask = { db: task.db_path, gold: task.gold_sql, db_id: task.db_id, dialect: task.dialect, order: g.order, round: g.round, text: g.text };
+      line = { ...Object.fromEntries(Object.entries(fromTask).filter(([, v]) => v !== undefined)), ...fields };
+    } else if (typeof fields.db === "string" && fields.db.trim() !== "") {
+      line = { ...fields, db: this.roots.check(fields.db) };
+    }
     const req = parseGradeRequest(JSON.stringify(line), this.defaults);
     if ("error" in req) throw new BadRequest(req.error);
-    const explicit = (k: string) => !task || item[k] !== undefined;
-    const gopts: GradeOptions = {
-      executor: this.opts.executor,
-      preset: req.preset,
-      isReply: req.reply,
-      finishReason: req.finishReason,
-      invalidToolCalls: req.invalidToolCalls,
-      neighbors: req.neighbors,
-      neighborSeed: this.opts.neighborSeed ?? 0,
-      timeoutMs: this.opts.timeoutMs ?? QUERY_TIMEOUT_MS,
-      maxRows: this.opts.maxRows ?? RESULT_ROWS,
-      goldCache: this.goldCache,
-      compare: {
-        order: explicit("order") ? req.order : undefined,
-        round: explicit("round") ? req.round : undefined,
-        numericText: explicit("numeric_text") ? req.numericText : undefined,
-      },
-    };
-    return grade(task ?? { db_path: req.db, gold_sql: req.gold }, req.pred, gopts);
+    return gradeRequest(this.opts.executor, req, this.line, { ...(task ? { task } : {}), ...(unsafe_tool_query !== undefined ? { unsafeToolQuery: unsafe_tool_query } : {}) });
   }
 
   /** Resolves the database of a tool or prompt request: a task's, or an explicit "db" path. */
   private target(body: Record<string, unknown>): Task {
     if (body.task_id !== undefined) return this.task(body.task_id);
     if (typeof body.db !== "string" || body.db.trim() === "") throw new BadRequest(`give "task_id", or "db" (a SQLite file path)`);
-    const path = resolve(body.db);
+    const path = this.roots.check(body.db);
     const stem = basename(path, extname(path));
     return { id: "", db_id: stem, db_path: path, question: "", gold_sql: "", difficulty: "", archetype: "", style: "", split: "train", source: "request" };
   }
@@ -166,6 +175,7 @@ export class EnvService {
    */
   async tool(body: unknown): Promise<ToolAnswer> {
     if (!isObject(body)) throw new BadRequest("the body must be a JSON object");
+    refuseUnknownFields(body, TOOL_FIELDS, "a tool request");
     const task = this.target(body);
     let call: RawCall;
     if (body.query !== undefined) {
@@ -186,6 +196,7 @@ export class EnvService {
    */
   async promptFor(body: unknown): Promise<{ messages: ChatMessage[]; tools: ToolSpec[]; style: string; protocol: ToolProtocol | null }> {
     if (!isObject(body)) throw new BadRequest("the body must be a JSON object");
+    refuseUnknownFields(body, PROMPT_FIELDS, "a prompt request");
     const task = { ...this.target(body) };
     if (body.task_id === undefined) {
       if (typeof body.question !== "string" || body.question.trim() === "") throw new BadRequest(`"question" must be a non-empty string when no task_id is given`);
@@ -196,7 +207,7 @@ export class EnvService {
     if (body.style !== undefined && body.style !== "single" && body.style !== "tool") throw new BadRequest(`"style" must be "single" or "tool"`);
     if (body.protocol !== undefined && body.protocol !== "native" && body.protocol !== "hermes") throw new BadRequest(`"protocol" must be "native" or "hermes"`);
     const cfg: PromptConfig = { ...this.prompt, ...(body.style ? { style: body.style as PromptConfig["style"] } : {}), ...(body.protocol ? { protocol: body.protocol as ToolProtocol } : {}) };
-    const env = cfg.style === this.prompt.style && cfg.protocol === this.prompt.protocol ? this.env : defaultEnv({ executor: this.opts.executor, prompt: cfg, toolRows: cfg.toolRows });
+    const env = cfg.style === this.prompt.style && cfg.protocol === this.prompt.protocol ? this.env : defaultEnv({ executor: this.toolExecutor, prompt: cfg, toolRows: cfg.toolRows });
     const messages = await env.opening(task);
     const tool = cfg.style === "tool";
     const protocol = tool ? cfg.protocol ?? "native" : null;
@@ -205,6 +216,7 @@ export class EnvService {
 
   /** Facts for /health. */
   health(): Record<string, unknown> {
-    return { status: "ok", tasks: this.tasks.size, workers: (this.opts.executor as { size?: number }).size ?? 1, style: this.prompt.style, protocol: this.prompt.style === "tool" ? this.prompt.protocol ?? "native" : null };
+    const size = (e: Executor) => (e as { size?: number }).size ?? 1;
+    return { status: "ok", tasks: this.tasks.size, workers: size(this.opts.executor), tool_workers: this.toolExecutor === this.opts.executor ? 0 : size(this.toolExecutor), style: this.prompt.style, protocol: this.prompt.style === "tool" ? this.prompt.protocol ?? "native" : null };
   }
 }

@@ -2,10 +2,12 @@
  * `t2s adapter check` and `t2s adapter convert`: does every LoRA weight of an adapter name a module of the
  * base model, under the rules PEFT (Hugging Face) and vLLM place weights by (see lora-layout.ts), with
  * shapes that fit, and does the adapter change anything at all (a lora_B or lora_A of zeros is a no-op)?
- * And: rewrite the names for another layout. Reads only safetensors headers of the base, so a 35B base is
- * checked without loading it.
+ * What does each runtime (the kit, PEFT, vLLM) do with what adapter_config.json and the weights say beyond
+ * plain LoRA (per-module rank/alpha patterns, DoRA, embedding LoRA, bias, modules_to_save)? One finding per
+ * cause, never one per key. And: rewrite the names for another layout. Reads only safetensors headers of the
+ * base, so a 35B base is checked without loading it.
  */
-import { copyFileSync, existsSync, mkdirSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
 import { keyInLayout, LORA_LAYOUTS, parseLoraKey, vllmModuleName, type LoraKey, type LoraLayout } from "./lora-layout.js";
@@ -37,7 +39,19 @@ export function readBaseModules(dir: string): BaseModules {
   return { modules, multimodal };
 }
 
-export type CheckTarget = "peft" | "vllm";
+export type CheckTarget = "kit" | "peft" | "vllm";
+export const CHECK_TARGETS: readonly CheckTarget[] = ["kit", "peft", "vllm"];
+
+/** What one runtime does with a cause: serves it as trained, serves something else (or refuses), or may. */
+export type Verdict = "ok" | "warn" | "fail";
+
+/** One thing the adapter holds beyond plain LoRA A/B pairs, and what each runtime does with it. */
+export interface ConfigFinding {
+  cause: "missing_config" | "pattern" | "dora" | "embedding" | "bias" | "modules_to_save";
+  /** What the adapter holds, e.g. `use_dora in adapter_config.json, 28 lora_magnitude_vector weights`. */
+  what: string;
+  runtimes: Record<CheckTarget, { verdict: Verdict; says: string }>;
+}
 
 export interface PlacementResult {
   /** Weight names placed on a base module. */
@@ -61,8 +75,12 @@ export interface AdapterCheck {
   zeroKeys: string[];
   /** LoRA pairs (A and B of one module) in the file. */
   pairs: number;
+  /** What adapter_config.json and the special weights mean for each runtime, one finding per cause. */
+  findings: ConfigFinding[];
   /** Problems that fail the check, one line each; empty when it passes. */
   failures: string[];
+  /** Things a selected runtime may do differently, one line each (they do not fail the check). */
+  warnings: string[];
 }
 
 function placement(keys: LoraKey[], names: Set<string>, rename: (m: string) => string): PlacementResult {
@@ -82,13 +100,18 @@ export function checkAdapter(baseDir: string, adapterDir: string, targets: reado
   const wFile = join(resolve(adapterDir), "adapter_model.safetensors");
   if (!existsSync(wFile)) throw new T2sError("missing_file", `${adapterDir} has no adapter_model.safetensors (is it a PEFT adapter folder?)`);
   const tensors = readSafetensors(wFile);
+  const config = readAdapterConfig(adapterDir);
+  const special = specialKeys([...tensors.keys()], Array.isArray(config?.modules_to_save) ? (config!.modules_to_save as unknown[]).map(String) : []);
+  const explained = new Set([...special.magnitude, ...special.bias, ...special.saved]);
   const parsed: LoraKey[] = [];
   const notLora: string[] = [];
   for (const key of tensors.keys()) {
+    if (explained.has(key)) continue;
     const k = parseLoraKey(key);
     if (k) parsed.push(k);
     else notLora.push(key);
   }
+  const findings = configFindings(config, special, parsed, tensors);
   const layouts: Record<string, number> = {};
   for (const k of parsed) layouts[k.layout ?? "none"] = (layouts[k.layout ?? "none"] ?? 0) + 1;
   const peftNames = new Set(base.modules.keys());
@@ -121,6 +144,7 @@ export function checkAdapter(baseDir: string, adapterDir: string, targets: reado
   if (parsed.length === 0) failures.push(`${wFile} holds no LoRA weights at all`);
   if (notLora.length) failures.push(`${notLora.length} weight(s) are not LoRA A/B matrices: ${list(notLora)}`);
   for (const t of targets) {
+    if (t === "kit") continue; // the kit reads PEFT's names (lib/model/lora.ts); its refusals are findings
     const r = t === "peft" ? peft : vllm;
     if (r.unmatched.length) {
       const hint = suggestedLayout(parsed, base, t);
@@ -129,7 +153,102 @@ export function checkAdapter(baseDir: string, adapterDir: string, targets: reado
   }
   failures.push(...shapeErrors.map((s) => `shape mismatch: ${s}`));
   if (byModule.size > 0 && zeroModules.size === byModule.size) failures.push(`every LoRA pair has an all-zero matrix, so the adapter changes nothing (a no-op): ${list(zeroKeys)}`);
-  return { base: resolve(baseDir), adapter: resolve(adapterDir), multimodal: base.multimodal, keys: tensors.size, layouts, peft, vllm, shapeErrors, zeroKeys, pairs: byModule.size, failures };
+  const warnings: string[] = [];
+  for (const f of findings) {
+    const worst = targets.some((t) => f.runtimes[t].verdict === "fail") ? "fail" : targets.some((t) => f.runtimes[t].verdict === "warn") ? "warn" : "ok";
+    const line = `${f.what}: ${CHECK_TARGETS.map((t) => `${RUNTIME_NAMES[t]} ${f.runtimes[t].says}`).join("; ")}`;
+    if (worst === "fail") failures.push(line);
+    else if (worst === "warn") warnings.push(line);
+  }
+  return { base: resolve(baseDir), adapter: resolve(adapterDir), multimodal: base.multimodal, keys: tensors.size, layouts, peft, vllm, shapeErrors, zeroKeys, pairs: byModule.size, findings, failures, warnings };
+}
+
+const RUNTIME_NAMES: Record<CheckTarget, string> = { kit: "the kit", peft: "PEFT", vllm: "vLLM" };
+
+/** Weights that are not LoRA A/B matrices but mean something to PEFT: DoRA magnitudes, LoRA biases, saved modules. */
+function specialKeys(keys: string[], savedModules: string[]): { magnitude: string[]; bias: string[]; saved: string[]; embedding: string[] } {
+  const names = ["embed_tokens", "lm_head", ...savedModules].map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const savedPlain = new RegExp(`(^|\\.)(${names.join("|")})\\.(weight|bias)$`);
+  const saved = keys.filter((k) => /\.(modules_to_save|original_module)\./.test(k) || (!/\.lora_/.test(k) && savedPlain.test(k)));
+  const magnitude = keys.filter((k) => /\.lora_magnitude_vector(\.|$)/.test(k));
+  const bias = keys.filter((k) => !saved.includes(k) && /\.bias$/.test(k));
+  const embedding = keys.filter((k) => /\.lora_embedding_[AB](\.|$)/.test(k) || (/\.lora_[AB](\.|$)/.test(k) && /\.embed_tokens\.lora_/.test(k)));
+  return { magnitude, bias, saved, embedding };
+}
+
+/** adapter_config.json, or null when the folder has none. */
+function readAdapterConfig(dir: string): Record<string, unknown> | null {
+  const file = join(resolve(dir), "adapter_config.json");
+  if (!existsSync(file)) return null;
+  try {
+    const v = JSON.parse(readFileSync(file, "utf8"));
+    if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error("not a JSON object");
+    return v as Record<string, unknown>;
+  } catch (e) {
+    throw new T2sError("bad_adapter", `${file}: not valid JSON (${(e as Error).message})`);
+  }
+}
+
+const say = (kit: [Verdict, string], peft: [Verdict, string], vllm: [Verdict, string]): ConfigFinding["runtimes"] => ({
+  kit: { verdict: kit[0], says: kit[1] },
+  peft: { verdict: peft[0], says: peft[1] },
+  vllm: { verdict: vllm[0], says: vllm[1] },
+});
+
+/** Per-module scales a pattern sets that differ from the global lora_alpha / r (the only one vLLM uses). */
+function patternScales(cfg: Record<string, unknown>, parsed: LoraKey[], tensors: Map<string, { shape: number[] }>): string[] {
+  const r = Number(cfg.r), alpha = Number(cfg.lora_alpha);
+  const ranks = (cfg.rank_pattern ?? {}) as Record<string, number>;
+  const alphas = (cfg.alpha_pattern ?? {}) as Record<string, number>;
+  const rs = cfg.use_rslora === true;
+  const scale = (a: number, rank: number) => (rs ? a / Math.sqrt(rank) : a / rank);
+  const matches = (pattern: Record<string, number>, module: string) => Object.entries(pattern).find(([k]) => module === k || module.endsWith(`.${k}`) || new RegExp(`^${k}$`).test(module))?.[1];
+  const differing = new Set<string>();
+  for (const k of parsed) {
+    if (!k.part.endsWith("A")) continue;
+    const rank = matches(ranks, k.module) ?? tensors.get(k.key)?.shape[0] ?? r;
+    const a = matches(alphas, k.module) ?? alpha;
+    if (Math.abs(scale(a, rank) - scale(alpha, r)) > 1e-9) differing.add(k.module);
+  }
+  return [...differing];
+}
+
+/** One finding per cause: what adapter_config.json and the special weights mean for the kit, PEFT and vLLM. */
+function configFindings(cfg: Record<string, unknown> | null, special: ReturnType<typeof specialKeys>, parsed: LoraKey[], tensors: Map<string, { shape: number[] }>): ConfigFinding[] {
+  const out: ConfigFinding[] = [];
+  if (cfg === null) {
+    out.push({ cause: "missing_config", what: "no adapter_config.json", runtimes: say(["fail", "refuses the folder"], ["fail", "cannot load it (r, lora_alpha and target_modules live there)"], ["fail", "refuses it"]) });
+    return out;
+  }
+  const hasPattern = ["rank_pattern", "alpha_pattern"].filter((k) => cfg[k] && typeof cfg[k] === "object" && Object.keys(cfg[k] as object).length > 0);
+  if (hasPattern.length) {
+    const differing = patternScales(cfg, parsed, tensors);
+    const what = `${hasPattern.join(" and ")} in adapter_config.json (${differing.length} module(s) scaled unlike lora_alpha/r)`;
+    const vllm: [Verdict, string] = differing.length ? ["fail", `ignores the patterns and scales every module by lora_alpha/r, so ${differing.length} module(s) serve a different update than trained (e.g. ${differing[0]})`] : ["ok", "ignores the patterns, which change no scale here"];
+    out.push({ cause: "pattern", what, runtimes: say(["ok", "applies per-module alpha and each pair's own rank"], ["ok", "applies them"], vllm) });
+  }
+  const doraFlag = cfg.use_dora === true;
+  if (doraFlag || special.magnitude.length) {
+    const what = `DoRA (${[doraFlag ? "use_dora in adapter_config.json" : "", special.magnitude.length ? `${special.magnitude.length} lora_magnitude_vector weight(s)` : ""].filter(Boolean).join(", ")})`;
+    const peft: [Verdict, string] = doraFlag && special.magnitude.length ? ["ok", "applies it"] : doraFlag ? ["fail", "finds no magnitude weights and keeps freshly initialised ones, not the trained ones"] : ["fail", "drops the magnitude weights (use_dora is not set) and serves plain LoRA"];
+    out.push({ cause: "dora", what, runtimes: say(["fail", "refuses DoRA adapters"], peft, ["fail", "refuses DoRA adapters"]) });
+  }
+  const targets = Array.isArray(cfg.target_modules) ? (cfg.target_modules as unknown[]).map(String) : typeof cfg.target_modules === "string" ? [cfg.target_modules] : [];
+  if (special.embedding.length || targets.some((t) => /embed_tokens/.test(t))) {
+    const what = `embedding LoRA (${special.embedding.length ? `${special.embedding.length} embed_tokens LoRA weight(s)` : "embed_tokens in target_modules"})`;
+    out.push({ cause: "embedding", what, runtimes: say(["fail", "refuses it (t2s serve places LoRA on attention and MLP projections only)"], ["ok", "applies it"], ["warn", "places it only for model classes that declare embed_tokens LoRA support; check the server log for skipped modules"]) });
+  }
+  const biasMode = typeof cfg.bias === "string" ? cfg.bias : "none";
+  if (special.bias.length || biasMode !== "none") {
+    const what = `bias (${[biasMode !== "none" ? `bias: "${biasMode}" in adapter_config.json` : "", special.bias.length ? `${special.bias.length} bias weight(s)` : ""].filter(Boolean).join(", ")})`;
+    out.push({ cause: "bias", what, runtimes: say(["fail", "refuses bias weights"], ["ok", "applies them"], ["fail", "refuses an adapter with bias unless the server enables LoRA bias (--enable-lora-bias, in the releases that have it)"]) });
+  }
+  const saved = Array.isArray(cfg.modules_to_save) ? (cfg.modules_to_save as unknown[]).map(String) : [];
+  if (saved.length || special.saved.length) {
+    const what = `modules_to_save (${[saved.length ? `${saved.join(", ")} in adapter_config.json` : "", special.saved.length ? `${special.saved.length} fully saved weight(s)` : ""].filter(Boolean).join(", ")})`;
+    out.push({ cause: "modules_to_save", what, runtimes: say(["fail", "refuses fully saved modules"], ["ok", "replaces those modules with the saved copies"], ["fail", "refuses adapters with modules_to_save"]) });
+  }
+  return out;
 }
 
 /** The layout whose names every key would have to take to be placed under `target`'s rules, if one does. */

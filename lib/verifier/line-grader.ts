@@ -6,7 +6,8 @@
 import { isT2sError } from "../core/errors.js";
 import type { Executor } from "../db/types.js";
 import { textRules } from "./dialects.js";
-import { grade, type GradeOptions } from "./grade.js";
+import type { GoldCache } from "./goldcache.js";
+import { grade, type GradableTask, type GradeOptions } from "./grade.js";
 import { gradeAnswer, parseGradeRequest, type GradeRequest, type RequestDefaults } from "./request.js";
 import type { GradeResult } from "./types.js";
 
@@ -16,10 +17,22 @@ export interface LineOptions {
   timeoutMs: number;
   maxRows?: number;
   suiteDir?: string;
+  /** Gold result cache (default the shared one), as grade() takes it. */
+  goldCache?: GoldCache | false;
 }
 
-/** Grades one parsed request. */
-export function gradeRequest(executor: Executor, req: GradeRequest, o: LineOptions): Promise<GradeResult> {
+/**
+ * What a request may carry besides a line's fields (the environment service's items): the task it names,
+ * whose `grading` overrides and evidence apply below the line's own fields, and the unsafe tool query that
+ * ended the episode (graded `unsafe`, as the episode loop does under endOnUnsafeTool).
+ */
+export interface RequestContext {
+  task?: GradableTask;
+  unsafeToolQuery?: string;
+}
+
+/** Grades one parsed request: the one grading path of `t2s grade` and `t2s env serve`. */
+export function gradeRequest(executor: Executor, req: GradeRequest, o: LineOptions, ctx: RequestContext = {}): Promise<GradeResult> {
   const opts: GradeOptions = {
     executor,
     preset: req.preset,
@@ -33,9 +46,12 @@ export function gradeRequest(executor: Executor, req: GradeRequest, o: LineOptio
     dialect: req.dialect,
     distinct: req.distinct,
     suiteDir: o.suiteDir,
+    ...(o.goldCache !== undefined ? { goldCache: o.goldCache } : {}),
+    ...(ctx.unsafeToolQuery !== undefined ? { unsafeToolQuery: ctx.unsafeToolQuery } : {}),
     compare: { order: req.order, round: req.round, numericText: req.numericText, ...textRules(req.text) },
   };
-  return grade({ db_path: req.db, gold_sql: req.gold, db_id: req.dbId }, req.pred, opts);
+  const target: GradableTask = { ...ctx.task, db_path: req.db, gold_sql: req.gold, ...(req.dbId !== undefined ? { db_id: req.dbId } : {}) };
+  return grade(target, req.pred, opts);
 }
 
 /** The answer line (without newline) for input line `n`. */

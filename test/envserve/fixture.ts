@@ -20,7 +20,8 @@ export interface EnvChild {
 
 /** Spawns `t2s env serve --port 0 ...args` and resolves once it prints its URL. */
 export function startEnvChild(args: string[] = [], timeoutMs = 60_000): Promise<EnvChild> {
-  const child = spawn(process.execPath, [t2sBin, "env", "serve", "--port", "0", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  // a T2S_API_KEY of the calling shell would make the service ask the tests for it
+  const child = spawn(process.execPath, [t2sBin, "env", "serve", "--port", "0", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, T2S_API_KEY: "" } });
   let out = "";
   let err = "";
   const stop = () =>

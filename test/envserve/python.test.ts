@@ -20,6 +20,34 @@ const python = spawnSync("python3", ["--version"], { encoding: "utf8" });
 const hasPython = python.status === 0;
 const PRESETS = ["shaped", "binary", "tool-rl"] as const;
 
+interface Turn {
+  text: string;
+  calls: Array<Record<string, unknown>>;
+  finish?: "length";
+}
+
+/**
+ * The eight kinds of multi-turn episode (and one more: an unsafe call followed by another in its turn) where a trainer's view (verl's decoded transcript, TRL's message
+ * list) and the kit's episode can part: each is played as a real kit episode, and its reward per preset is
+ * what the Python side must reproduce from the trainer's view.
+ */
+function episodeCases(gold: string, otherGold: string): Array<{ name: string; maxToolCalls: number; turns: Turn[] }> {
+  const probe = { query: "SELECT COUNT(*) AS n FROM orders" };
+  const fence = { query: "SELECT '```sql' || char(10) || 'SELECT 1' || char(10) || '```' AS note" };
+  const commit = { text: "<solution>" + gold + "</solution>", calls: [] };
+  return [
+    { name: "correct after a probe", maxToolCalls: 5, turns: [{ text: "", calls: [probe] }, commit] },
+    { name: "prose final answer", maxToolCalls: 5, turns: [{ text: "", calls: [{ query: gold }] }, { text: "The answer is the number shown above.", calls: [] }] },
+    { name: "ending on a tool call", maxToolCalls: 1, turns: [{ text: "", calls: [probe] }, { text: "", calls: [{ query: gold }] }] },
+    { name: "tool result holding a code fence", maxToolCalls: 5, turns: [{ text: "", calls: [fence] }, { text: "Here is what I found.", calls: [] }] },
+    { name: "invalid calls", maxToolCalls: 5, turns: [{ text: "", calls: [{ query: "" }] }, { text: "", calls: [{ sql: "SELECT 1" }] }, commit] },
+    { name: "unsafe query", maxToolCalls: 5, turns: [{ text: "", calls: [{ query: "" }] }, { text: "", calls: [{ query: "DELETE FROM customers" }] }, commit] },
+    { name: "unsafe query, then an invalid call in the same turn", maxToolCalls: 5, turns: [{ text: "", calls: [{ query: "DROP TABLE orders" }, { query: "" }] }, { text: "", calls: [{ query: "" }] }, commit] },
+    { name: "truncated", maxToolCalls: 5, turns: [{ text: "", calls: [probe] }, { text: "<solution>" + gold.slice(0, Math.floor(gold.length / 2)), calls: [], finish: "length" }] },
+    { name: "wrong rows after a probe", maxToolCalls: 5, turns: [{ text: "", calls: [probe] }, { text: "```sql\n" + otherGold + "\n```", calls: [] }] },
+  ];
+}
+
 /** Ten kinds of reply per task: right in three wrappings, wrong rows, errors, no SQL, unsafe. */
 function replies(gold: string, otherGold: string): string[] {
   return [
@@ -61,20 +89,43 @@ test("TRL- and verl-style Python functions give exactly the rewards of `t2s grad
   const ep = await runEpisode(await env.opening(task), { policy, runTool: (q) => env.runTool(task, q), grade: (r, f) => env.grade(task, r, f) }, { style: "tool" });
   const expectedTool = ep.messages.find((m) => m.role === "tool")!.content;
 
+  // the eight episode kinds, graded by the kit's own episode loop under each preset
+  const episodes: Array<{ name: string; task_id: string; db: string; gold: string; turns: Turn[]; expected: Record<string, { reward: number; outcome: string }> }> = [];
+  for (const [i, t] of tasks.slice(1, 3).entries()) {
+    for (const c of episodeCases(t.gold_sql, all[(i * 11 + 5) % all.length].gold_sql)) {
+      const expected: Record<string, { reward: number; outcome: string }> = {};
+      for (const preset of PRESETS) {
+        const penv = defaultEnv({ executor: pool, prompt: { style: "tool", toolRows: 20 }, preset });
+        const script = c.turns.map((turn) => ({ text: turn.text, tool_calls: turn.calls.map((a) => ({ name: "execute_sql_query", arguments: a })), ...(turn.finish ? { finish_reason: turn.finish } : {}) }));
+        const e = await runEpisode(await penv.opening(t), { policy: scriptedPolicy([{ replies: script }]), runTool: (q) => penv.runTool(t, q), grade: (r, f) => penv.grade(t, r, f) }, { style: "tool", maxToolCalls: c.maxToolCalls, endOnUnsafeTool: preset === "tool-rl" });
+        expected[preset] = { reward: e.grade.reward, outcome: e.grade.outcome };
+      }
+      episodes.push({ name: c.name, task_id: t.id, db: t.db_path, gold: t.gold_sql, turns: c.turns, expected });
+    }
+  }
+  const byKind = (name: string, preset: string) => episodes.find((e) => e.name === name)!.expected[preset].outcome;
+  assert.equal(byKind("prose final answer", "shaped"), "no_sql");
+  assert.equal(byKind("ending on a tool call", "binary"), "truncated");
+  assert.equal(byKind("unsafe query", "tool-rl"), "unsafe");
+  assert.equal(byKind("unsafe query", "shaped"), "correct");
+  assert.equal(byKind("truncated", "tool-rl"), "truncated");
+
   const dir = scratchDir("t2s-envpy-");
+  const episodesFile = join(dir, "episodes.json");
+  writeFileSync(episodesFile, JSON.stringify(episodes));
   const pairsFile = join(dir, "pairs.jsonl");
   writeFileSync(pairsFile, pairs.map((p, i) => JSON.stringify({ ...p, expected: answers[i].reward })).join("\n") + "\n");
   const toolFile = join(dir, "tool.json");
-  writeFileSync(toolFile, JSON.stringify({ task_id: task.id, query, expected: expectedTool }));
+  writeFileSync(toolFile, JSON.stringify({ task_id: task.id, db: task.db_path, query, expected: expectedTool }));
 
   const server = await startEnvChild(["--workers", "2"]);
   after(() => server.stop());
   const run = spawnSync("python3", ["-m", "unittest", "-v", "integrations/python/test_t2s_env.py"], {
     cwd: repoRoot, encoding: "utf8", timeout: 500_000,
-    env: { ...process.env, T2S_ENV_URL: server.url, T2S_PAIRS_FILE: pairsFile, T2S_TOOL_FILE: toolFile },
+    env: { ...process.env, T2S_ENV_URL: server.url, T2S_PAIRS_FILE: pairsFile, T2S_TOOL_FILE: toolFile, T2S_EPISODES_FILE: episodesFile },
   });
   const log = `${run.stdout}\n${run.stderr}`;
   assert.equal(run.status, 0, log);
   assert.doesNotMatch(log, /skipped/, "no python test may skip when the service is up");
-  assert.match(log, /Ran 1[0-9] tests/);
+  assert.match(log, /Ran [2-9][0-9] tests/);
 });

@@ -100,8 +100,8 @@ test("bad bodies, unknown routes and wrong methods get clear 4xx answers", async
   const unknownTask = await call(server.url, "/v1/tool", { task_id: "nope", query: "SELECT 1" });
   assert.equal(unknownTask.status, 404);
   const noDb = await call(server.url, "/v1/tool", { db: "/no/such.sqlite", query: "SELECT 1" });
-  assert.equal(noDb.status, 200);
-  assert.match(noDb.json.content, /^error \(no_database\)/);
+  assert.equal(noDb.status, 403);
+  assert.equal(noDb.json.error.code, "forbidden");
   const badStyle = await call(server.url, "/v1/prompt", { task_id: tasks[0].id, style: "chat" });
   assert.equal(badStyle.status, 400);
   const route = await call(server.url, "/v2/grade", { items: [] });
@@ -133,8 +133,11 @@ test("the shipped verl tool config and the Python tool carry the kit's own tool 
   assert.match(yaml, new RegExp(`name: ${spec.name}\\n`));
   assert.ok(yaml.includes(`description: ${JSON.stringify(spec.description)}`));
   assert.ok(yaml.includes(`description: ${JSON.stringify((spec.parameters as { properties: { query: { description: string } } }).properties.query.description)}`));
-  const py = readFileSync(kitPath("integrations", "python", "t2s_env.py"), "utf8");
+  const py = readFileSync(kitPath("integrations", "python", "t2s_tools.py"), "utf8");
   assert.ok(py.includes(JSON.stringify(spec.description)));
+  assert.ok(py.includes(JSON.stringify((spec.parameters as { properties: { query: { description: string } } }).properties.query.description)));
+  // the URL comes from $T2S_ENV_URL on each worker: a url in the shipped config would override it
+  assert.doesNotMatch(yaml, /^\s*url:/m);
 });
 
 test("a body over the size limit gets a 413 the client can read", async () => {

@@ -1,0 +1,78 @@
+/**
+ * Who may ask the environment service for what: the databases a request may name (the task set's own
+ * files and the files under the `--db-root` folders, nothing else on the host), and the API key a request
+ * must carry when one is set. A service on a non-loopback interface without a key is refused at start,
+ * because any host that reaches it could otherwise read every database it allows.
+ */
+import { realpathSync, statSync } from "node:fs";
+import { isAbsolute, relative, resolve, sep } from "node:path";
+import { timingSafeEqual } from "node:crypto";
+import { UsageError } from "../core/errors.js";
+import { BadRequest } from "./errors.js";
+
+/** The real path of `p`, or its absolute path when it does not exist (so a missing file is still judged by place). */
+function real(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
+/** The databases requests may name: exact task files plus everything under the root folders. */
+export class DatabaseRoots {
+  private readonly files = new Set<string>();
+  private readonly roots: string[] = [];
+
+  constructor(taskDbPaths: Iterable<string>, rootDirs: string[] = []) {
+    for (const p of taskDbPaths) this.files.add(real(p));
+    for (const d of rootDirs) {
+      let isDir = false;
+      try {
+        isDir = statSync(d).isDirectory();
+      } catch {
+        isDir = false;
+      }
+      if (!isDir) throw new UsageError(`--db-root ${d} is not a folder`);
+      this.roots.push(real(d));
+    }
+  }
+
+  /** The resolved path of `path`, or a 403 naming the allowed places when it lies outside them. */
+  check(path: string): string {
+    const abs = resolve(path);
+    const r = real(abs);
+    if (this.files.has(r)) return abs;
+    for (const root of this.roots) {
+      const rel = relative(root, r);
+      if (rel !== "" && !rel.startsWith(".." + sep) && rel !== ".." && !isAbsolute(rel)) return abs;
+    }
+    const where = this.roots.length ? ` or under ${this.roots.join(", ")}` : "";
+    throw new BadRequest(`database ${path} is not one the service serves: only the task set's databases${where} (start it with --db-root DIR to allow a folder)`, 403);
+  }
+}
+
+/** True for the loopback names and addresses, where only this host can connect. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "localhost" || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h);
+}
+
+/** The key requests must carry: `--api-key`, else T2S_API_KEY; required off loopback. */
+export function serviceApiKey(host: string, flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const key = flag ?? (env.T2S_API_KEY || undefined);
+  if (key !== undefined && key.trim() === "") throw new UsageError("--api-key must not be empty");
+  if (key === undefined && !isLoopbackHost(host)) {
+    throw new UsageError(`--host ${host} is reachable from other machines: give --api-key KEY (or set T2S_API_KEY) so only clients with the key are answered`);
+  }
+  return key;
+}
+
+/** True when the request's `authorization: Bearer KEY` (or `x-api-key: KEY`) header carries `key`. */
+export function hasKey(headers: Record<string, string | string[] | undefined>, key: string): boolean {
+  const auth = typeof headers.authorization === "string" ? headers.authorization : "";
+  const given = /^Bearer\s+(.+)$/i.exec(auth)?.[1] ?? (typeof headers["x-api-key"] === "string" ? headers["x-api-key"] : "");
+  const a = Buffer.from(given);
+  const b = Buffer.from(key);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
