@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run bundle:gpu [-- --out DIR] [--node]`: a self-contained folder that runs `t2s train|benchmark|serve`
+// `npm run bundle:gpu [-- --out DIR] [--node] [--pack] [--no-data]`: a self-contained folder that runs `t2s train|benchmark|serve`
 // and the generate/train benches on an offline Linux x64 NVIDIA host with no npm:
 //   t2s.mjs, bench-{generate,train,optimizer,decode-gpu,kernels,grpo-update}.mjs   the kit bundled by esbuild (ESM, platform node)
 //   lib/db/worker-boot.cjs                          the SQL worker, bundled (replaces the tsx shim)
@@ -20,6 +20,8 @@ const outArg = args.indexOf("--out");
 const out = outArg >= 0 ? args[outArg + 1] : join(root, "out", "gpu-bundle");
 const withNode = args.includes("--node");
 const pack = args.includes("--pack");
+// --no-data: leave data/ out (about 23 MiB); link the checkout's data/ beside the entries on the host instead
+const withData = !args.includes("--no-data");
 
 // Packages kept outside the bundle: native modules, and tfjs, whose backends are imported by name at run
 // time and must share one tfjs-core instance with the kit.
@@ -112,7 +114,7 @@ await build({
 
 for (const [name, paths] of Object.entries(KEEP)) copyPackage(name, paths);
 cpSync(join(root, "lib/db/shop"), join(out, "lib/db/shop"), { recursive: true, filter: (p) => !p.endsWith(".ts") });
-cpSync(join(root, "data"), join(out, "data"), { recursive: true });
+if (withData) cpSync(join(root, "data"), join(out, "data"), { recursive: true });
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 writeFileSync(join(out, "package.json"), JSON.stringify({ name: pkg.name, version: pkg.version, type: "module", private: true }, null, 2) + "\n");
 

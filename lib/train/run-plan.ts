@@ -53,6 +53,10 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
     scored = rowTokens;
     rows = Math.min(cfg.batch_size, cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * c.vocabSize))));
   }
+  // no activation of a micro-batch may pass max_tensor_elements either (WebGPU binds at most 2 GiB): the
+  // MLP's [tokens, intermediate] tensors are the widest (a 7B model at 64 rows x 640 tokens makes 3 GB ones)
+  const widest = Math.max(c.intermediateSize, (c.numHeads + 2 * c.numKvHeads) * c.headDim, c.hiddenSize);
+  rows = Math.max(1, Math.min(rows, Math.floor(cfg.max_tensor_elements / (rowTokens * widest))));
   const info = model.loadInfo;
   const weightBytes = info?.weightBytes ?? model.tensors().reduce((s, t) => s + t.size * 4, 0);
   const input: PlanInput = {

@@ -207,7 +207,7 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
   const common = {
     lr: cfg.lr, schedule: cfg.schedule, warmupSteps: cfg.warmup_steps, minLrRatio: cfg.min_lr_ratio, weightDecay: cfg.weight_decay, maxGradNorm: cfg.max_grad_norm,
     outDir: cfg.output_dir, checkpointEvery: cfg.checkpoint_every, keepCheckpoints: cfg.keep_checkpoints, onStep: hooks.onStep, onWarning: hooks.onWarning, checkpointFiles: () => lm.checkpointFiles(), maxSeconds: hooks.maxSeconds,
-    maxTensorElements: cfg.max_tensor_elements, maxMicroBatchRows: cfg.micro_batch_rows || (planned.plan.limit !== null ? planned.microBatchRows : undefined), seed: cfg.seed,
+    maxTensorElements: cfg.max_tensor_elements, maxMicroBatchRows: planned.microBatchRows, seed: cfg.seed,
   };
   let executor: ExecutorPool | null = null;
   let sampler: ModelPolicy | null = null;

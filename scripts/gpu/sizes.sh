@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The sizes runs on a GPU host, from the checkout's root: random-weight checkpoints of real shapes written
+# by transformers (make_checkpoints.py), then per shape what docs/model.md's sizes table reports: load
+# time, device memory, benchmark tokens/s (256 episodes, 128 new tokens), decode tokens/s with 16-bit and
+# float32 storage beside torch_engine.py, and GRPO LoRA steps with their peak device memory.
+#   bash scripts/gpu/sizes.sh PHASE [ARGS]   (phases below; several may follow each other: "ckpt 0.5b load ...")
+# Needs: out/gpu-bundle.tar.xz (npm run bundle:gpu -- --node --pack --no-data) and, in .gpu/, the Vulkan
+# loader debs and torch_engine.py / torch_ref.py. Everything it prints goes to $OUT/log.txt; one JSON line
+# per measurement to $OUT/summary.jsonl.
+set -uo pipefail
+root="$(pwd)"
+OUT="${OUT:-/tmp/sizes-out}"
+mkdir -p "$OUT"
+CK="${CK:-/tmp/ck}"
+B=/tmp/gb/gpu-bundle
+export T2S_DEBS="$root/.gpu/debs" T2S_BACKEND=webgpu
+log() { echo "$*" | tee -a "$OUT/log.txt"; }
+note() { echo "$1" >> "$OUT/summary.jsonl"; }
+
+# device memory in use, sampled every 200 ms while a command runs; the peak is noted
+mon_start() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > /tmp/mem.log 2>/dev/null & MON=$!; }
+mon_stop() { kill "$MON" 2>/dev/null; wait "$MON" 2>/dev/null; sort -n /tmp/mem.log | tail -1; }
+
+run() { # label, command...: runs it with the memory monitor, notes seconds and peak MiB
+  local label="$1"; shift
+  mon_start
+  local t0=$(date +%s%N)
+  "$@" >> "$OUT/log.txt" 2>&1
+  local rc=$?
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  local peak=$(mon_stop)
+  note "{\"what\":\"$label\",\"rc\":$rc,\"ms\":$ms,\"peak_mib\":${peak:-null}}"
+  log "== $label rc $rc ${ms} ms peak ${peak:-?} MiB"
+}
+
+setup() {
+  mkdir -p /tmp/gb && tar -xJf out/gpu-bundle.tar.xz -C /tmp/gb
+  [ -e "$B/data" ] || ln -s "$root/data" "$B/data"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >> "$OUT/log.txt"
+}
+
+t2s() { bash "$B/run.sh" t2s.mjs "$@"; }
+
+ckpt() { run "checkpoints $*" python3 scripts/gpu/make_checkpoints.py "$CK" data/models/shop-sql-4m "$@"; grep -h '"shape"' "$OUT/log.txt" | tail -n "$#" >> "$OUT/summary.jsonl"; }
+
+load() { for s in "$@"; do run "load $s" t2s logits --model "$CK/$s" --text "SELECT name FROM" --top 3 --backend webgpu; grep "loaded $s" "$OUT/log.txt" | tail -1 | tee -a "$OUT/summary.jsonl"; done; }
+
+bench() { # 64 train tasks x k 4 = 256 episodes, 128 new tokens per turn
+  for s in "$@"; do
+    run "benchmark $s" t2s benchmark --policy "tfjs:$CK/$s" --tasks data/shop/tasks.jsonl --split train --limit 64 --k 4 --max-tokens 128 --concurrency 256 --out "/tmp/rows-$s.jsonl" --quiet --json
+    python3 - "$s" >> "$OUT/summary.jsonl" <<'PY'
+import json, sys
+s = sys.argv[1]; rows = [json.loads(l) for l in open(f"/tmp/rows-{s}.jsonl")]
+print(json.dumps({"what": f"benchmark rows {s}", "rows": len(rows), "tokens_out": sum(r.get("tokens_out") or 0 for r in rows)}))
+PY
+  done
+}
+
+decode() { # shape: the kit's decode, float32 vs 16-bit storage, then the lean torch engine at the same shape
+  local s="$1" short="$2"
+  for wd in fp32 auto; do
+    run "decode $s $wd" bash "$B/run.sh" bench-decode-gpu.mjs --model "$CK/$s" --weights-dtype "$wd" --batches 1,64,256 --prompt 128 --new 128 --tfjs-batches none --json
+    grep '^{' "$OUT/log.txt" | tail -1 | sed "s/^{/{\"what\":\"decode $s $wd\",/" >> "$OUT/summary.jsonl"
+  done
+  for b in 1 64 256; do
+    run "torch_engine $short B$b" python3 .gpu/torch_engine.py fp32 bf16 --shape "$short" --vocab 4096 --batch "$b" --prompt 128 --new 128
+    grep '"torch engine' "$OUT/log.txt" | tail -2 >> "$OUT/summary.jsonl"
+  done
+}
+
+grpo() { # shape, GB the plan targets, steps: LoRA r16 on the 7 projections, 32 prompts x 8 = 256 episodes, 128 new tokens
+  local s="$1" gb="$2" steps="${3:-3}"
+  cat > "/tmp/grpo-$s.json" <<JSON
+{ "model": "$CK/$s", "tasks": "$root/data/shop/tasks.jsonl", "split": "train", "limit": 256,
+  "adapter": { "r": 16, "alpha": 32, "targets": ["q_proj","k_proj","v_proj","o_proj","gate_proj","up_proj","down_proj"] },
+  "prompts_per_step": 32, "group_size": 8, "steps": $steps, "loss_type": "dapo", "mask_truncated": true, "lr": 1e-5,
+  "sampling": { "temperature": 1.0, "max_tokens": 128, "max_batch": 256 }, "reward_preset": "binary", "seed": 1,
+  "output_dir": "/tmp/grpo-$s" }
+JSON
+  T2S_GPU_MEMORY_GB="$gb" run "grpo $s plan ${gb}GB" t2s train grpo --config "/tmp/grpo-$s.json" --plan --backend webgpu
+  T2S_GPU_MEMORY_GB="$gb" run "grpo $s ${gb}GB" t2s train grpo --config "/tmp/grpo-$s.json" --backend webgpu ${MAXS:+--max-seconds $MAXS} $( [ -d "/tmp/grpo-$s" ] && ls /tmp/grpo-$s | grep -q step- && echo --resume )
+  [ -f "/tmp/grpo-$s/train_log.jsonl" ] && python3 - "$s" >> "$OUT/summary.jsonl" <<'PY'
+import json, sys
+s = sys.argv[1]
+for l in open(f"/tmp/grpo-{s}/train_log.jsonl"):
+    r = json.loads(l)
+    if "step" in r and "step_time_s" in r:
+        print(json.dumps({"what": f"grpo step {s}", **{k: r.get(k) for k in ("step", "step_time_s", "sample_time_s", "update_time_s", "micro_batches", "completion_length_mean")}}))
+PY
+}
+
+while [ $# -gt 0 ]; do
+  phase="$1"; shift
+  case "$phase" in
+    setup) setup ;;
+    ckpt) ckpt $1; shift ;;
+    load) load $1; shift ;;
+    bench) bench $1; shift ;;
+    decode) decode "$1" "$2"; shift 2 ;;
+    grpo) grpo "$1" "$2" "$3"; shift 3 ;;
+    *) log "unknown phase $phase"; exit 2 ;;
+  esac
+done
