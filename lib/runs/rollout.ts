@@ -194,6 +194,8 @@ async function rollOut(tasks: Task[], ids: Set<string>, policy: Policy, env: Rol
           policy: policy.name, model: policy.model ?? null, adapter: policy.adapter ?? null,
           style: ep.style, protocol: ep.style === "tool" ? ep.protocol ?? "native" : null, rerolls,
         }, result);
+        // once the run is fatal (a failed append among them) no episode still in flight writes its row
+        if (fatal !== null) return;
         store.append(row, { fsync: opts.fsync });
         progress.landed();
       } catch (e) {
