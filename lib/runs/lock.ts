@@ -123,10 +123,14 @@ function removeIfSame(path: string, ino: number, text: string): void {
   unlinkSync(aside);
 }
 
-/** Removes temp files a killed locker left beside `lockPath` (`<lock>.tmp-PID-*`, `<lock>.stale-PID-*` of dead pids). */
-function removeLeftovers(lockPath: string): void {
-  const dir = dirname(lockPath);
-  const base = basename(lockPath);
+/**
+ * Removes the temp files killed processes left beside `path`: `<path>.tmp-PID` (atomic writes, such as a
+ * rows file's sidecar) and `<path>.tmp-PID-*` / `<path>.stale-PID-*` (lock takers), each only when its pid
+ * no longer runs, so a write in progress is never touched.
+ */
+export function removeDeadTemps(path: string): void {
+  const dir = dirname(path);
+  const base = basename(path);
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -134,7 +138,7 @@ function removeLeftovers(lockPath: string): void {
     return;
   }
   for (const n of names) {
-    const m = n.startsWith(base) ? /^\.(?:tmp|stale)-(\d+)-[0-9a-f]+$/.exec(n.slice(base.length)) : null;
+    const m = n.startsWith(base) ? /^\.(?:tmp|stale)-(\d+)(?:-[0-9a-f]+)?$/.exec(n.slice(base.length)) : null;
     if (m && !pidRuns(Number(m[1]))) {
       try {
         unlinkSync(join(dir, n));
@@ -150,7 +154,7 @@ function removeLeftovers(lockPath: string): void {
  * T2sError("busy") naming `what` when a live process holds it.
  */
 export function takeLock(lockPath: string, what: string): () => void {
-  removeLeftovers(lockPath);
+  removeDeadTemps(lockPath);
   const me = currentHolder();
   const content = JSON.stringify(me) + "\n";
   for (let attempt = 0; attempt < 5; attempt++) {

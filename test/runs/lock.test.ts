@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { currentHolder, lockRows, processStart, takeLock } from "../../lib/runs/lock.js";
+import { currentHolder, lockRows, processStart, removeDeadTemps, takeLock } from "../../lib/runs/lock.js";
 import { repoRoot, scratchDir } from "../helpers.js";
 
 function deadPid(): number {
@@ -73,4 +73,14 @@ test("two processes taking over one dead holder's lock at the same moment: exact
   const neither = a.filter((x, i) => x !== "held" && b[i] !== "held").length;
   assert.equal(both, 0, `both held the lock in ${both} of ${trials} trials`);
   assert.equal(neither, 0, `a lock nobody holds was refused in ${neither} of ${trials} trials`);
+});
+
+test("temp files of killed writers beside a file are removed; a live writer's are kept", () => {
+  const dir = scratchDir();
+  const meta = join(dir, "rows.jsonl.meta.json");
+  const dead = deadPid();
+  for (const n of [`rows.jsonl.meta.json.tmp-${dead}`, `rows.jsonl.lock.tmp-${dead}-ab12cd34`, `rows.jsonl.meta.json.tmp-${process.pid}`, "other.tmp-1"]) writeFileSync(join(dir, n), "x");
+  removeDeadTemps(meta);
+  removeDeadTemps(join(dir, "rows.jsonl.lock"));
+  assert.deepEqual(readdirSync(dir).sort(), ["other.tmp-1", `rows.jsonl.meta.json.tmp-${process.pid}`]);
 });
