@@ -10,6 +10,7 @@ import { duplicatesNote, evalRuns, readStatRows, taskCounts, type RowsFile, type
 import { summarize, type Summary, type SummaryStats } from "../stats/summary.js";
 import { behaviourLines, behaviourProfile } from "../report/behaviour.js";
 import { collect, intOption, printJson } from "./options.js";
+import { findMeta } from "../runs/meta.js";
 
 interface ReportFlags {
   rows: string;
@@ -33,6 +34,9 @@ export function loadRowsForStats(path: string, skipBad: boolean | undefined, run
     process.stderr.write(`warning: skipped ${file.skipped.length} bad line(s):\n  ${shown.join("\n  ")}${more}\n`);
   }
   if (file.tornTail) process.stderr.write(`warning: ${path}: ignored a cut-off last line (a writer was interrupted)\n`);
+  // one run_id whose rows were added under --force with another setup: the rows cannot tell them apart
+  const forced = findMeta(path)?.forced ?? [];
+  if (forced.length) process.stderr.write(`warning: ${path}: rows were added under --force with another setup (${forced.join("; ")}); its numbers pool them\n`);
   if (file.rows.length === 0) throw new T2sError("no_rows", `${path} has no rows to report on`);
   return file;
 }

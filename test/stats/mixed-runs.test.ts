@@ -79,3 +79,11 @@ test("delta reads both sidecars and flags another database, task set or prompt",
   const json = JSON.parse((await runCli(["delta", "--a", a, "--b", b, "--B", "200", "--json"])).stdout);
   assert.equal(json.setup_differences.length, 3);
 });
+
+test("rows added to one run under --force with another setup are reported with a warning naming the differences", async () => {
+  const file = write("forced.jsonl", base);
+  writeFileSync(`${file}.meta.json`, JSON.stringify({ run_id: "base1", prompt_hash: "p", tasks_hash: "t", forced: ["sampling.temperature: 0.7 -> 1"] }));
+  const r = await runCli(["report", "--rows", file, "--B", "200"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /warning: .*forced\.jsonl: rows were added under --force with another setup \(sampling\.temperature: 0\.7 -> 1\)/);
+});
