@@ -5,7 +5,8 @@
 //   03 a short GRPO continuation on CPU (the full round on a GPU host: T2S_DEMO=full) ->
 //   04 serving check of the adapter through `t2s serve` -> benchmark the adapter -> benchmark the shipped
 //   round-1 adapter (data/models/shop-sql-4m-grpo-r1, a full GPU round) on the same holdout slice ->
-//   05 paired delta of both against the base -> figures exported as SVG/PNG/PDF -> a summary table.
+//   05 paired delta of both against the base, the shipped round's first (its headline table), the live
+//   continuation after it -> figures exported as SVG/PNG/PDF -> a summary table in the same order.
 // The live continuation is a few CPU steps and is not expected to move the holdout; the shipped round shows
 // what a full round does, measured here, on this machine, on the same tasks and seeds as the base.
 // Everything lands in reports/<timestamp>/ (notebooks, HTML, figures, tables) and out/demo-<timestamp>/
@@ -117,17 +118,18 @@ const holdoutArgs = ["--tasks", demoTasks, "--split", "holdout", ...(holdoutLimi
 t2s(["benchmark", "--policy", `${policy}+${join(runDir, "adapter")}`, ...holdoutArgs, "--out", tunedRows], "benchmark the live continuation's adapter on the same holdout slice");
 if (withShipped) t2s(["benchmark", "--policy", `${policy}+${shippedAdapter}`, ...holdoutArgs, "--out", shippedRows], "benchmark the shipped round-1 adapter on the same holdout slice");
 const liveLabel = `live continuation (${steps} ${full ? "" : "CPU "}steps)`;
-notebook("05-paired-delta", { a: baseRows, b: tunedRows, label_b: liveLabel, ...(withShipped ? { c: shippedRows, label_c: "shipped round 1" } : {}) });
-t2s(["figures", "export", "--report", reportDir, "--format", "svg,png,pdf"], "exporting figures");
-
-const candidates = [
-  { label: liveLabel, rows: tunedRows, note: `this run's short GRPO continuation (${steps} step(s) from the base); so few steps are not expected to move the holdout` },
-  ...(withShipped ? [{ label: "shipped round 1", rows: shippedRows, note: `${shippedAdapter}, one full GRPO round (79 steps on a GPU), evaluated here on the same slice and seeds` }] : []),
-];
-// the summary is computed in this process from the rows files (lib/report/demo-summary.ts, loaded through tsx as bin/t2s.js does)
+// the summary and notebook 05 lead with the shipped round (lib/report/demo-summary.ts, loaded through tsx as bin/t2s.js does)
 const { register } = await import("tsx/esm/api");
 register();
-const { demoSummaryLines } = await import("../lib/report/demo-summary.ts");
+const { demoCandidates, deltaNotebookParams, demoSummaryLines } = await import("../lib/report/demo-summary.ts");
+const candidates = demoCandidates(
+  { label: liveLabel, rows: tunedRows, note: `this run's short GRPO continuation (${steps} step(s) from the base); so few steps are not expected to move the holdout` },
+  withShipped ? { label: "shipped round 1", rows: shippedRows, note: `${shippedAdapter}, one full GRPO round (79 steps on a GPU), evaluated here on the same slice and seeds` } : null,
+);
+notebook("05-paired-delta", deltaNotebookParams(baseRows, candidates));
+t2s(["figures", "export", "--report", reportDir, "--format", "svg,png,pdf"], "exporting figures");
+
+// the summary is computed in this process from the rows files
 const lines = demoSummaryLines({
   baseRows,
   candidates,

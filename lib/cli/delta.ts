@@ -6,6 +6,7 @@ import { fmt, fmtCI, fmtP, fmtSigned, formatTable } from "../stats/format.js";
 import { DEFAULT_PERMUTATIONS } from "../stats/permutation.js";
 import { taskCounts, type StatRow } from "../stats/rows.js";
 import { collect, intOption, printJson } from "./options.js";
+import { findMeta, setupDifferences } from "../runs/meta.js";
 import { checkByFields, duplicatesLine, loadRowsForStats } from "./stats-report.js";
 
 interface DeltaFlags {
@@ -100,11 +101,13 @@ export function registerDelta(program: Command): void {
       const fileB = loadRowsForStats(flags.b, flags.skipBad);
       const a = fileA.rows;
       const b = fileB.rows;
+      const setup = setupDifferences({ path: flags.a, meta: findMeta(flags.a) }, { path: flags.b, meta: findMeta(flags.b) });
+      for (const d of setup) process.stderr.write(`warning: not like for like: ${d}\n`);
       checkByFields([...a, ...b], flags.by);
       const opts = { by: flags.by, B: flags.B, seed: flags.seed, permutations: flags.permutations, markers: flags.marker.length ? flags.marker : undefined };
       if (flags.json) {
         const report = pairedDelta(a, b, opts);
-        printJson({ ...report, duplicates_dropped: { a: fileA.duplicates.count, b: fileB.duplicates.count } });
+        printJson({ ...report, duplicates_dropped: { a: fileA.duplicates.count, b: fileB.duplicates.count }, setup_differences: setup });
         return;
       }
       process.stdout.write(duplicatesLine(flags.a, fileA) + duplicatesLine(flags.b, fileB));

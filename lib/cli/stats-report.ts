@@ -10,6 +10,7 @@ import { duplicatesNote, evalRuns, readStatRows, taskCounts, type RowsFile, type
 import { summarize, type Summary, type SummaryStats } from "../stats/summary.js";
 import { behaviourLines, behaviourProfile } from "../report/behaviour.js";
 import { collect, intOption, printJson } from "./options.js";
+import { findMeta } from "../runs/meta.js";
 
 interface ReportFlags {
   rows: string;
@@ -21,17 +22,21 @@ interface ReportFlags {
   json?: boolean;
   behaviour?: boolean;
   baseline?: string;
+  run?: string;
 }
 
-/** Reads a rows file for a stats command, telling stderr what was skipped; throws when nothing is left. */
-export function loadRowsForStats(path: string, skipBad: boolean | undefined): RowsFile {
-  const file = readStatRows(path, { skipBad });
+/** Reads a rows file for a stats command (only run_id `run` when given), telling stderr what was skipped; throws when nothing is left. */
+export function loadRowsForStats(path: string, skipBad: boolean | undefined, run?: string): RowsFile {
+  const file = readStatRows(path, { skipBad, run });
   if (file.skipped.length) {
     const shown = file.skipped.slice(0, 5).map((s) => `${path}:${s.line}: ${s.message}`);
     const more = file.skipped.length > 5 ? `\n  ... and ${file.skipped.length - 5} more` : "";
     process.stderr.write(`warning: skipped ${file.skipped.length} bad line(s):\n  ${shown.join("\n  ")}${more}\n`);
   }
   if (file.tornTail) process.stderr.write(`warning: ${path}: ignored a cut-off last line (a writer was interrupted)\n`);
+  // one run_id whose rows were added under --force with another setup: the rows cannot tell them apart
+  const forced = findMeta(path)?.forced ?? [];
+  if (forced.length) process.stderr.write(`warning: ${path}: rows were added under --force with another setup (${forced.join("; ")}); its numbers pool them\n`);
   if (file.rows.length === 0) throw new T2sError("no_rows", `${path} has no rows to report on`);
   return file;
 }
@@ -95,10 +100,11 @@ export function registerReport(program: Command): void {
     .option("--skip-bad", "skip malformed lines and rows without task_id/correct (default: stop at the first, naming file:line)")
     .option("--json", "print JSON: n_tasks, n_rows, k, pass1, pass1_ci, passk, passk_ci, powk, powk_ci, headroom, by (and behaviour with --behaviour)")
     .option("--behaviour", "also print the behaviour profile: executable SQL, answers with a query the episode ran, tool calls, invalid calls, tool errors, turns, no committed query, tokens (per episode)")
+    .option("--run <run_id>", "only the rows of this run (a file holding rows of several runs is refused otherwise)")
     .option("--baseline <file>", "with --behaviour: a second rows file (e.g. the base model's) shown as the 'before' column, with the change")
     .action((opts: ReportFlags) => {
       if (opts.baseline && !opts.behaviour) throw new UsageError("--baseline needs --behaviour");
-      const file = loadRowsForStats(opts.rows, opts.skipBad);
+      const file = loadRowsForStats(opts.rows, opts.skipBad, opts.run);
       checkByFields(file.rows, opts.by);
       const summary = summarize(file.rows, { k: opts.k, by: opts.by, B: opts.B, seed: opts.seed });
       summary.duplicates_dropped += file.duplicates.count;

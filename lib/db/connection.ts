@@ -1,9 +1,13 @@
 /**
  * Read-only SQLite connections, cached per database file. A cached connection is reopened when the file
- * on disk changes (inode, size or mtime), so a rebuilt database is never read through stale pages.
+ * on disk changes (inode, size or mtime, and its -wal file's), so a rebuilt database is never read through
+ * stale pages. A WAL-mode database is read from an in-memory image, since SQLite itself would create
+ * -wal and -shm files beside it (and cannot open it at all on read-only storage).
  */
 import Database from "better-sqlite3";
-import { statSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { ExecError } from "./types.js";
 
 /** Page cache per connection in KiB (SQLite's negative cache_size form). */
@@ -56,18 +60,66 @@ function fileSignature(path: string): string {
   if (!st.isFile()) throw new ConnectionError({ kind: "no_database", message: `${path} is not a file` });
   // SQLite would open an empty file as an empty database; an empty file is a missing database in practice.
   if (st.size === 0) throw new ConnectionError({ kind: "no_database", message: `${path} is empty (0 bytes), not a database` });
-  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+  let wal = "";
+  try {
+    const w = statSync(`${path}-wal`);
+    wal = `:${w.ino}:${w.size}:${w.mtimeMs}`;
+  } catch {
+    // no -wal file: the usual case
+  }
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}${wal}`;
+}
+
+/** Whether the database header says WAL mode (bytes 18 and 19, the file format versions, are 2). */
+function isWalMode(path: string): boolean {
+  const header = Buffer.alloc(20);
+  const fd = openSync(path, "r");
+  try {
+    if (readSync(fd, header, 0, 20, 0) < 20) return false;
+  } finally {
+    closeSync(fd);
+  }
+  return header.toString("latin1", 0, 16) === "SQLite format 3\u0000" && (header[18] === 2 || header[19] === 2);
 }
 
 /**
- * Opens `path` read-only with every defence the driver offers: read-only open of an existing file,
+ * The bytes of a WAL-mode database as one rollback-mode image: the file itself, or, when committed pages
+ * still sit in its -wal file, what SQLite reads from a private copy of both (made and removed here, never
+ * beside the original). The header is set to rollback mode, as an in-memory database requires.
+ */
+function walImage(path: string): Buffer {
+  const wal = `${path}-wal`;
+  let image: Buffer;
+  if (existsSync(wal) && statSync(wal).size > 0) {
+    const dir = mkdtempSync(join(tmpdir(), "t2s-wal-"));
+    try {
+      copyFileSync(path, join(dir, "db"));
+      copyFileSync(wal, join(dir, "db-wal"));
+      const copy = new Database(join(dir, "db"), { fileMustExist: true });
+      try {
+        image = copy.serialize();
+      } finally {
+        copy.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  } else image = readFileSync(path);
+  image[18] = 1;
+  image[19] = 1;
+  return image;
+}
+
+/**
+ * Opens `path` read-only with every defence the driver offers: read-only open of an existing file (a WAL-mode
+ * database from its in-memory image, so no -wal or -shm file is created beside it),
  * query_only, untrusted schema (views cannot call functions with side effects), memory temp store (no
  * temp files on disk), no mmap, defensive mode (better-sqlite3 keeps it on unless unsafe mode is set).
  */
 export function openReadOnly(path: string): Database.Database {
   let db: Database.Database;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true, timeout: 2000 });
+    db = isWalMode(path) ? new Database(walImage(path), { readonly: true }) : new Database(path, { readonly: true, fileMustExist: true, timeout: 2000 });
   } catch (e) {
     throw new ConnectionError({ kind: "no_database", message: `cannot open ${path} as a SQLite database: ${(e as Error).message}` });
   }

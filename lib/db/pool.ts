@@ -7,8 +7,12 @@
  * up to PIPELINE_DEPTH more queries, run after its current one, so it never sits idle while answers travel. A
  * query's clock starts only when the worker reaches it; queries queued behind one that has used half its time
  * are taken back and given to other workers (the worker's late answers to them are ignored).
+ *
+ * At most `workers` queries run at once, except that a query never waits for a lane longer than a quarter
+ * of its timeout: then it runs on an extra worker (an idle spare at once, else a new one), up to
+ * OVERFLOW_FACTOR x `workers` processes. Runaway queries filling every lane therefore delay a normal one by
+ * less than one query timeout, not by a timeout per runaway queued ahead of it.
  */
-import type { ChildProcess } from "node:child_process";
 import { cpus } from "node:os";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -19,38 +23,9 @@ import type { RunReply, RunRequest, WorkerMessage } from "./protocol.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "./run.js";
 import { refChild, residentMb, spawnWorker, stopChild } from "./spawn.js";
 import type { ExecError, ExecOptions, ExecOutcome, Executor, ExecutorPoolOptions, PoolStats } from "./types.js";
+import { clearTimers, isIdle, type Job, type Slot } from "./slot.js";
 
 export type { ExecutorPoolOptions, PoolStats } from "./types.js";
-
-interface Job {
-  id: number;
-  request: RunRequest;
-  timeoutMs: number;
-  resolve: (o: ExecOutcome) => void;
-  reject: (e: Error) => void;
-}
-
-interface Slot {
-  child: ChildProcess;
-  ready: boolean;
-  /** The query the worker runs now. */
-  job?: Job;
-  /** Queries sent to the worker that it runs after `job`, in order. */
-  backlog: Job[];
-  /** Ids of queries sent to the worker but taken back; it still runs and answers them, and is busy until then. */
-  abandoned: Set<number>;
-  timer?: NodeJS.Timeout;
-  memTimer?: NodeJS.Timeout;
-  stderrTail: string;
-  /** When the current job was sent (performance.now()). */
-  startedAt: number;
-  /** The current job has used half its time: a replacement is started in advance, in case it is killed. */
-  long: boolean;
-  /** The exit was handled (a failed spawn can report both 'error' and 'exit'). */
-  exited?: boolean;
-  /** Set when the pool itself killed the worker, so its exit is not reported as a crash. */
-  retired: boolean;
-}
 
 const MEMORY_POLL_MS = 50;
 /** Queries sent to a running worker beyond the one it runs. */
@@ -58,6 +33,10 @@ const PIPELINE_DEPTH = 2;
 const MAX_TIMER_MS = 2_147_483_647;
 const KILL_MEMORY_MS = 5000;
 const START_FAILURE_LIMIT = 3;
+/** Processes the pool may grow to, as a multiple of `workers`, for queries that waited too long for a lane. */
+const OVERFLOW_FACTOR = 4;
+/** The share of its timeout a query waits for a lane before it gets an extra worker. */
+const LANE_WAIT_SHARE = 0.25;
 
 const fail = (kind: ExecError["kind"], message: string): ExecOutcome => ({ ok: false, error: { kind, message } });
 
@@ -74,6 +53,8 @@ export class ExecutorPool implements Executor {
   private startFailures = 0;
   /** When workers were last killed; a burst of kills keeps extra workers starting, since starts are slow. */
   private killTimes: number[] = [];
+  /** Wakes pump() when the head of the queue has waited its share of the timeout for a lane. */
+  private overdueTimer?: NodeJS.Timeout;
   private readonly counters = { completed: 0, timeouts: 0, memoryKills: 0, crashes: 0, restarts: 0 };
 
   constructor(options: ExecutorPoolOptions = {}) {
@@ -123,7 +104,7 @@ export class ExecutorPool implements Executor {
     return new Promise<ExecOutcome>((resolvePromise, reject) => {
       const id = this.nextId++;
       const request: RunRequest = { id, dbPath: resolve(dbPath), sql, maxRows, maxResultBytes: this.maxResultBytes, timeoutMs, dialect: options.dialect };
-      this.queue.push({ id, request, timeoutMs, resolve: resolvePromise, reject });
+      this.queue.push({ id, queuedAt: performance.now(), request, timeoutMs, resolve: resolvePromise, reject });
       this.pump();
     });
   }
@@ -139,7 +120,7 @@ export class ExecutorPool implements Executor {
       this.started = true;
       this.ensureWorkers();
     }
-    while (!this.closed && this.slots.filter((s) => this.idle(s)).length < this.size + this.spareWorkers) {
+    while (!this.closed && this.slots.filter((s) => isIdle(s)).length < this.size + this.spareWorkers) {
       if (this.startFailures >= START_FAILURE_LIMIT) throw new T2sError("worker_start_failed", "the SQL worker processes could not start");
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -159,12 +140,13 @@ export class ExecutorPool implements Executor {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.overdueTimer) clearTimeout(this.overdueTimer);
     const err = new T2sError("pool_closed", "the executor pool was closed before the query ran");
     for (const job of this.queue.splice(0)) job.reject(err);
     const exits: Promise<void>[] = [];
     for (const slot of this.slots.splice(0)) {
       slot.retired = true;
-      this.clearTimers(slot);
+      clearTimers(slot);
       if (slot.job) slot.job.reject(err);
       for (const j of slot.backlog.splice(0)) j.reject(err);
       slot.job = undefined;
@@ -206,7 +188,7 @@ export class ExecutorPool implements Executor {
     }
     const job = slot.job;
     if (!job || job.id !== reply.id) return; // a late reply for a call already answered
-    this.clearTimers(slot);
+    clearTimers(slot);
     slot.job = undefined;
     this.counters.completed++;
     job.resolve(reply.outcome);
@@ -221,7 +203,7 @@ export class ExecutorPool implements Executor {
     slot.exited = true;
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
-    this.clearTimers(slot);
+    clearTimers(slot);
     if (slot.retired || this.closed) return;
     const job = slot.job;
     slot.job = undefined;
@@ -254,24 +236,12 @@ export class ExecutorPool implements Executor {
     this.pump();
   }
 
-  private clearTimers(slot: Slot): void {
-    if (slot.timer) clearTimeout(slot.timer);
-    if (slot.memTimer) clearTimeout(slot.memTimer);
-    slot.timer = slot.memTimer = undefined;
-    slot.long = false;
-  }
-
   /** Workers wanted now: the running ones, the spares, and one in advance for each long-running query. */
   private target(): number {
     const now = performance.now();
     this.killTimes = this.killTimes.filter((t) => now - t < KILL_MEMORY_MS);
     const burst = Math.min(this.size + 1, this.killTimes.length);
     return this.size + this.spareWorkers + burst + this.slots.filter((s) => s.job && s.long).length;
-  }
-
-  /** A started worker with nothing sent to it. */
-  private idle(s: Slot): boolean {
-    return s.ready && !s.retired && !s.job && s.abandoned.size === 0;
   }
 
   /** Puts the queries queued in a worker back at the head of the queue, in order (they have not started). */
@@ -290,7 +260,7 @@ export class ExecutorPool implements Executor {
   /** Stops idle workers beyond the target (left over when a long query finished instead of being killed). */
   private trimWorkers(): void {
     while (this.queue.length === 0 && this.slots.length > this.target()) {
-      const idle = this.slots.find((s) => this.idle(s));
+      const idle = this.slots.find((s) => isIdle(s));
       if (!idle) return;
       idle.retired = true;
       this.slots.splice(this.slots.indexOf(idle), 1);
@@ -303,7 +273,7 @@ export class ExecutorPool implements Executor {
     const job = slot.job;
     slot.retired = true;
     slot.job = undefined;
-    this.clearTimers(slot);
+    clearTimers(slot);
     this.takeBack(slot);
     slot.child.kill("SIGKILL");
     const index = this.slots.indexOf(slot);
@@ -357,16 +327,45 @@ export class ExecutorPool implements Executor {
     }
   }
 
+  /** How long `job` may still wait for a lane before it gets an extra worker (<= 0: overdue). */
+  private laneWaitLeft(job: Job): number {
+    return job.queuedAt + job.timeoutMs * LANE_WAIT_SHARE - performance.now();
+  }
+
+  /**
+   * For an overdue head of the queue: starts an extra worker when none is idle (within the overflow cap),
+   * else arms a timer for when the head becomes overdue. Returns whether the head may take a lane now.
+   */
+  private overflowFor(head: Job): boolean {
+    if (this.overdueTimer) clearTimeout(this.overdueTimer);
+    this.overdueTimer = undefined;
+    const left = this.laneWaitLeft(head);
+    if (left > 0) {
+      this.overdueTimer = setTimeout(() => this.pump(), Math.ceil(left));
+      this.overdueTimer.unref();
+      return false;
+    }
+    // one idle or starting worker per overdue query, so the last of them waits for no start but its own
+    const overdue = this.queue.filter((j) => this.laneWaitLeft(j) <= 0).length;
+    let supply = this.slots.filter((s) => isIdle(s) || (!s.ready && !s.retired)).length;
+    for (; supply < overdue && this.slots.length < this.size * OVERFLOW_FACTOR + this.spareWorkers; supply++) this.startWorker();
+    return true;
+  }
+
   private pump(): void {
     while (this.queue.length > 0 && !this.closed) {
       const running = this.slots.filter((s) => s.job || s.abandoned.size > 0).length;
-      const idle = running < this.size ? this.slots.find((s) => this.idle(s)) : undefined;
+      const free = running < this.size;
+      const overdue = !free && this.overflowFor(this.queue[0]);
+      const idle = free || overdue ? this.slots.find((s) => isIdle(s)) : undefined;
       if (idle) {
         const job = this.queue.shift() as Job;
         this.startClock(idle, job);
         this.send(idle, job);
         continue;
       }
+      // an overdue query waits for its extra worker, never behind a running one
+      if (overdue) break;
       // no free worker: queue behind the running worker with the shortest backlog
       let best: Slot | undefined;
       for (const s of this.slots) {

@@ -58,7 +58,9 @@ export interface ExecutorPoolOptions {
   maxResultBytes?: number;
   /**
    * Extra started-and-idle workers kept ready (default 1), so a query queued behind a killed runaway starts
-   * at once instead of waiting the ~0.5-1.5 s a new worker needs to start. At most `workers` run at a time.
+   * at once instead of waiting the ~0.5-1.5 s a new worker needs to start. At most `workers` run at a time,
+   * except for a query that waited a quarter of its timeout for a lane: it gets an extra worker (up to 4 x
+   * `workers` processes), so runaways cannot hold a normal query back by more than one timeout.
    */
   spareWorkers?: number;
   /** Start the workers at the first query instead of at once (a command that may get no query, such as

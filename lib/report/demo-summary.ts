@@ -2,7 +2,9 @@
  * The summary `npm start` prints at the end: pass@1 (95% CI), pass@k and pass^k of the base and of each
  * candidate on the demo's holdout slice, then each candidate's paired delta against the base with its
  * interval, p and verdict, and a note saying what the candidate is (a short live continuation is labelled
- * as one: it is not expected to move the holdout; a shipped round shows what a full round does).
+ * as one: it is not expected to move the holdout; a shipped round shows what a full round does). The
+ * shipped round leads, in the summary and in notebook 05's headline table, since its effect is what the
+ * demo exists to show; the live continuation follows it.
  */
 import { pairedDelta } from "../stats/delta.js";
 import { fmtP, formatTable } from "../stats/format.js";
@@ -24,6 +26,17 @@ export interface DemoSummaryInput {
   heading: string;
   /** Closing lines (where the reports and rows are). */
   footer?: string[];
+}
+
+/** The demo's candidates in reading order: the shipped round first (when there is one), then the live continuation. */
+export function demoCandidates(live: DemoCandidate, shipped: DemoCandidate | null): DemoCandidate[] {
+  return shipped ? [shipped, live] : [live];
+}
+
+/** Notebook 05's parameters for the demo: the first candidate is `b` (the headline table), a second one `c`. */
+export function deltaNotebookParams(baseRows: string, candidates: readonly DemoCandidate[]): Record<string, string> {
+  const [first, second] = candidates;
+  return { a: baseRows, b: first.rows, label_b: first.label, ...(second ? { c: second.rows, label_c: second.label } : {}) };
 }
 
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? "-" : (100 * x).toFixed(1));

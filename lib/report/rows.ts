@@ -1,12 +1,12 @@
 /**
- * Reading rollout rows for figures and tables, and the facts of a row the report shows (outcome, group,
- * truncation). The row type is lib/runs/row.ts's, imported type-only.
+ * The facts of a row the report shows (outcome, group, truncation), over rows read by lib/stats/rows.ts,
+ * the one rows reader, so a notebook table and `t2s report` count and group one file the same way. The
+ * row type is lib/runs/row.ts's, imported type-only.
  */
+import { duplicatesNote, groupKeyOf, isCorrect as statIsCorrect, readStatRows } from "../stats/rows.js";
 import { existsSync } from "node:fs";
-import { readJsonl } from "../core/jsonl.js";
-import { T2sError } from "../core/errors.js";
-import { dedupeRows, duplicatesNote } from "../stats/rows.js";
 import type { RowRecord } from "../runs/row.js";
+import { T2sError } from "../core/errors.js";
 
 /**
  * A row as the report reads it: the one row schema of lib/runs/row.ts as read back from a file (task_id,
@@ -15,26 +15,21 @@ import type { RowRecord } from "../runs/row.js";
 export type ReportRow = RowRecord;
 
 /**
- * Reads a rows file; throws T2sError naming the file when it is missing, malformed or empty. A row that
- * repeats an earlier row's (eval run, task, sample) is dropped (the first is kept, as the rows store keeps
- * it) and the drop is said on the console (a notebook shows it under the cell).
+ * Reads a rows file with lib/stats's reader (readStatRows); throws T2sError naming the file when it is
+ * missing, malformed, empty or mixes runs. A row that repeats an earlier row's (eval run, task, sample) is
+ * dropped (the first is kept, as the rows store keeps it) and the drop is said on the console (a notebook
+ * shows it under the cell).
  */
 export function readRows(path: string): ReportRow[] {
   if (!existsSync(path)) throw new T2sError("not_found", `rows file ${path} does not exist`);
-  const { records } = readJsonl<ReportRow>(path);
-  records.forEach((r, i) => {
-    if (r === null || typeof r !== "object" || typeof r.task_id !== "string") throw new T2sError("bad_rows", `${path}: record ${i + 1} has no task_id`);
-  });
-  if (records.length === 0) throw new T2sError("no_rows", `${path} has no rows`);
-  const { rows, duplicates } = dedupeRows(records);
-  if (duplicates.count) console.warn(duplicatesNote(path, duplicates));
-  return rows;
+  const file = readStatRows(path);
+  if (file.rows.length === 0) throw new T2sError("no_rows", `${path} has no rows`);
+  if (file.duplicates.count) console.warn(duplicatesNote(path, file.duplicates));
+  return file.rows as ReportRow[];
 }
 
-/** True when the row was graded correct. */
-export function isCorrect(row: ReportRow): boolean {
-  return row.correct === true || row.correct === 1;
-}
+/** True when the row was graded correct (lib/stats/rows.ts isCorrect). */
+export const isCorrect: (row: ReportRow) => boolean = statIsCorrect;
 
 /** The row's outcome, derived from its markers when the file has no outcome field. */
 export function outcomeOf(row: ReportRow): string {
@@ -50,11 +45,9 @@ export function isTruncated(row: ReportRow): boolean {
   return row.outcome === "truncated" || row.finish_reason === "length";
 }
 
-/** The row's value of a grouping field as text ("(missing)" when absent). */
+/** The row's value of a grouping field as text ("(missing)" when absent, null or ""): lib/stats/rows.ts groupKeyOf. */
 export function groupOf(row: ReportRow, field: string): string {
-  const v = row[field];
-  if (v === undefined || v === null || v === "") return "(missing)";
-  return typeof v === "string" ? v : JSON.stringify(v);
+  return groupKeyOf(row, field);
 }
 
 /** Outcomes in reading order: success first, then failures from "answered wrong" to "never answered". */

@@ -6,7 +6,7 @@
 import * as aq from "arquero";
 import { summarize, summarizeTasks, defaultK } from "../stats/summary.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
-import { groupsIn, groupOf, isTruncated, outcomeOf, outcomesIn, type ReportRow } from "./rows.js";
+import { groupsIn, groupOf, isCorrect, isTruncated, outcomeOf, outcomesIn, type ReportRow } from "./rows.js";
 
 export type Table = aq.ColumnTable;
 
@@ -89,7 +89,7 @@ export function outcomeTable(rows: readonly ReportRow[], field: string): Table {
 export function rowsTable(rows: readonly ReportRow[]): Table {
   return aq.from(rows.map((r) => ({
     task_id: r.task_id, sample: r.sample, eval_run: r.eval_run ?? "0", difficulty: r.difficulty ?? null, archetype: r.archetype ?? null,
-    outcome: outcomeOf(r), correct: r.correct === true || r.correct === 1, executes: r.executes ?? null, has_sql: r.has_sql ?? null,
+    outcome: outcomeOf(r), correct: isCorrect(r), executes: r.executes ?? null, has_sql: r.has_sql ?? null,
     reward: r.reward ?? null, reason: r.reason ?? null, final_sql: r.final_sql ?? null, tokens_out: r.tokens_out ?? null,
     finish_reason: r.finish_reason ?? null, n_assistant_turns: r.n_assistant_turns ?? null, graded_turn: r.graded_turn ?? null,
   })));

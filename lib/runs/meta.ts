@@ -128,3 +128,31 @@ export function readMeta(path: string): RunMeta | null {
 export function writeMeta(path: string, meta: RunMeta): void {
   writeFileAtomic(path, JSON.stringify(meta, null, 2) + "\n");
 }
+
+/** The sidecar of a rows file as written (`<rows>.meta.json`; for a gzipped copy `x.jsonl.gz`, also `x.jsonl.meta.json`), or null when it has none. */
+export function findMeta(rowsPath: string): RunMeta | null {
+  const plain = metaPath(rowsPath);
+  if (existsSync(plain)) return readMeta(plain);
+  return rowsPath.endsWith(".gz") ? readMeta(metaPath(rowsPath.slice(0, -3))) : null;
+}
+
+/**
+ * What makes two runs' rows incomparable task by task although both files read fine: another database
+ * (db_sha256 of a db_id both name), another task set (tasks_hash) or other prompt templates (prompt_hash).
+ * Returns one phrase per difference; a side without a sidecar is said too, since nothing can be checked.
+ */
+export function setupDifferences(a: { path: string; meta: RunMeta | null }, b: { path: string; meta: RunMeta | null }): string[] {
+  const out: string[] = [];
+  for (const side of [a, b]) if (!side.meta) out.push(`${side.path} has no .meta.json sidecar, so its database, tasks and prompts cannot be checked`);
+  if (!a.meta || !b.meta) return out;
+  const ma = a.meta;
+  const mb = b.meta;
+  for (const db of Object.keys(ma.db_sha256 ?? {}).sort()) {
+    const ha = ma.db_sha256![db];
+    const hb = mb.db_sha256?.[db];
+    if (hb !== undefined && ha !== hb) out.push(`database ${db} differs (db_sha256 ${ha.slice(0, 12)} vs ${hb.slice(0, 12)})`);
+  }
+  if (ma.tasks_hash !== mb.tasks_hash) out.push(`task sets differ (tasks_hash ${ma.tasks_hash} vs ${mb.tasks_hash})`);
+  if (ma.prompt_hash !== mb.prompt_hash) out.push(`prompt templates differ (prompt_hash ${ma.prompt_hash} vs ${mb.prompt_hash})`);
+  return out;
+}

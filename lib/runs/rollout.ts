@@ -15,7 +15,7 @@ import { kitVersion } from "../core/paths.js";
 import { PolicyError, type ChatMessage, type Policy } from "../policy/types.js";
 import type { Task } from "../tasks/types.js";
 import type { GradeResult } from "../verifier/types.js";
-import { lockRows } from "./lock.js";
+import { lockRows, removeDeadTemps } from "./lock.js";
 import { gradingMeta, metaDifferences, metaPath, readMeta, tasksHash, writeMeta, type RunGrading, type RunMeta } from "./meta.js";
 import { planEpisodes } from "./plan.js";
 import { Progress, type ProgressSnapshot } from "./progress.js";
@@ -154,6 +154,7 @@ async function rollOut(tasks: Task[], ids: Set<string>, policy: Policy, env: Rol
   const evalRun = opts.evalRun ?? "0";
   const seed = opts.seed ?? 0;
   const sidecar = metaPath(opts.out);
+  removeDeadTemps(sidecar); // a sidecar write killed midway
   const existingMeta = readMeta(sidecar);
   const { store, tornBytes, duplicates } = RowsStore.open(opts.out);
   const meta = reconcileMeta(existingMeta, currentMeta(tasks, policy, opts), store.rows.length > 0, opts);
@@ -194,6 +195,8 @@ async function rollOut(tasks: Task[], ids: Set<string>, policy: Policy, env: Rol
           policy: policy.name, model: policy.model ?? null, adapter: policy.adapter ?? null,
           style: ep.style, protocol: ep.style === "tool" ? ep.protocol ?? "native" : null, rerolls,
         }, result);
+        // once the run is fatal (a failed append among them) no episode still in flight writes its row
+        if (fatal !== null) return;
         store.append(row, { fsync: opts.fsync });
         progress.landed();
       } catch (e) {

@@ -4,7 +4,7 @@
  * next append starts on a clean line and the file stays valid jsonl; a malformed line in the middle is an
  * error, never silently dropped or rewritten.
  */
-import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readFileSync, truncateSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, truncateSync, writeSync } from "node:fs";
 import { T2sError } from "../core/errors.js";
 import { parseJsonl } from "../core/jsonl.js";
 import { rowKey, type RolloutRow } from "./row.js";
@@ -36,6 +36,8 @@ function repairTail(path: string): number {
 
 export class RowsStore {
   private readonly keys = new Set<string>();
+  /** Why an append failed; set once, after which the store takes no more rows. */
+  private failure: string | null = null;
   private constructor(readonly path: string, readonly rows: RolloutRow[]) {}
 
   /** Opens (or creates on first append) the rows file at `path`, repairing a torn tail. */
@@ -65,15 +67,29 @@ export class RowsStore {
     return this.keys.has(rowKey(evalRun, taskId, sample));
   }
 
-  /** Appends one row as one line and flushes it to the OS; refuses a duplicate (eval run, task, sample). */
+  /**
+   * Appends one row as one line and flushes it to the OS; refuses a duplicate (eval run, task, sample).
+   * A failed write (disk full, I/O error) cuts the file back to where the row started and closes the
+   * store to appends: a row is in the file whole or not at all, and no later row is written after a gap.
+   */
   append(row: RolloutRow, opts: { fsync?: boolean } = {}): void {
+    if (this.failure) throw new T2sError("write_failed", `${this.path}: no more rows are written after a failed append (${this.failure}); run again to resume`);
     const key = rowKey(row.eval_run, row.task_id, row.sample);
     if (this.keys.has(key)) throw new T2sError("duplicate_row", `${this.path} already holds ${row.task_id} sample ${row.sample} of eval run ${row.eval_run}`);
     const fd = openSync(this.path, "a");
+    const start = fstatSync(fd).size;
     try {
       const bytes = Buffer.from(JSON.stringify(row) + "\n", "utf8");
       for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
       if (opts.fsync) fsyncSync(fd);
+    } catch (e) {
+      this.failure = `${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message}`;
+      try {
+        ftruncateSync(fd, start);
+      } catch {
+        // the torn tail stays; the next open cuts it (repairTail), since no row follows it
+      }
+      throw new T2sError("write_failed", `${this.path}: could not append a row (${this.failure}); the file keeps its complete rows, and running again resumes once the cause is fixed`);
     } finally {
       closeSync(fd);
     }

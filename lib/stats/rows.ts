@@ -1,7 +1,9 @@
 /**
- * Stat rows: what lib/stats reads from a rollout rows file, validated and grouped into per-task counts.
- * Everything downstream works on counts sorted by task id, so a statistic never depends on the order of
- * the lines in the file.
+ * Stat rows: the one reader of rollout rows files (`t2s report`, `t2s delta`, the notebooks' tables and
+ * figures all read through readStatRows), validated, normalised (a numeric task_id becomes its text, an
+ * empty group value counts as missing) and grouped into per-task counts. Everything downstream works on
+ * counts sorted by task id, so a statistic never depends on the order of the lines in the file. Rows of
+ * different runs in one file are refused (mixedRuns), never pooled or de-duplicated into each other.
  */
 import { readFileSync } from "node:fs";
 import { T2sError } from "../core/errors.js";
@@ -23,7 +25,7 @@ export interface StatRow {
 /** The eval run a row belongs to when it names none. */
 export const DEFAULT_EVAL_RUN = "0";
 
-/** The group key used for rows that lack a grouping field (or have it null). */
+/** The group key used for rows that lack a grouping field (or have it null or ""). */
 export const MISSING_GROUP = "(missing)";
 
 /** Returns why `record` is not a usable stat row, or null when it is. */
@@ -50,6 +52,11 @@ export function binaryValue(v: boolean | 0 | 1): 0 | 1 {
   return v === true || v === 1 ? 1 : 0;
 }
 
+/** True when the row was graded correct (`correct` true or 1): the one rule every table and statistic counts by. */
+export function isCorrect(row: Pick<StatRow, "correct">): boolean {
+  return row.correct === true || row.correct === 1;
+}
+
 /** Returns the row's task id as a string. */
 export function taskIdOf(row: StatRow): string {
   return String(row.task_id);
@@ -61,10 +68,10 @@ export function evalRunOf(row: StatRow): string {
   return run === undefined || run === null ? DEFAULT_EVAL_RUN : String(run);
 }
 
-/** Returns the group key of `row` for `field`: the value as text, or "(missing)". */
-export function groupKeyOf(row: StatRow, field: string): string {
+/** Returns the group key of `row` for `field`: the value as text (numbers as JSON), or "(missing)" for absent, null or "". */
+export function groupKeyOf(row: Record<string, unknown>, field: string): string {
   const v = row[field];
-  if (v === undefined || v === null) return MISSING_GROUP;
+  if (v === undefined || v === null || v === "") return MISSING_GROUP;
   return typeof v === "string" ? v : JSON.stringify(v);
 }
 
@@ -225,9 +232,10 @@ function recordLines(text: string): number[] {
  * Reads and validates a rows file, de-duplicated (a row repeating an earlier (eval run, task, sample) is
  * dropped and counted in `duplicates`). A malformed line or a row without a usable task_id / correct throws
  * T2sError ("bad_jsonl" / "bad_row") naming file:line, unless `skipBad` is set: then such lines are
- * skipped and listed in `skipped`.
+ * skipped and listed in `skipped`. Rows of different runs (mixedRuns) throw T2sError("mixed_runs") unless
+ * `allowMixed`; `run` keeps only the rows of that run_id first.
  */
-export function readStatRows(path: string, opts: { skipBad?: boolean } = {}): RowsFile {
+export function readStatRows(path: string, opts: { skipBad?: boolean; allowMixed?: boolean; run?: string } = {}): RowsFile {
   let content;
   try {
     content = readJsonl<unknown>(path, { skipBad: opts.skipBad });
@@ -252,6 +260,59 @@ export function readStatRows(path: string, opts: { skipBad?: boolean } = {}): Ro
     skipped.push({ line, message: problem });
   });
   skipped.sort((x, y) => x.line - y.line);
-  const unique = dedupeRows(rows);
+  for (const r of rows) if (typeof r.task_id === "number") r.task_id = String(r.task_id);
+  const picked = opts.run !== undefined ? rowsOfRun(rows, opts.run, path) : rows;
+  if (!opts.allowMixed) {
+    const mixed = mixedRuns(picked);
+    if (mixed) {
+      throw new T2sError(
+        "mixed_runs",
+        `${path} holds rows of different runs (${mixed}); counted together they would be pooled or taken for duplicates of each other. ` +
+          `Report each apart (t2s report --run <run_id>) or split the file by run_id.`,
+      );
+    }
+  }
+  const unique = dedupeRows(picked);
   return { rows: unique.rows, skipped, tornTail: content.tornTail, duplicates: unique.duplicates };
+}
+
+const text = (v: unknown): string => (v === undefined || v === null ? "none" : String(v));
+
+/**
+ * Says how `rows` mix runs that must not be counted together, or returns null when they do not:
+ * within one eval run, rows of another policy, model or adapter, or one (task, sample) drawn by two runs
+ * (run_id); across eval runs, another model or adapter (replications of one model may come from other
+ * servers, so their policy strings and run ids may differ). Repeats within one run are resume duplicates,
+ * not a mix.
+ */
+export function mixedRuns(rows: readonly StatRow[]): string | null {
+  const setupOf = (r: StatRow) => `model ${text(r.model)}, adapter ${text(r.adapter)}`;
+  const setups = new Set(rows.map(setupOf));
+  if (setups.size > 1) return `${[...setups].sort().slice(0, 3).join("; ")}${setups.size > 3 ? "; ..." : ""}`;
+  const policyOf = new Map<string, string>();
+  const runOf = new Map<string, string>();
+  for (const r of rows) {
+    const run = evalRunOf(r);
+    const policy = text(r.policy);
+    const seen = policyOf.get(run);
+    if (seen === undefined) policyOf.set(run, policy);
+    else if (seen !== policy) return `eval run ${run}: policy ${seen} and ${policy}`;
+    if (!Number.isInteger(r.sample)) continue;
+    const key = JSON.stringify([run, taskIdOf(r), r.sample]);
+    const id = text(r.run_id);
+    const first = runOf.get(key);
+    if (first === undefined) runOf.set(key, id);
+    else if (first !== id) return `eval run ${run}: task ${taskIdOf(r)} sample ${r.sample} drawn by run_id ${first} and ${id}`;
+  }
+  return null;
+}
+
+/** Keeps the rows of one run (`run_id`), refusing an id no row has. */
+export function rowsOfRun<T extends StatRow>(rows: readonly T[], runId: string, source = "rows"): T[] {
+  const kept = rows.filter((r) => text(r.run_id) === runId);
+  if (kept.length === 0) {
+    const ids = [...new Set(rows.map((r) => text(r.run_id)))].sort();
+    throw new T2sError("no_rows", `${source} has no rows of run_id ${runId}; its run ids: ${ids.slice(0, 10).join(", ")}${ids.length > 10 ? ", ..." : ""}`);
+  }
+  return kept;
 }

@@ -12,12 +12,13 @@
  * Every bad record throws T2sError naming file:line. Tasks of Spider, BIRD and BIRD-Platinum sources run in
  * the "spider" dialect (lib/db/dialect.ts: their golds use double-quoted strings); Spider tasks get Spider's
  * hardness level (hardness.ts) as their difficulty, BIRD's keep BIRD's labels and compare rows as BIRD does,
- * in any order. A task whose database file is missing is skipped and listed in `missing`
- * (loadTaskSource), or is an error with `strict`.
+ * in any order. A task whose database file is missing, or does not open as SQLite (corrupt, not a
+ * database), is skipped and listed in `missing` (loadTaskSource), or is an error with `strict`.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
+import { ConnectionError, openReadOnly } from "../db/connection.js";
 import { spiderHardness } from "./hardness.js";
 import { readTasks } from "./io.js";
 import { readJsonArray, parseLenient, type LocatedRecord } from "./jsonfile.js";
@@ -39,11 +40,25 @@ export interface LoadOptions {
   strict?: boolean;
 }
 
-/** Tasks left out because their database file does not exist, per database. */
+/** Tasks left out because their database file does not exist or cannot be read as SQLite, per database. */
 export interface MissingDatabase {
   db_id: string;
   path: string;
   tasks: number;
+  /** Why: "no file at <path>", or "not a readable SQLite database (...)". */
+  reason: string;
+}
+
+/** Why the database at `path` cannot serve tasks, or null when it opens and its schema reads. */
+function databaseProblem(path: string): string | null {
+  if (!existsSync(path)) return `no file at ${path}`;
+  try {
+    openReadOnly(path).close();
+    return null;
+  } catch (e) {
+    const message = e instanceof ConnectionError ? e.error.message : (e as Error).message;
+    return `not a readable SQLite database: ${message}`;
+  }
 }
 
 export interface LoadedTasks {
@@ -92,13 +107,15 @@ export function loadTaskSource(path: string, opts: LoadOptions = {}): LoadedTask
       throw new T2sError("unknown_format", `unknown task format '${format as string}' (use ${SOURCE_FORMATS.join(", ")})`);
   }
   const missing = new Map<string, MissingDatabase>();
-  const present = new Map<string, boolean>();
+  // each database is opened once here, so one corrupt file is skipped like a missing one instead of
+  // failing the run at its first task
+  const problems = new Map<string, string | null>();
   const tasks = all.filter((t) => {
-    let ok = present.get(t.db_path);
-    if (ok === undefined) present.set(t.db_path, (ok = existsSync(t.db_path)));
-    if (ok) return true;
-    if (opts.strict) throw new T2sError("no_database", `${t.source}: database '${t.db_id}' not found at ${t.db_path}`);
-    const m = missing.get(t.db_path) ?? { db_id: t.db_id, path: t.db_path, tasks: 0 };
+    let problem = problems.get(t.db_path);
+    if (problem === undefined) problems.set(t.db_path, (problem = databaseProblem(t.db_path)));
+    if (problem === null) return true;
+    if (opts.strict) throw new T2sError("no_database", `${t.source}: database '${t.db_id}': ${problem}`);
+    const m = missing.get(t.db_path) ?? { db_id: t.db_id, path: t.db_path, tasks: 0, reason: problem };
     m.tasks++;
     missing.set(t.db_path, m);
     return false;
@@ -106,11 +123,12 @@ export function loadTaskSource(path: string, opts: LoadOptions = {}): LoadedTask
   return { tasks, missing: [...missing.values()], format };
 }
 
-/** One line per missing database ("wta_1: 62 tasks (no file at ...)"), for a skipped-databases notice. */
+/** One line per missing or unreadable database ("wta_1: 62 tasks (no file at ...)"), for a skipped-databases notice. */
 export function describeMissing(missing: MissingDatabase[]): string {
   const n = missing.reduce((s, m) => s + m.tasks, 0);
-  const head = `skipped ${n} task${n === 1 ? "" : "s"} of ${missing.length} missing database${missing.length === 1 ? "" : "s"} (pass --strict to make this an error):`;
-  return [head, ...missing.map((m) => `  ${m.db_id}: ${m.tasks} task${m.tasks === 1 ? "" : "s"} (no file at ${m.path})`)].join("\n");
+  const what = missing.every((m) => m.reason.startsWith("no file")) ? "missing" : "missing or unreadable";
+  const head = `skipped ${n} task${n === 1 ? "" : "s"} of ${missing.length} ${what} database${missing.length === 1 ? "" : "s"} (pass --strict to make this an error):`;
+  return [head, ...missing.map((m) => `  ${m.db_id}: ${m.tasks} task${m.tasks === 1 ? "" : "s"} (${m.reason})`)].join("\n");
 }
 
 function str(rec: Record<string, unknown>, key: string, where: string): string {

@@ -2,9 +2,9 @@
  * What the teacher model is told: the schema, the notes, a live data inventory, and per request the
  * archetype, difficulty and style wanted, with rules that make questions unambiguous and golds checkable.
  */
-import Database from "better-sqlite3";
 import type { Archetype, Level } from "./shop/template.js";
 import type { Style } from "./shop/style.js";
+import { openReadOnly } from "../db/connection.js";
 
 export const ARCHETYPE_TEXT: Record<Archetype, string> = {
   aggregation: "single-table aggregation (COUNT/SUM/AVG/MIN/MAX over one table with filters)",
@@ -38,7 +38,7 @@ function qi(name: string): string {
 
 /** A compact inventory of the data: row counts, and for each column either its few values or its range. */
 export function dataInventory(dbPath: string, maxValues = 25): string {
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  const db = openReadOnly(dbPath);
   try {
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
     const lines: string[] = [];

@@ -45,8 +45,27 @@ async function toHost(named: Array<[string, tf.Tensor]>): Promise<Map<string, { 
   return out;
 }
 
-/** Writes a checkpoint for `state.step` under `outDir/checkpoints/`; returns its folder. */
+/** Throws T2sError("non_finite") naming the first tensor holding a NaN or an infinity. */
+function assertFinite(step: number, tensors: Map<string, { data: Float32Array }>): void {
+  for (const [name, t] of tensors) {
+    if (!t.data.every(Number.isFinite)) {
+      throw new T2sError("non_finite", `${name} holds NaN or infinite values after step ${step}: training diverged, so no checkpoint was written; lower the learning rate and resume from the last checkpoint`);
+    }
+  }
+}
+
+/**
+ * Writes a checkpoint for `state.step` under `outDir/checkpoints/`; returns its folder. Refuses weights or
+ * optimizer moments that hold NaN or infinities (a diverged run), so a resume never starts from them.
+ */
 export async function saveCheckpoint(outDir: string, params: NamedVariable[], optimizer: AdamW, state: Omit<TrainerState, "optimizerT">, opts: SaveOptions = {}): Promise<string> {
+  const weights = await toHost(params.map((p) => [p.name, p.variable]));
+  const os = optimizer.state();
+  const moments: Array<[string, tf.Tensor]> = [];
+  for (const p of params) moments.push([`m.${p.name}`, os.m.get(p.name)!], [`v.${p.name}`, os.v.get(p.name)!]);
+  const hostMoments = await toHost(moments);
+  assertFinite(state.step, weights);
+  assertFinite(state.step, hostMoments);
   const root = join(outDir, "checkpoints");
   mkdirSync(root, { recursive: true });
   const final = join(root, checkpointName(state.step));
@@ -54,11 +73,8 @@ export async function saveCheckpoint(outDir: string, params: NamedVariable[], op
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp);
   const weightsFile = opts.weightsFile ?? WEIGHTS_FILE;
-  writeSafetensors(join(tmp, weightsFile), await toHost(params.map((p) => [p.name, p.variable])));
-  const os = optimizer.state();
-  const moments: Array<[string, tf.Tensor]> = [];
-  for (const p of params) moments.push([`m.${p.name}`, os.m.get(p.name)!], [`v.${p.name}`, os.v.get(p.name)!]);
-  writeSafetensors(join(tmp, OPT_FILE), await toHost(moments));
+  writeSafetensors(join(tmp, weightsFile), weights);
+  writeSafetensors(join(tmp, OPT_FILE), hostMoments);
   for (const [name, content] of Object.entries(opts.extraFiles ?? {})) {
     writeFileSync(join(tmp, name), typeof content === "string" ? content : JSON.stringify(content, null, 2) + "\n");
   }
@@ -106,6 +122,24 @@ export function pruneCheckpoints(outDir: string, keep: number): string[] {
   const complete = completeCheckpoints(outDir);
   const removed = complete.slice(0, Math.max(0, complete.length - keep));
   for (const dir of removed) rmSync(dir, { recursive: true, force: true });
+  return removed;
+}
+
+/**
+ * Removes what killed runs left in a run folder: temporary checkpoint folders (`step-N.tmp-PID`) and temp
+ * files (`*.tmp`, `*.tmp-PID`) of atomic writes. Only called by the holder of the folder's lock, so
+ * nothing removed can belong to a write in progress. Returns the paths removed.
+ */
+export function removeTempCheckpoints(outDir: string): string[] {
+  const removed: string[] = [];
+  const isTemp = (n: string) => /\.tmp(-\d+)?$/.test(n);
+  for (const dir of [outDir, join(outDir, "checkpoints")]) {
+    if (!existsSync(dir)) continue;
+    for (const n of readdirSync(dir).filter(isTemp)) {
+      rmSync(join(dir, n), { recursive: true, force: true });
+      removed.push(join(dir, n));
+    }
+  }
   return removed;
 }
 

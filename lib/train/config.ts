@@ -5,7 +5,7 @@
  * (docs/training.md's table is checked against it).
  */
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, isAbsolute, resolve } from "node:path";
+import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
 import type { LossType } from "./losses.js";
 import type { AdvantageScale } from "./advantages.js";
@@ -134,6 +134,8 @@ function readSetting(f: Fields, obj: Record<string, unknown>, s: Setting, mode: 
   const t = s.type;
   const absent = obj[field] === undefined || obj[field] === null;
   if (absent && def === null) return null;
+  // null stands for "off" only where the default is off; elsewhere it is a mistake, not a request for the default
+  if (obj[field] === null) f.fail(name, "is null; give a value, or leave the field out for its default", null);
   switch (t.kind) {
     case "int":
     case "number":
@@ -215,11 +217,11 @@ export function readConfig(file: string, mode: TrainMode): TrainConfig {
 
 /**
  * Fields that may change between a run and its resume without changing what the steps already taken
- * mean: where it runs and how often it checkpoints. `steps` (and SFT's `epochs`) may grow too, unless a
+ * mean: where it runs (backend, output_dir) and how often it checkpoints. `steps` (and SFT's `epochs`) may grow too, unless a
  * cosine schedule ties the learning rate of every step to the total.
  */
-// how the same math is laid out in memory: a resumed run may change them freely
-const RESUME_NEUTRAL = new Set(["backend", "checkpoint_every", "keep_checkpoints", "gradient_checkpointing"]);
+// how the same math is laid out in memory or where it is kept: a resumed run may change them freely
+const RESUME_NEUTRAL = new Set(["backend", "checkpoint_every", "keep_checkpoints", "output_dir", "gradient_checkpointing"]);
 
 function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
   if (value !== null && typeof value === "object" && !Array.isArray(value)) {
@@ -254,5 +256,28 @@ export function configChanges(before: Record<string, unknown>, now: TrainConfig)
     }
   };
   const fields = [...new Set([...a.keys(), ...b.keys()])].filter((f) => !neutral(f) && !addedAtDefault(f)).sort();
-  return fields.filter((f) => (a.get(f) ?? "null") !== (b.get(f) ?? "null")).map((f) => `${f}: ${a.get(f) ?? "(absent)"} -> ${b.get(f) ?? "(absent)"}`);
+  const samePlace = movedWithRun(before, now);
+  return fields
+    .filter((f) => (a.get(f) ?? "null") !== (b.get(f) ?? "null") && !samePlace(f, a.get(f), b.get(f)))
+    .map((f) => `${f}: ${a.get(f) ?? "(absent)"} -> ${b.get(f) ?? "(absent)"}`);
+}
+
+/**
+ * Whether a path setting changed only because the run's folder moved: the same path relative to
+ * output_dir before and after (a project folder copied or renamed with its model, tasks and run inside).
+ */
+function movedWithRun(before: Record<string, unknown>, now: TrainConfig): (field: string, a: string | undefined, b: string | undefined) => boolean {
+  const oldDir = typeof before.output_dir === "string" ? before.output_dir : null;
+  return (field, a, b) => {
+    let isPath = false;
+    try {
+      isPath = settingOf(field).type.kind === "path";
+    } catch {
+      return false; // not a setting of the table
+    }
+    if (!isPath || oldDir === null || a === undefined || b === undefined) return false;
+    const pa = JSON.parse(a) as unknown;
+    const pb = JSON.parse(b) as unknown;
+    return typeof pa === "string" && typeof pb === "string" && pa !== "" && relative(oldDir, pa) === relative(now.output_dir, pb);
+  };
 }

@@ -2,7 +2,8 @@
  * What the SFT and GRPO drivers share: the optimizer step over accumulated micro-batch gradients
  * (clip, schedule, AdamW), checkpoints with `resume`, and the per-step log (jsonl + callback).
  */
-import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
+import { writeFileAtomic } from "../core/files.js";
 import { join } from "node:path";
 import { tf } from "../backend/tf.js";
 import { appendJsonl, readJsonl, toJsonl } from "../core/jsonl.js";
@@ -149,18 +150,21 @@ export class TrainerCore {
    */
   resume(dir?: string): TrainerState | null {
     const from = dir ?? (this.run.outDir ? latestCheckpoint(this.run.outDir) : null);
-    if (!from) return null;
-    const state = loadCheckpoint(from, this.params, this.optimizer);
-    this.step = state.step;
-    const p = this.logPath();
-    if (p && existsSync(p)) {
-      // step records of redone steps go; events (a config change) stay when they happened before the checkpoint
-      const kept = readJsonl<Record<string, unknown>>(p).records.filter((r) =>
-        typeof r.event === "string" ? typeof r.at_step === "number" && r.at_step <= state.step : typeof r.step === "number" && r.step < state.step);
-      writeFileSync(`${p}.tmp`, toJsonl(kept));
-      renameSync(`${p}.tmp`, p);
-    }
+    const state = from ? loadCheckpoint(from, this.params, this.optimizer) : null;
+    this.step = state?.step ?? 0;
+    // with no checkpoint the run starts at step 0: records of a run killed before its first checkpoint go too
+    this.trimLog(this.step);
     return state;
+  }
+
+  /** Drops step records of steps >= `step` from train_log.jsonl (they are redone); events stay when they happened before it. */
+  private trimLog(step: number): void {
+    const p = this.logPath();
+    if (!p || !existsSync(p)) return;
+    const { records: all, tornTail } = readJsonl<Record<string, unknown>>(p);
+    const kept = all.filter((r) => (typeof r.event === "string" ? typeof r.at_step === "number" && r.at_step <= step : typeof r.step === "number" && r.step < step));
+    // a torn last line (killed mid-append) is cut too, or the next record would be glued to it
+    if (kept.length !== all.length || tornTail) writeFileAtomic(p, toJsonl(kept));
   }
 
   dispose(): void {

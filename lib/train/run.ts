@@ -4,7 +4,7 @@
  * verifier grading) and run SFT or GRPO with checkpoints in output_dir. Used by `t2s train` (notebooks start the CLI).
  */
 import { commonPrefix } from "../model/prefix.js";
-import { cpSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ExecutorPool } from "../db/pool.js";
 import type { Executor } from "../db/types.js";
@@ -25,7 +25,9 @@ import { runRollout } from "../runs/rollout.js";
 import { readTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";
 import { selectTasks } from "../tasks/select.js";
-import { checkpointStep, latestCheckpoint } from "./checkpoint.js";
+import { checkpointStep, latestCheckpoint, removeTempCheckpoints } from "./checkpoint.js";
+import { takeLock } from "../runs/lock.js";
+import { writeFileAtomic } from "../core/files.js";
 import { configChanges, type TrainConfig } from "./config.js";
 import { conversationExample, readConversations } from "./conversations.js";
 import { episodeGrader, episodeSampler, ModelPolicy } from "./episode-sampler.js";
@@ -35,6 +37,8 @@ import type { TokenRow } from "./batching.js";
 import { SftTrainer } from "./sft.js";
 
 export const ADAPTER_NAME = "train";
+/** The lock file in output_dir naming the trainer that writes there. */
+export const TRAIN_LOCK = "train.lock";
 
 export interface RunHooks {
   /** Continue from the newest checkpoint in output_dir. */
@@ -116,14 +120,6 @@ function guardOutput(cfg: TrainConfig, resume: boolean, force: boolean): ConfigC
   if (!resume && last) {
     throw new T2sError("output_exists", `${cfg.output_dir} already holds checkpoints; pass --resume to continue that run, or choose a new output_dir`);
   }
-  if (existsSync(cfg.output_dir) && !statSync(cfg.output_dir).isDirectory()) {
-    throw new T2sError("bad_config", `output_dir ${cfg.output_dir} is an existing file, not a folder; choose another output_dir`);
-  }
-  try {
-    mkdirSync(cfg.output_dir, { recursive: true });
-  } catch (e) {
-    throw new T2sError("bad_config", `cannot create output_dir ${cfg.output_dir}: ${(e as Error).message}`);
-  }
   const configPath = join(cfg.output_dir, "config.json");
   let change: ConfigChange | null = null;
   if (resume && last && existsSync(configPath)) {
@@ -148,8 +144,27 @@ function guardOutput(cfg: TrainConfig, resume: boolean, force: boolean): ConfigC
       change = { atStep, changed, previous };
     }
   }
-  writeFileSync(configPath, JSON.stringify(cfg, null, 2) + "\n");
+  writeFileAtomic(configPath, JSON.stringify(cfg, null, 2) + "\n");
   return change;
+}
+
+/**
+ * Creates output_dir and takes its lock (`train.lock`), so a second trainer on the same folder is refused
+ * instead of interleaving its log and checkpoints with this one's; then removes what killed runs left
+ * there (temporary checkpoint folders, `.tmp-PID` files). Returns the release function.
+ */
+function claimOutput(dir: string): () => void {
+  if (existsSync(dir) && !statSync(dir).isDirectory()) {
+    throw new T2sError("bad_config", `output_dir ${dir} is an existing file, not a folder; choose another output_dir`);
+  }
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (e) {
+    throw new T2sError("bad_config", `cannot create output_dir ${dir}: ${(e as Error).message}`);
+  }
+  const release = takeLock(join(dir, TRAIN_LOCK), `output_dir ${dir} (another training run)`);
+  removeTempCheckpoints(dir);
+  return release;
 }
 
 /** SFT examples from tasks' gold queries, rendered as the reply the episode prompt asks for; prompt tokens masked. */
@@ -182,7 +197,19 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
   const allTasks = fromConversations ? [] : readTasks(cfg.tasks);
   const tasks = fromConversations ? [] : chooseTasks(cfg, allTasks);
   const conversations = fromConversations ? readConversations(cfg.conversations!) : [];
-  // --plan writes nothing: the output folder is not claimed
+  const input = { allTasks, tasks, conversations, fromConversations };
+  // --plan writes nothing: the output folder is neither locked nor claimed
+  if (hooks.planOnly) return trainClaimed(cfg, hooks, input);
+  const release = claimOutput(cfg.output_dir);
+  try {
+    return await trainClaimed(cfg, hooks, input);
+  } finally {
+    release();
+  }
+}
+
+async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks: Task[]; tasks: Task[]; conversations: ReturnType<typeof readConversations>; fromConversations: boolean }): Promise<RunSummary> {
+  const { allTasks, tasks, conversations, fromConversations } = input;
   const change = hooks.planOnly ? null : guardOutput(cfg, hooks.resume ?? false, hooks.force ?? false);
   const { model, lm } = await prepareModel(cfg, hooks);
   hooks.onNote?.(`${fromConversations ? `${conversations.length} conversations` : `${tasks.length} tasks`}; ${lm.trainableParams().length} trainable tensors (${cfg.adapter ? `LoRA r=${cfg.adapter.r} on ${cfg.adapter.targets.join(",")}` : "all weights"})`);
@@ -254,7 +281,9 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
         temperature: cfg.sampling.temperature, maxCompletionLength: cfg.sampling.max_tokens, evalEvery: ev?.every, onEval,
       });
     }
-    const resumedFrom = hooks.resume ? trainer.resume() : 0;
+    // without --resume there is no checkpoint (guardOutput): resume() then only drops the step records a
+    // run killed before its first checkpoint left in train_log.jsonl, since those steps are redone
+    const resumedFrom = trainer.resume();
     if (hooks.resume) hooks.onNote?.(resumedFrom ? `resuming after step ${resumedFrom}` : "no checkpoint to resume from; starting at step 0");
     if (change) {
       // after resume(), which rewrites the log up to the checkpoint, so the record lands in order

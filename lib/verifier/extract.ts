@@ -8,7 +8,9 @@
  *  3. Otherwise the last closed fenced block whose info string is empty, `sql` or `sqlite` (any case).
  *  4. Otherwise (fallback, on by default) the text from the first SELECT, or the first WITH that starts
  *     a common table expression (`WITH [RECURSIVE] name [(cols)] AS (`), up to the first `;` outside
- *     strings and comments, or the end of the reply.
+ *     strings and comments that is not followed by another statement, or the end of the reply. A second
+ *     statement stays part of the query, as it would in a fence: `SELECT 1; DELETE FROM t` gets the same
+ *     verdict (unsafe) bare or fenced, while prose after the `;` is left out.
  * The query is then normalised: comments dropped, whitespace outside literals collapsed to one space,
  * trailing semicolons stripped. An empty result is "no SQL" (null).
  */
@@ -106,9 +108,20 @@ function fallbackStart(text: string): number {
   return Math.min(sel, w);
 }
 
+const STATEMENT_KEYWORD = /^(select|values|insert|update|delete|replace|create|drop|alter|pragma|attach|detach|vacuum|reindex|analyze|begin|commit|rollback|savepoint|release|explain)\b/i;
+
+/** Whether `text` (after a `;`) opens another statement: a statement keyword, or a CTE-opening WITH. */
+function startsStatement(text: string): boolean {
+  const t = text.replace(/^(\s+|--[^\n]*(\n|$)|\/\*[\s\S]*?\*\/)*/, "");
+  return STATEMENT_KEYWORD.test(t) || fallbackStart(t) === 0;
+}
+
+/** The text up to the first `;` that ends the statements (one not followed by another statement). */
 function untilSemicolon(text: string): string {
-  const semi = tokenize(text).find((t) => t.type === "punct" && t.text === ";");
-  return semi ? text.slice(0, semi.start) : text;
+  for (const t of tokenize(text)) {
+    if (t.type === "punct" && t.text === ";" && !startsStatement(text.slice(t.end))) return text.slice(0, t.start);
+  }
+  return text;
 }
 
 /**

@@ -56,7 +56,7 @@ export function gradeRequest(executor: Executor, req: GradeRequest, o: LineOptio
 
 /** The answer line (without newline) for input line `n`. */
 export async function gradeLine(executor: Executor, raw: string, n: number, defaults: RequestDefaults, o: LineOptions): Promise<string> {
-  const req = parseGradeRequest(raw, defaults);
+  const req = parseGradeRequest(raw, defaults, { strict: true });
   if ("error" in req) return JSON.stringify({ error: `line ${n}: ${req.error}` });
   try {
     return JSON.stringify(gradeAnswer(await gradeRequest(executor, req, o)));

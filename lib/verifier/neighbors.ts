@@ -27,6 +27,7 @@ import { join } from "node:path";
 import { T2sError } from "../core/errors.js";
 import { databaseHash } from "./goldcache.js";
 import { SeededRandom } from "../core/random.js";
+import { openReadOnly } from "../db/connection.js";
 
 /** Probability that an unreferenced row is dropped. */
 const DROP_RATE = 0.2;
@@ -46,7 +47,7 @@ export function neighborDatabases(dbPath: string, k: number, seed = 0, dir = def
   const missing = paths.map((p, i) => [p, i] as const).filter(([p]) => !existsSync(p));
   if (missing.length === 0) return paths;
   mkdirSync(dir, { recursive: true });
-  const src = new Database(dbPath, { readonly: true, fileMustExist: true });
+  const src = openReadOnly(dbPath);
   const image = src.serialize();
   src.close();
   for (const [path, i] of missing) {

@@ -5,7 +5,8 @@
  *    "neighbors": 0, "numeric_text": false, "finish_reason": "stop|length|tool_calls", "invalid_tool_calls": 0,
  *    "dialect": "sqlite|spider", "distinct": "keep|ignore", "text": "fold|exact", "db_id": "name for --suite-dir"}
  * and the answer line {"correct", "executes", "outcome", "reason", "reward"}. Missing fields take the
- * defaults given (from the command's flags); unknown fields are ignored.
+ * defaults given (from the command's flags). Under `strict` (t2s grade --jsonl) an unknown field is an
+ * error naming it, since a misspelt option ("preset " or "dialct") would otherwise grade by the default.
  */
 import { DIALECTS, type Dialect } from "../db/dialect.js";
 import { dialectCompareOptions, DISTINCT_RULES, TEXT_RULES, type DistinctRule, type TextRule } from "./dialects.js";
@@ -46,12 +47,14 @@ export function dialectDefaults(dialect: Dialect): Pick<RequestDefaults, "order"
 }
 
 const ORDERS = ["top-level", "anywhere", "ignore", "always"];
+/** The fields a grade line may hold. */
+export const GRADE_FIELDS = ["db", "gold", "pred", "reply", "preset", "order", "round", "neighbors", "numeric_text", "finish_reason", "invalid_tool_calls", "dialect", "distinct", "text", "db_id"];
 const FINISH = ["stop", "length", "tool_calls"];
 /** Largest K accepted per line; each neighbor is one more gold and candidate run. */
 export const MAX_NEIGHBORS = 32;
 
 /** Parses one input line; returns the request or an error message naming the problem. */
-export function parseGradeRequest(line: string, defaults: RequestDefaults = REQUEST_DEFAULTS): GradeRequest | { error: string } {
+export function parseGradeRequest(line: string, defaults: RequestDefaults = REQUEST_DEFAULTS, opts: { strict?: boolean } = {}): GradeRequest | { error: string } {
   let v: unknown;
   try {
     v = JSON.parse(line);
@@ -60,6 +63,10 @@ export function parseGradeRequest(line: string, defaults: RequestDefaults = REQU
   }
   if (v === null || typeof v !== "object" || Array.isArray(v)) return { error: "expected a JSON object" };
   const o = v as Record<string, unknown>;
+  if (opts.strict) {
+    const unknown = Object.keys(o).filter((k) => !GRADE_FIELDS.includes(k));
+    if (unknown.length) return { error: `unknown field${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => JSON.stringify(k)).join(", ")} (known: ${GRADE_FIELDS.join(", ")})` };
+  }
   const str = (k: string, allowEmpty: boolean): string | { error: string } => {
     const x = o[k];
     if (typeof x !== "string") return { error: `field "${k}" must be a string${x === undefined ? " (it is missing)" : ""}` };

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { scratchDir } from "../helpers.js";
 import { makeRows, writeRows } from "./fixtures.js";
-import { demoSummaryLines } from "../../lib/report/demo-summary.js";
+import { deltaNotebookParams, demoCandidates, demoSummaryLines } from "../../lib/report/demo-summary.js";
 import { pairedDelta } from "../../lib/stats/delta.js";
 import { readStatRows } from "../../lib/stats/rows.js";
 
@@ -30,4 +30,17 @@ test("the demo summary shows the live continuation, labelled, and the shipped ro
   assert.ok(row!.includes(pts(d.delta!)) && row!.includes(`[${pts(d.ci![0])}, ${pts(d.ci![1])}]`), `delta ${pts(d.delta!)} and its interval in: ${row}`);
   assert.ok(d.delta! > 0.15, "the fixture's lift shows");
   assert.match(text, /^live continuation \(2 CPU steps\): not expected to move the holdout$/m);
+});
+
+test("the demo leads with the shipped round: first in the summary and notebook 05's headline (b), the live continuation after it (c)", () => {
+  const dir = scratchDir("t2s-demo-order-");
+  const base = writeRows(join(dir, "base.jsonl"), makeRows());
+  const live = { label: "live continuation (2 CPU steps)", rows: writeRows(join(dir, "live.jsonl"), makeRows({ seed: 1 })), note: "short" };
+  const shipped = { label: "shipped round 1", rows: writeRows(join(dir, "shipped.jsonl"), makeRows({ lift: 0.3, seed: 5 })), note: "full round" };
+  const candidates = demoCandidates(live, shipped);
+  assert.deepEqual(deltaNotebookParams(base, candidates), { a: base, b: shipped.rows, label_b: shipped.label, c: live.rows, label_c: live.label });
+  const text = demoSummaryLines({ baseRows: base, candidates, heading: "h" }).join("\n");
+  assert.ok(text.indexOf("shipped round 1") < text.indexOf("live continuation"), text);
+  // without a shipped round the live continuation is the headline
+  assert.deepEqual(deltaNotebookParams(base, demoCandidates(live, null)), { a: base, b: live.rows, label_b: live.label });
 });

@@ -1,23 +1,86 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { lockRows } from "../../lib/runs/lock.js";
-import { scratchDir } from "../helpers.js";
+import { currentHolder, lockRows, processStart, removeDeadTemps, takeLock } from "../../lib/runs/lock.js";
+import { repoRoot, scratchDir } from "../helpers.js";
+
+function deadPid(): number {
+  return Number(spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]).stdout.toString());
+}
 
 test("one writer per rows file: a live holder refuses, a dead holder's lock is taken over, release removes it", () => {
   const rows = join(scratchDir(), "rows.jsonl");
   const release = lockRows(rows);
   assert.ok(existsSync(`${rows}.lock`));
-  // a different live process (the parent of this test) holds it
+  assert.throws(() => lockRows(rows), /in use by this process/);
+  // a different live process (the parent of this test), in the bare-pid form older locks have
   writeFileSync(`${rows}.lock`, String(process.ppid));
-  assert.throws(() => lockRows(rows), /being written by process/);
-  // a process that has exited
-  const dead = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]).stdout.toString();
-  writeFileSync(`${rows}.lock`, dead);
+  assert.throws(() => lockRows(rows), /busy|in use by process/);
+  writeFileSync(`${rows}.lock`, String(deadPid()));
   const again = lockRows(rows);
+  assert.equal(JSON.parse(readFileSync(`${rows}.lock`, "utf8")).pid, process.pid);
   again();
   assert.ok(!existsSync(`${rows}.lock`));
   release();
+});
+
+test("a live pid that is not the holder (another start time, another boot) does not keep the lock busy", () => {
+  const dir = scratchDir();
+  const lock = join(dir, "x.lock");
+  const parent = { pid: process.ppid, start: processStart(process.ppid), boot: currentHolder().boot };
+  assert.ok(parent.start, "needs /proc");
+  writeFileSync(lock, JSON.stringify(parent));
+  assert.throws(() => takeLock(lock, "x"), (e: Error & { code?: string }) => e.code === "busy" && /process \d+/.test(e.message));
+  // same live pid, recorded with another start time: the pid was reused, the holder is gone
+  writeFileSync(lock, JSON.stringify({ ...parent, start: "1" }));
+  takeLock(lock, "x")();
+  // recorded on another boot
+  writeFileSync(lock, JSON.stringify({ ...parent, boot: "00000000-0000-0000-0000-000000000000" }));
+  takeLock(lock, "x")();
+  // an empty lock (a writer killed between create and write, by older versions) is stale
+  writeFileSync(lock, "");
+  takeLock(lock, "x")();
+  assert.deepEqual(readdirSync(dir), []);
+});
+
+test("two processes taking over one dead holder's lock at the same moment: exactly one holds it, every trial", async () => {
+  const dir = scratchDir();
+  const trials = 40;
+  const dead = deadPid();
+  for (let i = 0; i < trials; i++) writeFileSync(join(dir, `rows-${i}.lock`), String(dead));
+  const t0 = Date.now() + 4000;
+  const script = `
+    import { takeLock } from ${JSON.stringify(join(repoRoot, "lib/runs/lock.ts"))};
+    const out = [];
+    for (let i = 0; i < ${trials}; i++) {
+      while (Date.now() < ${t0} + i * 100) {}
+      try { takeLock(${JSON.stringify(dir)} + "/rows-" + i + ".lock", "rows"); out.push("held"); } catch (e) { out.push(e.code); }
+    }
+    process.stdout.write(JSON.stringify(out));
+  `;
+  const run = () => new Promise<string[]>((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.on("error", reject);
+    child.on("close", () => resolve(JSON.parse(out || "[]")));
+  });
+  const [a, b] = await Promise.all([run(), run()]);
+  assert.equal(a.length, trials);
+  const both = a.filter((x, i) => x === "held" && b[i] === "held").length;
+  const neither = a.filter((x, i) => x !== "held" && b[i] !== "held").length;
+  assert.equal(both, 0, `both held the lock in ${both} of ${trials} trials`);
+  assert.equal(neither, 0, `a lock nobody holds was refused in ${neither} of ${trials} trials`);
+});
+
+test("temp files of killed writers beside a file are removed; a live writer's are kept", () => {
+  const dir = scratchDir();
+  const meta = join(dir, "rows.jsonl.meta.json");
+  const dead = deadPid();
+  for (const n of [`rows.jsonl.meta.json.tmp-${dead}`, `rows.jsonl.lock.tmp-${dead}-ab12cd34`, `rows.jsonl.meta.json.tmp-${process.pid}`, "other.tmp-1"]) writeFileSync(join(dir, n), "x");
+  removeDeadTemps(meta);
+  removeDeadTemps(join(dir, "rows.jsonl.lock"));
+  assert.deepEqual(readdirSync(dir).sort(), ["other.tmp-1", `rows.jsonl.meta.json.tmp-${process.pid}`]);
 });

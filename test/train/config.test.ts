@@ -61,3 +61,10 @@ test("readConfig reports missing files and bad JSON", () => {
   writeFileSync(p, JSON.stringify(minimal));
   assert.equal(readConfig(p, "grpo").tasks, join(dir, "t.jsonl"));
 });
+
+test("null is refused where the default is not off: \"lr\": null is a mistake, not the default", () => {
+  rejects({ ...minimal, lr: null }, /lr.*is null/);
+  rejects({ ...minimal, sampling: { temperature: null } }, /sampling\.temperature.*is null/);
+  // where the default is off, null still means off
+  assert.equal(validateConfig({ ...minimal, limit: null, backend: null }, "grpo", "/cfg/c.json").limit, null);
+});

@@ -66,3 +66,11 @@ test("words before the query inside a solution block are dropped", () => {
   assert.equal(extractSql("<solution>no query here</solution>"), null);
   assert.equal(extractSql("<solution>PRAGMA table_info(t)</solution>"), "PRAGMA table_info(t)");
 });
+
+test("a second statement after a semicolon stays in the bare query, as in a fence; prose after it does not", () => {
+  assert.equal(extractSql("SELECT 1; DELETE FROM orders"), "SELECT 1; DELETE FROM orders");
+  assert.equal(extractSql("SELECT 1; DELETE FROM orders"), extractSql("```sql\nSELECT 1; DELETE FROM orders\n```"));
+  assert.equal(extractSql("Run SELECT a FROM t;\n  /* then */ drop table t; and that is all"), "SELECT a FROM t; drop table t");
+  assert.equal(extractSql("SELECT a FROM t; WITH x AS (SELECT 1) SELECT * FROM x"), "SELECT a FROM t; WITH x AS (SELECT 1) SELECT * FROM x");
+  assert.equal(extractSql("SELECT a FROM t; with it you get a."), "SELECT a FROM t");
+});

@@ -63,3 +63,15 @@ test("t2s grade single mode prints JSON; bad flags exit 2", async () => {
   assert.equal((await runCli(["grade", "--db", db, "--gold", "SELECT 1"])).code, 2);
   assert.equal((await runCli(["grade", "--jsonl", "--round", "x"])).code, 2);
 });
+
+test("t2s grade --jsonl refuses a line with an unknown field instead of grading it by the defaults", async () => {
+  const lines = [
+    { db, gold: "SELECT 1", pred: "SELECT 1", reply: false, dialct: "spider" },
+    { db, gold: "SELECT 1", pred: "SELECT 1", reply: false },
+  ];
+  const r = await runCli(["grade", "--jsonl", "--workers", "1"], { input: lines.map((l) => JSON.stringify(l)).join("\n") + "\n", env: { T2S_CACHE_DIR: scratchDir("t2s-cache-") } });
+  assert.equal(r.code, 0, r.stderr);
+  const out = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
+  assert.match(out[0].error, /^line 1: unknown field "dialct" \(known: db, gold, pred/);
+  assert.equal(out[1].outcome, "correct");
+});

@@ -150,3 +150,11 @@ test("evidence penalty applies only with the option and a task that has evidence
   const plain = task("SELECT COUNT(*) FROM person");
   assert.equal((await grade(plain, reply, { executor: pool, preset: "tool-rl", evidencePenalty: true })).reward, 1);
 });
+
+test("one rule for fenced and bare replies: SELECT 1; DELETE ... is unsafe either way", async () => {
+  const t = task("SELECT 1");
+  const bare = await grade(t, "SELECT 1; DELETE FROM person", { executor: pool });
+  const fenced = await grade(t, "```sql\nSELECT 1; DELETE FROM person\n```", { executor: pool });
+  assert.equal(fenced.outcome, "unsafe", fenced.reason);
+  assert.deepEqual([bare.outcome, bare.reward, bare.sql], [fenced.outcome, fenced.reward, fenced.sql]);
+});
