@@ -8,7 +8,7 @@ import { defaultShopPath } from "../db/shop/build.js";
 import { notesFor } from "../db/notes.js";
 import { openingMessages, type PromptConfig } from "../episode/prompt.js";
 import { sqlToolSpec } from "../episode/tools.js";
-import { TOOL_ROWS } from "../core/defaults.js";
+import { MAX_TOOL_CALLS, TOOL_ROWS } from "../core/defaults.js";
 import { kitPath } from "../core/paths.js";
 import { createExecutorPool } from "../db/direct-executor.js";
 import { EXPORT_FORMATS, exportTasks, type ExportFormat } from "../tasks/export.js";
@@ -217,7 +217,7 @@ export function registerTasks(program: Command): void {
     .option("--notes <file>", "database notes to put in the system prompt (default: the shop NOTES for db_id 'shop')")
     .option("--style <style>", "episode style of the prompts: single, or tool (the SQL tool's prompt and schema; verl rows run its tool_agent loop)", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
-    .option("--max-tool-calls <n>", "tool calls per episode said in the tool prompt", intOption("--max-tool-calls", 0), 5)
+    .option("--max-tool-calls <n>", "tool calls per episode said in the tool prompt", intOption("--max-tool-calls", 0), MAX_TOOL_CALLS)
     .option("--tool-rows <n>", "rows a tool result shows at most, said in the tool prompt", intOption("--tool-rows", 1), TOOL_ROWS)
     .option("--json", "print the written files as JSON")
     .action(async (source: string, opts: SourceOpts & { to: string; out: string; notes?: string; style: string; protocol: string; maxToolCalls: number; toolRows: number; json?: boolean }) => {
