@@ -10,7 +10,7 @@ const model = fixtureDir("llama");
 
 /** One `error [code]: message` line, nothing else on stderr (no stack trace). */
 function assertOneLine(stderr: string, code: string, what: string): void {
-  const lines = stderr.split("\n").filter((l) => l.trim() !== "" && !/^(model |Error: Loader Message|Warning: vkEnumerate|\s+at GatherPhysicalDevices)/.test(l));
+  const lines = stderr.split("\n").filter((l) => l.trim() !== "" && !/^(model |loaded |Error: Loader Message|Warning: vkEnumerate|\s+at GatherPhysicalDevices)/.test(l));
   assert.equal(lines.length, 1, `${what}: ${stderr}`);
   assert.match(lines[0], new RegExp(`^error \\[${code}\\]: `), what);
 }
