@@ -157,7 +157,7 @@ export class EnvService {
     }
     const req = parseGradeRequest(JSON.stringify(line), this.defaults);
     if ("error" in req) throw new BadRequest(req.error);
-    return gradeRequest(this.opts.executor, req, this.line, { ...(task ? { task } : {}), ...(unsafe_tool_query !== undefined ? { unsafeToolQuery: unsafe_tool_query } : {}) });
+    return gradeRequest(this.opts.executor, req, this.line, { ...(task ? { task } : {}), ...(unsafe_tool_query !== undefined ? { unsafeToolQuery: unsafe_tool_query as string } : {}) });
   }
 
   /** Resolves the database of a tool or prompt request: a task's, or an explicit "db" path. */
