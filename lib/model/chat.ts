@@ -43,7 +43,12 @@ export interface ChatRequest extends SamplingRequest {
   messages: ChatMessageIn[];
   tools?: unknown[];
   toolChoice?: ToolChoice;
+  /** Extra variables for the chat template (vLLM's chat_template_kwargs, e.g. enable_thinking). */
+  templateKwargs?: Record<string, unknown>;
 }
+
+/** What a prompt is rendered from. */
+export type PromptPart = Pick<ChatRequest, "model" | "messages" | "tools" | "toolChoice" | "templateKwargs">;
 
 export interface ChatChoice {
   index: number;
@@ -92,6 +97,11 @@ export interface ChatEngineOptions {
   adapter?: string | null;
   /** Prompt tokens prefilled in one engine call at most (the engine's default when unset). */
   maxPrefillTokens?: number;
+  /**
+   * Tokenizes a rendered prompt for complete() (the server's worker threads); default: the model's
+   * tokenizer in this thread. promptIds() always tokenizes in the thread.
+   */
+  tokenize?: (model: CausalLM, text: string, addSpecialTokens: boolean) => Promise<number[]>;
 }
 
 /** Rendered prompts kept (a GRPO step has prompts_per_step distinct ones, an eval a few hundred). */
@@ -125,7 +135,7 @@ function templateMessages(messages: ChatMessageIn[]): TemplateMessage[] {
  * chat engine's prompts, the server's /tokenize, SFT examples and conversations, `t2s generate`). With
  * `addGenerationPrompt` the text ends where the assistant's reply starts.
  */
-export function renderChat(tok: ChatTokenizer, messages: ChatMessageIn[], opts: { tools?: unknown[]; addGenerationPrompt?: boolean } = {}): string {
+export function renderChat(tok: ChatTokenizer, messages: ChatMessageIn[], opts: { tools?: unknown[]; addGenerationPrompt?: boolean; extra?: Record<string, unknown> } = {}): string {
   return tok.applyChatTemplate(templateMessages(messages), opts);
 }
 
@@ -207,22 +217,48 @@ export class ChatEngine {
    * the generation prompt, then, when tool_choice forces a call, the opening of that call as if the
    * assistant had already written it.
    */
-  promptIds(req: Pick<ChatRequest, "model" | "messages" | "tools" | "toolChoice">): number[] {
-    const tok = this.model(req.model).requireTokenizer();
+  promptIds(req: PromptPart): number[] {
+    const hit = this.cachedIds(req);
+    if (hit) return hit;
+    const text = this.promptText(req);
+    return this.keep(req, this.model(req.model).requireTokenizer().encode(text, { addSpecialTokens: false }));
+  }
+
+  /** promptIds through the `tokenize` option (off the thread in the server). */
+  async promptIdsAsync(req: PromptPart): Promise<number[]> {
+    const hit = this.cachedIds(req);
+    if (hit) return hit;
+    const text = this.promptText(req);
+    if (!this.opts.tokenize) return this.keep(req, this.model(req.model).requireTokenizer().encode(text, { addSpecialTokens: false }));
+    return this.keep(req, await this.opts.tokenize(this.model(req.model), text, false));
+  }
+
+  private renderKey(req: PromptPart): string {
     const tools = req.toolChoice === "none" ? undefined : req.tools;
-    // a GRPO step samples each prompt G times and an eval k times: render and tokenize it once
-    const key = JSON.stringify([req.model, tools ?? null, req.toolChoice ?? null, req.messages]);
+    return JSON.stringify([req.model, tools ?? null, req.toolChoice ?? null, req.messages, req.templateKwargs ?? null]);
+  }
+
+  // a GRPO step samples each prompt G times and an eval k times: render and tokenize it once
+  private cachedIds(req: PromptPart): number[] | undefined {
+    const key = this.renderKey(req);
     const hit = this.rendered.get(key);
-    if (hit) {
-      this.rendered.delete(key);
-      this.rendered.set(key, hit);
-      return hit.slice();
-    }
-    const text = renderChat(tok, req.messages, { tools, addGenerationPrompt: true });
-    const ids = tok.encode(text + this.prefill(req), { addSpecialTokens: false });
-    this.rendered.set(key, ids);
+    if (!hit) return undefined;
+    this.rendered.delete(key);
+    this.rendered.set(key, hit);
+    return hit.slice();
+  }
+
+  private keep(req: PromptPart, ids: number[]): number[] {
+    this.rendered.set(this.renderKey(req), ids);
     if (this.rendered.size > RENDERED_PROMPTS) this.rendered.delete(this.rendered.keys().next().value as string);
     return ids.slice();
+  }
+
+  /** The chat template's text of a request with the generation prompt and the forced opening. */
+  promptText(req: PromptPart): string {
+    const tok = this.model(req.model).requireTokenizer();
+    const tools = req.toolChoice === "none" ? undefined : req.tools;
+    return renderChat(tok, req.messages, { tools, addGenerationPrompt: true, extra: req.templateKwargs }) + this.prefill(req);
   }
 
   /** The forced opening of the reply ("" unless tool_choice is required or a named function). */
@@ -237,19 +273,36 @@ export class ChatEngine {
    * followed by a placeholder turn. A property of the request alone, so a row's arithmetic never depends on
    * what else is batched with it.
    */
-  sharedPrefixLength(req: Pick<ChatRequest, "model" | "messages" | "tools" | "toolChoice">, ids: number[]): number {
-    const lead = req.messages.findIndex((m) => m.role !== "system");
-    if (lead <= 0) return 0;
-    const tools = req.toolChoice === "none" ? undefined : req.tools;
-    const key = `${req.model}\u0000${JSON.stringify(tools ?? null)}\u0000${JSON.stringify(req.messages.slice(0, lead))}`;
-    let n = this.prefixes.get(key);
-    if (n === undefined) {
-      const probe = this.promptIds({ model: req.model, tools, messages: [...req.messages.slice(0, lead), { role: "user", content: "\u0001" }] });
-      n = commonPrefix([probe, ids]);
-      if (this.prefixes.size > 256) this.prefixes.clear();
-      this.prefixes.set(key, n);
-    }
+  sharedPrefixLength(req: PromptPart, ids: number[]): number {
+    const probe = this.prefixProbe(req);
+    if (!probe) return 0;
+    let n = this.prefixes.get(probe.key);
+    if (n === undefined) n = this.keepPrefix(probe.key, this.promptIds(probe.req), ids);
     return Math.min(n, ids.length - 1);
+  }
+
+  /** sharedPrefixLength through the `tokenize` option. */
+  async sharedPrefixLengthAsync(req: PromptPart, ids: number[]): Promise<number> {
+    const probe = this.prefixProbe(req);
+    if (!probe) return 0;
+    let n = this.prefixes.get(probe.key);
+    if (n === undefined) n = this.keepPrefix(probe.key, await this.promptIdsAsync(probe.req), ids);
+    return Math.min(n, ids.length - 1);
+  }
+
+  private prefixProbe(req: PromptPart): { key: string; req: PromptPart } | null {
+    const lead = req.messages.findIndex((m) => m.role !== "system");
+    if (lead <= 0) return null;
+    const tools = req.toolChoice === "none" ? undefined : req.tools;
+    const key = `${req.model}\u0000${JSON.stringify(tools ?? null)}\u0000${JSON.stringify(req.messages.slice(0, lead))}\u0000${JSON.stringify(req.templateKwargs ?? null)}`;
+    return { key, req: { model: req.model, tools, templateKwargs: req.templateKwargs, messages: [...req.messages.slice(0, lead), { role: "user", content: "\u0001" }] } };
+  }
+
+  private keepPrefix(key: string, probe: number[], ids: number[]): number {
+    const n = commonPrefix([probe, ids]);
+    if (this.prefixes.size > 256) this.prefixes.clear();
+    this.prefixes.set(key, n);
+    return n;
   }
 
   /** The new tokens a request may have after a prompt of `promptLength` tokens (throws when none, or too many asked with refuseOverlong). */
@@ -321,20 +374,21 @@ export class ChatEngine {
    * seed/0..n-1). Hooks receive text and tokens as they are made; aborting the signal cancels the rows.
    */
   async complete(req: ChatRequest, hooks: ChatHooks = {}): Promise<ChatResult> {
-    const ids = this.promptIds(req);
+    const ids = await this.promptIdsAsync(req);
     const prefill = this.prefill(req);
     const parse = req.tools?.length && req.toolChoice !== "none";
     const choiceOf = (i: number, g: Generation): ChatChoice => {
       const text = prefill + g.text;
       const parsed = !parse ? { content: g.text, calls: [], invalid: 0 } : prefill ? parseForcedToolCalls(text, req.toolChoice === "required" ? undefined : (req.toolChoice as { name: string }).name) : parseToolCalls(text);
-      const finishReason = parsed.calls.length ? "tool_calls" : g.finishReason;
+      // a reply cut by max_tokens is "length" whatever it holds (OpenAI's contract), a cut tool call included
+      const finishReason = g.finishReason === "length" ? "length" : parsed.calls.length ? "tool_calls" : g.finishReason;
       return { index: i, text, content: parsed.content, toolCalls: parsed.calls, invalidToolCalls: parsed.invalid, finishReason, ids: g.ids, logprobs: g.logprobs, topLogprobs: g.topLogprobs };
     };
     const choices: ChatChoice[] = [];
     const r = await this.generateIds(req.model, ids, req, { ...hooks, onGeneration: (i, g) => {
       choices[i] = choiceOf(i, g);
       hooks.onChoice?.(choices[i]);
-    } }, this.sharedPrefixLength(req, ids));
+    } }, await this.sharedPrefixLengthAsync(req, ids));
     return { model: r.model, promptTokens: ids.length, promptIds: ids, completionTokens: r.generations.reduce((s, g) => s + g.ids.length, 0), choices };
   }
 

@@ -24,7 +24,7 @@ export interface ChatTokenizer {
   encode(text: string, opts?: { addSpecialTokens?: boolean }): number[];
   decode(ids: number[], opts?: { skipSpecialTokens?: boolean }): string;
   /** The prompt text for a conversation (with the assistant header when addGenerationPrompt, default true). */
-  applyChatTemplate(messages: TemplateMessage[], opts?: { tools?: unknown[]; addGenerationPrompt?: boolean }): string;
+  applyChatTemplate(messages: TemplateMessage[], opts?: { tools?: unknown[]; addGenerationPrompt?: boolean; extra?: Record<string, unknown> }): string;
   /** Ids that end a generation (the tokenizer's eos token plus the model's eos ids). */
   readonly eosIds: number[];
   readonly padId: number | null;
@@ -101,7 +101,9 @@ export function loadTokenizer(dir: string, extraEos: number[] = []): ChatTokeniz
     decode: (ids, opts = {}) => (ids.length ? tok.decode(ids, { skip_special_tokens: opts.skipSpecialTokens ?? false }) : ""),
     applyChatTemplate(messages, opts = {}) {
       if (!template) throw new T2sError("no_chat_template", `${dir} has no chat template (tokenizer_config.json chat_template or chat_template.jinja)`);
+      // extra variables first (vLLM's chat_template_kwargs), so they never replace the messages or the tokens
       const ctx: Record<string, unknown> = {
+        ...opts.extra,
         messages,
         add_generation_prompt: opts.addGenerationPrompt ?? true,
         ...special,

@@ -6,6 +6,7 @@
  */
 import type { FastifyReply } from "fastify";
 import type { ChatChoice, ChatEngine } from "../model/chat.js";
+import type { CausalLM } from "../model/model.js";
 import { newId, ToolCallStream, type ToolStreamEvent } from "../model/toolcalls.js";
 import type { ServeMetrics } from "./metrics.js";
 import { asRequestError } from "./errors.js";
@@ -15,6 +16,10 @@ import { disconnectSignal, EventStream } from "./sse.js";
 export interface ServeContext {
   chat: ChatEngine;
   metrics: ServeMetrics;
+  /** Tokenizes a prompt of a served model off the event loop, behind the byte bound. */
+  encode(model: CausalLM, text: string, addSpecialTokens: boolean): Promise<number[]>;
+  /** Throws context_length_exceeded when `bytes` of text cannot fit the model's context (before any rendering). */
+  checkBytes(model: CausalLM, bytes: number): void;
 }
 
 /** The outcome a failed request is counted under. */
@@ -27,6 +32,7 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
   const seconds = () => (performance.now() - started) / 1000;
   const model = ctx.chat.model(requestObject(raw).model);
   const req = parseChatBody(raw, model.config.vocabSize);
+  ctx.checkBytes(model, req.messages.reduce((n, m) => n + Buffer.byteLength(m.content ?? "") + Buffer.byteLength(JSON.stringify(m.tool_calls ?? "")), 0));
   const tok = model.requireTokenizer();
   const tokenText = (t: number) => tok.decode([t]);
   const id = newId("chatcmpl");
@@ -43,7 +49,7 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
     }
   }
   // everything that can be a 400 is checked before the 200 header goes out
-  ctx.chat.newTokenBudget(req.model, ctx.chat.promptIds(req).length, req);
+  ctx.chat.newTokenBudget(req.model, (await ctx.chat.promptIdsAsync(req)).length, req);
   const mode = !req.tools?.length || req.toolChoice === "none" ? "plain" : req.toolChoice === undefined || req.toolChoice === "auto" ? "auto" : "forced";
   const stream = new EventStream(reply);
   const n = req.n ?? 1;

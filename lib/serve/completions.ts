@@ -22,6 +22,9 @@ interface Prompt {
   text: string;
 }
 
+/** Tokenizes one prompt text (the server's worker pool). */
+export type Encode = (text: string, addSpecialTokens: boolean) => Promise<number[]>;
+
 interface CompletionRequest extends SamplingRequest, StreamOptions {
   model: string;
   prompts: Prompt[];
@@ -33,12 +36,16 @@ function isIds(v: unknown): v is number[] {
 }
 
 /** The request a completions body describes, or a 400 naming the first bad field. */
-export function parseCompletionBody(raw: unknown, tok: ChatTokenizer, vocab: number): CompletionRequest {
+export async function parseCompletionBody(raw: unknown, tok: ChatTokenizer, vocab: number, encode: Encode = async (t, add) => tok.encode(t, { addSpecialTokens: add })): Promise<CompletionRequest> {
   const body = requestObject(raw);
   refuseUnsupported(body, COMPLETION_KEYS);
   const p = body.prompt;
   const addSpecial = body.add_special_tokens !== false;
-  const fromText = (t: string): Prompt => ({ ids: tok.encode(t, { addSpecialTokens: addSpecial }), text: t });
+  const texts: string[] = [];
+  const fromText = (t: string): Prompt => {
+    texts.push(t);
+    return { ids: [], text: t };
+  };
   const fromIds = (ids: number[]): Prompt => {
     if (ids.some((id) => !Number.isInteger(id) || id < 0 || id >= vocab)) throw bad("prompt", `token ids in 'prompt' must be integers in [0, ${vocab})`);
     return { ids, text: tok.decode(ids, { skipSpecialTokens: false }) };
@@ -49,11 +56,16 @@ export function parseCompletionBody(raw: unknown, tok: ChatTokenizer, vocab: num
   else if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === "string")) prompts = (p as string[]).map(fromText);
   else if (Array.isArray(p) && p.length > 0 && p.every(isIds)) prompts = (p as number[][]).map(fromIds);
   else throw bad("prompt", "'prompt' must be a string, a list of strings, a list of token ids, or a list of token-id lists");
+  const sampling = parseSampling(body, vocab);
+  // every field is checked before the prompts are tokenized (off the event loop, behind the byte bound)
+  if (texts.length) {
+    const ids = await Promise.all(texts.map((t) => encode(t, addSpecial)));
+    prompts.forEach((x, i) => (x.ids = ids[i]));
+  }
   if (prompts.some((x) => x.ids.length === 0)) throw bad("prompt", "every prompt needs at least one token");
   const logprobs = optNumber(body, "logprobs", 0, 20, true);
   const echo = body.echo === true;
   if (echo && logprobs !== undefined) throw bad("echo", "'echo' with 'logprobs' needs the prompt's log-probabilities, which this server does not compute");
-  const sampling = parseSampling(body, vocab);
   const bestOf = optNumber(body, "best_of", 1, 64, true);
   if (bestOf !== undefined && bestOf !== (sampling.n ?? 1)) throw bad("best_of", `'best_of' = ${bestOf} is not supported (only best_of = n: every sampled row is returned)`);
   // the completions protocol's default is 16 new tokens
@@ -83,7 +95,7 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
   const seconds = () => (performance.now() - started) / 1000;
   const model = ctx.chat.model(requestObject(raw).model);
   const tok = model.requireTokenizer();
-  const req = parseCompletionBody(raw, tok, model.config.vocabSize);
+  const req = await parseCompletionBody(raw, tok, model.config.vocabSize, (t, add) => ctx.encode(model, t, add));
   for (const p of req.prompts) ctx.chat.newTokenBudget(req.model, p.ids.length, req);
   const tokenText = (t: number) => tok.decode([t]);
   const n = req.n ?? 1;

@@ -53,10 +53,14 @@ export function optTokenIds(body: Record<string, unknown>, key: string, vocab: n
 }
 
 /** Parameters that never change the output. */
-const HARMLESS = new Set(["user", "metadata", "store", "parallel_tool_calls", "service_tier", "stream_options", "request_id", "priority", "prompt_cache_key", "safety_identifier"]);
+const HARMLESS: ReadonlySet<string> = new Set(["user", "metadata", "store", "parallel_tool_calls", "service_tier", "stream_options", "request_id", "priority", "prompt_cache_key", "safety_identifier", "cache_salt", "kv_transfer_params", "vllm_xargs"]);
 
-/** Known parameters the engine does not implement, with the values that leave the output unchanged. */
-const NO_OP: Record<string, (v: unknown) => boolean> = {
+/**
+ * Known parameters the engine does not implement, with the values that leave the output unchanged. A Map,
+ * never a plain object: a body key such as `__proto__`, `constructor` or `valueOf` must not find
+ * Object.prototype's members.
+ */
+const NO_OP: ReadonlyMap<string, (v: unknown) => boolean> = new Map(Object.entries({
   repetition_penalty: (v) => v === 1,
   min_p: (v) => v === 0,
   top_a: (v) => v === 0,
@@ -97,22 +101,34 @@ const NO_OP: Record<string, (v: unknown) => boolean> = {
   suffix: () => false,
   echo: (v) => v === false,
   best_of: (v) => v === 1,
-};
+} satisfies Record<string, (v: unknown) => boolean>));
 
 /**
- * Refuses every field of `body` that is neither honoured by this route (`honoured`) nor harmless nor at a
- * no-op value; null counts as absent. The error names the parameter.
+ * Refuses the fields of `body` that are neither honoured by this route (`honoured`) nor harmless nor at a
+ * no-op value; null counts as absent. One 400 names every refused field (its `param` is the first), so a
+ * client fixes its request in one round.
  */
 export function refuseUnsupported(body: Record<string, unknown>, honoured: ReadonlySet<string>): void {
-  for (const [key, v] of Object.entries(body)) {
+  const unknown: string[] = [];
+  const unsupported: string[] = [];
+  for (const key of Object.keys(body)) {
+    const v = body[key];
     if (honoured.has(key) || HARMLESS.has(key) || v === null || v === undefined) continue;
-    const noOp = NO_OP[key];
-    if (noOp) {
-      if (noOp(v)) continue;
-      throw bad(key, `'${key}' = ${JSON.stringify(v)} is not supported by this server (it would change the output and the engine does not implement it); leave it out`);
-    }
-    throw bad(key, `'${key}' is not a parameter this server knows; it is refused rather than ignored, since it may be meant to change the output`);
+    const noOp = NO_OP.get(key);
+    if (noOp === undefined) unknown.push(key);
+    else if (!noOp(v)) unsupported.push(key);
   }
+  if (!unknown.length && !unsupported.length) return;
+  const parts: string[] = [];
+  const names = (keys: string[]) => keys.map((k) => `'${k}'`).join(", ");
+  if (unsupported.length) parts.push(`${names(unsupported)} ${unsupported.length > 1 ? "are" : "is"} not supported by this server at the value given (it would change the output and the engine does not implement it); leave ${unsupported.length > 1 ? "them" : "it"} out`);
+  if (unknown.length) parts.push(`${names(unknown)} ${unknown.length > 1 ? "are not parameters" : "is not a parameter"} this server knows; refused rather than ignored, since ${unknown.length > 1 ? "they" : "it"} may be meant to change the output`);
+  throw new RequestError(400, parts.join("; "), { param: [...unsupported, ...unknown][0] });
+}
+
+/** Reads an own field of a parsed body (never one inherited from Object.prototype). */
+export function field(body: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(body, key) ? body[key] : undefined;
 }
 
 /** Parameters every generating route honours. */

@@ -81,6 +81,19 @@ export function parseTools(body: Record<string, unknown>): unknown[] | undefined
   return tools;
 }
 
+/** vLLM's chat_template_kwargs: extra variables for the chat template (undefined when absent). */
+export function parseTemplateKwargs(body: Record<string, unknown>): Record<string, unknown> | undefined {
+  const v = body.chat_template_kwargs;
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "object" || Array.isArray(v)) throw bad("chat_template_kwargs", "'chat_template_kwargs' must be an object of template variables");
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v)) {
+    if (k === "messages" || k === "tools" || k === "__proto__") throw bad("chat_template_kwargs", `chat_template_kwargs may not set '${k}'`);
+    out[k] = (v as Record<string, unknown>)[k];
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
 /** Returns the chat request a body describes, or throws RequestError(400) naming the first bad field. */
 export function parseChatBody(raw: unknown, vocab: number): ParsedRequest {
   const body = requestObject(raw);

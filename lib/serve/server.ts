@@ -14,7 +14,8 @@ import { completions } from "./completions.js";
 import { asRequestError } from "./errors.js";
 import { ServeMetrics } from "./metrics.js";
 import { bad, optTokenIds, refuseUnsupported, RequestError } from "./params.js";
-import { errorBody, parseMessages, parseTools, requestObject } from "./protocol.js";
+import { errorBody, parseMessages, parseTemplateKwargs, parseTools, requestObject } from "./protocol.js";
+import { TokenizerPool } from "./tokenize-pool.js";
 
 export interface ServerOptions {
   model: CausalLM;
@@ -40,13 +41,24 @@ export interface RunningServer {
 }
 
 const ROUTES = "POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/{id}], POST /tokenize, POST /detokenize, POST /v1/load_lora_adapter, POST /v1/unload_lora_adapter, GET /metrics, GET /health";
-const TOKENIZE_KEYS = new Set(["model", "prompt", "messages", "tools", "add_generation_prompt", "add_special_tokens", "return_token_strs"]);
+const TOKENIZE_KEYS = new Set(["model", "prompt", "messages", "tools", "add_generation_prompt", "add_special_tokens", "return_token_strs", "chat_template_kwargs"]);
 
 /** Starts the server and returns its URL (port 0 picks a free port) and a close function. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const adapters = Array.isArray(opts.adapters) ? opts.adapters : Object.entries(opts.adapters ?? {}).map(([name, dir]) => mergedModel(opts.model, dir, { name }));
-  const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens });
-  const ctx: ServeContext = { chat, metrics: new ServeMetrics(chat) };
+  const baseTok = opts.model.requireTokenizer();
+  const pool = await TokenizerPool.start(baseTok, opts.model.dir);
+  const encode = (m: CausalLM, text: string, addSpecialTokens: boolean): Promise<number[]> => {
+    if (m.tokenizer === baseTok) return pool.encode(text, { addSpecialTokens, maxPositions: m.config.maxPositions });
+    try {
+      pool.checkBytes(Buffer.byteLength(text), m.config.maxPositions);
+      return Promise.resolve(m.requireTokenizer().encode(text, { addSpecialTokens }));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  };
+  const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens, tokenize: encode });
+  const ctx: ServeContext = { chat, metrics: new ServeMetrics(chat), encode, checkBytes: (m, bytes) => pool.checkBytes(bytes, m.config.maxPositions) };
   const created = Math.floor(Date.now() / 1000);
   const loading = new Set<string>();
   const app = Fastify({
@@ -94,10 +106,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const tok = model.requireTokenizer();
     let ids: number[];
     if (body.messages !== undefined) {
-      const text = renderChat(tok, parseMessages(body), { tools: parseTools(body), addGenerationPrompt: body.add_generation_prompt !== false });
-      ids = tok.encode(text, { addSpecialTokens: body.add_special_tokens === true });
+      const messages = parseMessages(body);
+      ctx.checkBytes(model, messages.reduce((n, m) => n + Buffer.byteLength(m.content ?? ""), 0));
+      const text = renderChat(tok, messages, { tools: parseTools(body), addGenerationPrompt: body.add_generation_prompt !== false, extra: parseTemplateKwargs(body) });
+      ids = await encode(model, text, body.add_special_tokens === true);
     } else if (typeof body.prompt === "string") {
-      ids = tok.encode(body.prompt, { addSpecialTokens: body.add_special_tokens !== false });
+      ids = await encode(model, body.prompt, body.add_special_tokens !== false);
     } else throw bad("prompt", "give 'prompt' (a string) or 'messages'");
     return { count: ids.length, max_model_len: model.config.maxPositions, tokens: ids, ...(body.return_token_strs === true ? { token_strs: ids.map((t) => tok.decode([t], { skipSpecialTokens: false })) } : {}) };
   });
@@ -146,6 +160,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       await app.close();
       ctx.metrics.close();
       await chat.close();
+      await pool.close();
       for (const m of chat.models.values()) if (m !== opts.model) m.dispose();
     },
   };
