@@ -155,7 +155,7 @@ async function fairness(url: string, prompts: Message[][]): Promise<string[]> {
   const short = { model: served, messages: prompts[1 % prompts.length], max_tokens: 24, ignore_eos: true, temperature: 0.7, seed: 5 };
   const solo: number[] = [];
   for (let i = 0; i < 3; i++) solo.push((await ask(url, short)).seconds);
-  const tok = (await (await fetch(`${url}/tokenize`, { method: "POST", body: JSON.stringify({ model: served, messages: prompts[0] }) })).json()) as { count: number; max_model_len: number };
+  const tok = (await (await fetch(`${url}/tokenize`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: served, messages: prompts[0] }) })).json()) as { count: number; max_model_len: number };
   const abort = new AbortController();
   let started!: () => void;
   const first = new Promise<void>((r) => (started = r));

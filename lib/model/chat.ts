@@ -350,6 +350,7 @@ export class ChatEngine {
             presencePenalty: req.presencePenalty,
             frequencyPenalty: req.frequencyPenalty,
             topLogprobs: req.topLogprobs,
+            logprobsMode: req.logprobsMode,
             prefixLength,
             signal: hooks.signal,
             onDelta:

@@ -20,6 +20,8 @@ export interface ServeContext {
   encode(model: CausalLM, text: string, addSpecialTokens: boolean): Promise<number[]>;
   /** Throws context_length_exceeded when `bytes` of text cannot fit the model's context (before any rendering). */
   checkBytes(model: CausalLM, bytes: number): void;
+  /** Which logprobs requests report (the server's --logprobs-mode). */
+  logprobsMode: "raw" | "processed";
 }
 
 /** The outcome a failed request is counted under. */
@@ -31,7 +33,7 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
   const started = performance.now();
   const seconds = () => (performance.now() - started) / 1000;
   const model = ctx.chat.model(requestObject(raw).model);
-  const req = parseChatBody(raw, model.config.vocabSize);
+  const req = { ...parseChatBody(raw, model.config.vocabSize), logprobsMode: ctx.logprobsMode };
   ctx.checkBytes(model, req.messages.reduce((n, m) => n + Buffer.byteLength(m.content ?? "") + Buffer.byteLength(JSON.stringify(m.tool_calls ?? "")), 0));
   const tok = model.requireTokenizer();
   const tokenText = (t: number) => tok.decode([t]);

@@ -95,7 +95,7 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
   const seconds = () => (performance.now() - started) / 1000;
   const model = ctx.chat.model(requestObject(raw).model);
   const tok = model.requireTokenizer();
-  const req = await parseCompletionBody(raw, tok, model.config.vocabSize, (t, add) => ctx.encode(model, t, add));
+  const req = { ...(await parseCompletionBody(raw, tok, model.config.vocabSize, (t, add) => ctx.encode(model, t, add))), logprobsMode: ctx.logprobsMode };
   for (const p of req.prompts) ctx.chat.newTokenBudget(req.model, p.ids.length, req);
   const tokenText = (t: number) => tok.decode([t]);
   const n = req.n ?? 1;

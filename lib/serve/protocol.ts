@@ -113,7 +113,8 @@ type Top = { id: number; logprob: number }[];
 export function logprobsContent(ids: number[], logprobs: number[], top: Top[] | undefined, tokenText: (id: number) => string): Record<string, unknown>[] {
   const entry = (id: number, logprob: number) => {
     const token = tokenText(id);
-    return { token, logprob, bytes: [...Buffer.from(token, "utf8")] };
+    // a banned token's -Infinity is no JSON number: vLLM's -9999.0 stands for it
+    return { token, logprob: Math.max(logprob, -9999), bytes: [...Buffer.from(token, "utf8")] };
   };
   return ids.map((id, j) => ({ ...entry(id, logprobs[j]), top_logprobs: (top?.[j] ?? []).map((t) => entry(t.id, t.logprob)) }));
 }

@@ -12,7 +12,7 @@ let client: OpenAI;
 
 before(async () => {
   model = await loadModel(fixtureDir("qwen2"), { backend: "cpu", name: "tiny", contextLength: 512 });
-  server = await startServer({ model, adapters: { sql: fixtureDir("qwen2-lora") }, port: 0 });
+  server = await startServer({ model, adapters: { sql: fixtureDir("qwen2-lora") }, port: 0, allowRuntimeLora: true });
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "none", maxRetries: 0 });
 });
 
@@ -157,7 +157,7 @@ test("runtime adapters: load_lora_adapter serves a merged copy by name, unload_l
   assert.equal((await post("/v1/load_lora_adapter", { lora_name: "sql2", lora_path: fixtureDir("qwen2-lora") })).status, 400);
   const missing = await post("/v1/load_lora_adapter", { lora_name: "x", lora_path: "/nonexistent/adapter" });
   assert.equal(missing.status, 400);
-  assert.match(missing.json.error.message, /adapter_config\.json/);
+  assert.match(missing.json.error.message, /no adapter folder at .\/nonexistent\/adapter./);
   assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "sql2" })).status, 200);
   assert.equal((await post("/v1/chat/completions", { model: "sql2", messages: MSGS })).status, 404);
   assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "sql2" })).status, 404);

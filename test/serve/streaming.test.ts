@@ -119,7 +119,7 @@ test("fair admission: a short request sent after a huge one is answered while th
 });
 
 test("tool_choice none renders no tools; required and named force a call through the prompt", async () => {
-  const tokenize = async (body: unknown) => ((await (await fetch(`${server.url}/tokenize`, { method: "POST", body: JSON.stringify(body) })).json()) as { count: number }).count;
+  const tokenize = async (body: unknown) => ((await (await fetch(`${server.url}/tokenize`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json()) as { count: number }).count;
   const plain = await tokenize({ model: "tiny", messages: MSGS });
   const withTools = await tokenize({ model: "tiny", messages: MSGS, tools: TOOLS });
   assert.ok(withTools > plain);
@@ -147,7 +147,7 @@ test("tool_choice none renders no tools; required and named force a call through
   assert.equal(name, "run_sql");
   assert.equal(finish, "length");
   for (const [choice, tools] of [["required", undefined], [{ type: "function", function: { name: "other" } }, TOOLS]] as const) {
-    const r = await fetch(`${server.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "tiny", messages: MSGS, tools, tool_choice: choice }) });
+    const r = await fetch(`${server.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "tiny", messages: MSGS, tools, tool_choice: choice }) });
     assert.equal(r.status, 400);
     assert.equal(((await r.json()) as { error: { param: string } }).error.param, "tool_choice");
   }

@@ -253,6 +253,7 @@ export class GenerationEngine {
       u: temperature > 0 ? s.rand() : 0,
       bias: bias.size ? bias : undefined,
       topLogprobs: r.topLogprobs ?? 0,
+      rawLogprobs: r.logprobsMode === "raw" || undefined,
     };
   }
 

@@ -24,6 +24,12 @@ export interface SamplingSettings {
   frequencyPenalty?: number;
   /** Report the n most likely tokens at each step. */
   topLogprobs?: number;
+  /**
+   * Which log-probabilities are reported: "processed" (default: under softmax((logits + bias) / T) with the
+   * guided mask applied, the distribution the token was drawn from, which GRPO's ratio uses) or "raw" (the
+   * model's own log_softmax(logits), independent of temperature, bias and masks: vLLM's raw_logprobs).
+   */
+  logprobsMode?: "raw" | "processed";
 }
 
 /** One sequence to generate: a prompt (token ids) and its own limits and sampling settings. */
