@@ -11,7 +11,8 @@ import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js
 import type { CausalLM } from "./model.js";
 import { commonPrefix } from "./prefix.js";
 import type { ChatTokenizer, TemplateMessage } from "./tokenizer.js";
-import { forcedToolCallPrefill, parseForcedToolCalls, parseToolCalls, type ParsedToolCall } from "./toolcalls.js";
+import { guideConstraint, type Guide } from "./guided.js";
+import { GUIDED_CALL_PREFILL, parseForcedToolCalls, parseToolCalls, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, toolCallSchema, toolSchemas, type ParsedToolCall } from "./toolcalls.js";
 
 export interface ChatMessageIn {
   role: string;
@@ -35,6 +36,8 @@ export interface SamplingRequest extends SamplingSettings {
   logitBias?: Record<string, number>;
   /** A maxTokens that does not fit in the context after the prompt is an error (vLLM's 400), not cut. */
   refuseOverlong?: boolean;
+  /** Guided decoding: what every reply must be (JSON, JSON of a schema); tool_choice sets its own. */
+  guide?: Guide;
 }
 
 /** A chat request in the engine's terms (the HTTP layer maps OpenAI/vLLM bodies onto it). */
@@ -264,7 +267,21 @@ export class ChatEngine {
   /** The forced opening of the reply ("" unless tool_choice is required or a named function). */
   private prefill(req: Pick<ChatRequest, "tools" | "toolChoice">): string {
     if (!req.tools?.length || req.toolChoice === undefined || req.toolChoice === "none" || req.toolChoice === "auto") return "";
-    return forcedToolCallPrefill(req.toolChoice === "required" ? undefined : req.toolChoice.name);
+    return GUIDED_CALL_PREFILL;
+  }
+
+  /**
+   * What guided decoding holds a chat reply to: a forced tool_choice, the call body of an offered tool (of
+   * the named one); with tool_choice auto and a `strict` tool, free text whose calls follow their schemas;
+   * otherwise the request's own guide (response_format), if any.
+   */
+  guideOf(req: Pick<ChatRequest, "tools" | "toolChoice" | "guide">): Guide | undefined {
+    if (!req.tools?.length || req.toolChoice === "none") return req.guide;
+    const tools = toolSchemas(req.tools);
+    if (req.toolChoice !== undefined && req.toolChoice !== "auto") return { kind: "schema", schema: toolCallSchema(tools, req.toolChoice === "required" ? undefined : req.toolChoice.name) };
+    if (req.guide) return req.guide;
+    if (tools.some((t) => t.strict)) return { kind: "tool_tags", tools: tools.map((t) => ({ name: t.name, parameters: t.strict ? t.parameters : { type: "object" } })), begin: `${TOOL_CALL_OPEN}\n`, end: `\n${TOOL_CALL_CLOSE}` };
+    return undefined;
   }
 
   /**
@@ -331,10 +348,13 @@ export class ChatEngine {
     const seed = req.seed ?? randomInt(0, 2 ** 31);
     const bias = req.logitBias ? Object.entries(req.logitBias).map(([id, b]) => [Number(id), b] as [number, number]) : undefined;
     const engine = await this.engine(name);
+    const tok = model.requireTokenizer();
+    const constraints = req.guide ? await Promise.all(Array.from({ length: n }, () => guideConstraint(tok, model.config.vocabSize, req.guide!))) : undefined;
     const generations = await Promise.all(
       Array.from({ length: n }, (_, i) =>
         engine
           .submit({
+            constraint: constraints?.[i],
             ids,
             maxTokens,
             minTokens: req.minTokens,
@@ -377,6 +397,7 @@ export class ChatEngine {
   async complete(req: ChatRequest, hooks: ChatHooks = {}): Promise<ChatResult> {
     const ids = await this.promptIdsAsync(req);
     const prefill = this.prefill(req);
+    const guide = this.guideOf(req);
     const parse = req.tools?.length && req.toolChoice !== "none";
     const choiceOf = (i: number, g: Generation): ChatChoice => {
       const text = prefill + g.text;
@@ -386,7 +407,7 @@ export class ChatEngine {
       return { index: i, text, content: parsed.content, toolCalls: parsed.calls, invalidToolCalls: parsed.invalid, finishReason, ids: g.ids, logprobs: g.logprobs, topLogprobs: g.topLogprobs };
     };
     const choices: ChatChoice[] = [];
-    const r = await this.generateIds(req.model, ids, req, { ...hooks, onGeneration: (i, g) => {
+    const r = await this.generateIds(req.model, ids, { ...req, guide }, { ...hooks, onGeneration: (i, g) => {
       choices[i] = choiceOf(i, g);
       hooks.onChoice?.(choices[i]);
     } }, await this.sharedPrefixLengthAsync(req, ids));

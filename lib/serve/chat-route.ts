@@ -12,6 +12,8 @@ import type { ServeMetrics } from "./metrics.js";
 import { asRequestError } from "./errors.js";
 import { chunkBody, completionBody, errorBody, logprobsContent, parseChatBody, requestObject, toolCallsDelta, usageBody } from "./protocol.js";
 import { disconnectSignal, EventStream } from "./sse.js";
+import { checkGuide } from "../model/guided.js";
+import { RequestError } from "./params.js";
 
 export interface ServeContext {
   chat: ChatEngine;
@@ -36,6 +38,11 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
   const req = { ...parseChatBody(raw, model.config.vocabSize), logprobsMode: ctx.logprobsMode };
   ctx.checkBytes(model, req.messages.reduce((n, m) => n + Buffer.byteLength(m.content ?? "") + Buffer.byteLength(JSON.stringify(m.tool_calls ?? "")), 0));
   const tok = model.requireTokenizer();
+  // a schema the grammar engine cannot use is a 400, found before any header goes out
+  const guide = ctx.chat.guideOf(req);
+  if (guide) await checkGuide(tok, model.config.vocabSize, guide).catch((e) => {
+    throw new RequestError(400, (e as Error).message, { param: req.toolChoice && req.toolChoice !== "auto" ? "tools" : "response_format" });
+  });
   const tokenText = (t: number) => tok.decode([t]);
   const id = newId("chatcmpl");
   const created = Math.floor(Date.now() / 1000);

@@ -13,6 +13,8 @@ import { bad, optNumber, parseSampling, refuseUnsupported, SAMPLING_KEYS, type S
 import { newId } from "../model/toolcalls.js";
 import { errorBody, requestObject } from "./protocol.js";
 import { disconnectSignal, EventStream } from "./sse.js";
+import { checkGuide } from "../model/guided.js";
+import { RequestError } from "./params.js";
 
 const COMPLETION_KEYS = new Set([...SAMPLING_KEYS, "prompt", "echo", "best_of", "add_special_tokens"]);
 
@@ -97,6 +99,9 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
   const tok = model.requireTokenizer();
   const req = { ...(await parseCompletionBody(raw, tok, model.config.vocabSize, (t, add) => ctx.encode(model, t, add))), logprobsMode: ctx.logprobsMode };
   for (const p of req.prompts) ctx.chat.newTokenBudget(req.model, p.ids.length, req);
+  if (req.guide) await checkGuide(tok, model.config.vocabSize, req.guide).catch((e) => {
+    throw new RequestError(400, (e as Error).message, { param: "response_format" });
+  });
   const tokenText = (t: number) => tok.decode([t]);
   const n = req.n ?? 1;
   const id = newId("cmpl");

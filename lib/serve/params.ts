@@ -6,6 +6,39 @@
  * (`repetition_penalty: 1`, `use_beam_search: false`) is accepted too, so clients that send defaults work.
  */
 import type { SamplingRequest } from "../model/chat.js";
+import type { Guide } from "../model/guided.js";
+
+/** OpenAI's response_format (text, json_object, json_schema) or vLLM's guided_json, as a guide. */
+export function parseGuide(body: Record<string, unknown>): Guide | undefined {
+  const schemaOf = (v: unknown, param: string): Guide => {
+    if (typeof v === "boolean" || (v && typeof v === "object" && !Array.isArray(v))) return { kind: "schema", schema: v };
+    throw bad(param, `'${param}' must be a JSON Schema (an object)`);
+  };
+  const rf = body.response_format;
+  if (rf !== undefined && rf !== null) {
+    if (typeof rf !== "object" || Array.isArray(rf)) throw bad("response_format", "'response_format' must be an object with a 'type'");
+    const type = (rf as { type?: unknown }).type;
+    if (type === "text") return undefined;
+    if (type === "json_object") return { kind: "json" };
+    if (type === "json_schema") {
+      const js = (rf as { json_schema?: { schema?: unknown } }).json_schema;
+      if (!js || typeof js !== "object") throw bad("response_format", "response_format 'json_schema' needs a 'json_schema' object with a 'schema'");
+      return schemaOf(js.schema ?? {}, "response_format.json_schema.schema");
+    }
+    throw bad("response_format", `response_format type must be "text", "json_object" or "json_schema", got ${JSON.stringify(type)}`);
+  }
+  const gj = body.guided_json;
+  if (gj !== undefined && gj !== null) return schemaOf(typeof gj === "string" ? safeJson(gj, "guided_json") : gj, "guided_json");
+  return undefined;
+}
+
+function safeJson(text: string, param: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw bad(param, `'${param}' is not valid JSON`);
+  }
+}
 
 /** A request problem the client can fix: answered with `status` and an OpenAI-style error body. */
 export class RequestError extends Error {
@@ -68,7 +101,6 @@ const NO_OP: ReadonlyMap<string, (v: unknown) => boolean> = new Map(Object.entri
   length_penalty: (v) => v === 1,
   use_beam_search: (v) => v === false,
   early_stopping: (v) => v === false,
-  response_format: (v) => (v as { type?: unknown })?.type === "text",
   skip_special_tokens: (v) => v === true,
   spaces_between_special_tokens: (v) => v === true,
   include_stop_str_in_output: (v) => v === false,
@@ -76,7 +108,6 @@ const NO_OP: ReadonlyMap<string, (v: unknown) => boolean> = new Map(Object.entri
   bad_words: (v) => Array.isArray(v) && v.length === 0,
   allowed_token_ids: () => false,
   truncate_prompt_tokens: () => false,
-  guided_json: () => false,
   guided_regex: () => false,
   guided_choice: () => false,
   guided_grammar: () => false,
@@ -132,7 +163,7 @@ export function field(body: Record<string, unknown>, key: string): unknown {
 }
 
 /** Parameters every generating route honours. */
-export const SAMPLING_KEYS = ["model", "n", "temperature", "top_p", "top_k", "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos", "seed", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs", "stream"];
+export const SAMPLING_KEYS = ["response_format", "guided_json", "model", "n", "temperature", "top_p", "top_k", "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos", "seed", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs", "stream"];
 
 export interface StreamOptions {
   stream: boolean;
@@ -176,6 +207,7 @@ export function parseSampling(body: Record<string, unknown>, vocab: number): Sam
     presencePenalty: optNumber(body, "presence_penalty", -2, 2),
     frequencyPenalty: optNumber(body, "frequency_penalty", -2, 2),
     refuseOverlong: true,
+    guide: parseGuide(body),
     stream: optBoolean(body, "stream") ?? false,
     includeUsage: streamOptions?.include_usage === true,
   };

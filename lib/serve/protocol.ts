@@ -73,8 +73,12 @@ export function parseTools(body: Record<string, unknown>): unknown[] | undefined
   if (body.tools !== undefined && body.tools !== null) {
     if (!Array.isArray(body.tools)) throw bad("tools", "'tools' must be an array");
     body.tools.forEach((t, i) => {
-      const tool = t as { type?: string; function?: { name?: unknown } };
-      if (tool?.type !== "function" || typeof tool.function?.name !== "string") throw bad(`tools[${i}]`, `tools[${i}] must be {"type": "function", "function": {"name": ...}}`);
+      const tool = t as { type?: string; function?: { name?: unknown; parameters?: unknown; strict?: unknown } };
+      if (tool?.type !== "function" || typeof tool.function?.name !== "string" || tool.function.name === "") throw bad(`tools[${i}]`, `tools[${i}] must be {"type": "function", "function": {"name": ...}}`);
+      const params = tool.function.parameters;
+      if (params !== undefined && params !== null && (typeof params !== "object" || Array.isArray(params))) throw bad(`tools[${i}].function.parameters`, `tools[${i}].function.parameters must be a JSON Schema object`);
+      if (params && typeof params === "object" && "type" in params && typeof (params as { type: unknown }).type !== "string" && !Array.isArray((params as { type: unknown }).type)) throw bad(`tools[${i}].function.parameters`, `tools[${i}].function.parameters.type must be a JSON Schema type`);
+      if (tool.function.strict !== undefined && tool.function.strict !== null && typeof tool.function.strict !== "boolean") throw bad(`tools[${i}].function.strict`, "'strict' must be a boolean");
     });
     tools = body.tools.length ? body.tools : undefined;
   }

@@ -51,12 +51,15 @@ test("max_tokens beyond the context is a 400, as in vLLM; one that fits is serve
 });
 
 test("parameters that would change the output and are not honoured are 400s naming them; harmless ones are accepted", async () => {
-  for (const [key, value] of [["repetition_penalty", 1.2], ["min_p", 0.1], ["guided_json", { type: "object" }], ["response_format", { type: "json_object" }], ["best_of", 3], ["use_beam_search", true], ["typical_p", 0.5], ["frobnicate", 1]] as const) {
+  for (const [key, value] of [["repetition_penalty", 1.2], ["min_p", 0.1], ["guided_regex", "a+"], ["response_format", { type: "yaml" }], ["best_of", 3], ["use_beam_search", true], ["typical_p", 0.5], ["frobnicate", 1]] as const) {
     const r = await post("/v1/chat/completions", { model: "tiny", messages: MSGS, max_tokens: 2, [key]: value });
     assert.equal(r.status, 400, key);
     assert.equal(r.json.error.param, key);
     assert.match(r.json.error.message, new RegExp(key));
   }
+  const badSchema = await post("/v1/chat/completions", { model: "tiny", messages: MSGS, max_tokens: 2, tools: [{ type: "function", function: { name: "f", parameters: "notaschema" } }] });
+  assert.equal(badSchema.status, 400);
+  assert.equal(badSchema.json.error.param, "tools[0].function.parameters");
   for (const [key, value] of [["suffix", "x"], ["best_of", 3], ["min_p", 0.2]] as const) {
     const r = await post("/v1/completions", { model: "tiny", prompt: "a", max_tokens: 2, [key]: value });
     assert.equal(r.status, 400, key);

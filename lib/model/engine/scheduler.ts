@@ -53,6 +53,8 @@ interface Sequence {
   /** The request's logit bias, read once (it may be any iterable). */
   bias: Map<number, number>;
   maxTokens: number;
+  /** Guided decoding: the tokens allowed next (refreshed before each step). */
+  mask?: Int32Array;
   resolve: (g: Generation) => void;
   reject: (e: unknown) => void;
   done: boolean;
@@ -191,6 +193,7 @@ export class GenerationEngine {
     }
     if (!batch.length) return;
     this.running.push(...batch);
+    await this.refreshMasks(batch);
     this.metrics.promptTokens += batch.reduce((n, s) => n + s.req.ids.length, 0);
     const sampled = await this.runner.prefill(batch.map((s) => ({ slot: s.slot, ids: s.req.ids, prefixLength: s.req.prefixLength ?? 0, sampling: this.sampling(s) })));
     batch.forEach((s, i) => this.accept(s, sampled[i]));
@@ -201,6 +204,7 @@ export class GenerationEngine {
     const rows = this.running.filter((s) => !s.done && s.out.length > 0);
     if (!rows.length) return;
     const feed = rows.map((s) => ({ slot: s.slot, id: s.out[s.out.length - 1], position: s.req.ids.length + s.out.length - 1 }));
+    await this.refreshMasks(rows);
     const chain = this.chainLength(rows);
     if (chain > 1 && isMultiStep(this.runner)) {
       const plan = Array.from({ length: chain }, () => rows.map((s) => this.sampling(s)));
@@ -227,10 +231,21 @@ export class GenerationEngine {
     let n = want;
     for (const s of rows) {
       const r = s.req;
-      if (r.presencePenalty || r.frequencyPenalty || (r.minTokens ?? 0) > s.out.length) return 1;
+      // a guided row's mask depends on the token just sampled
+      if (r.presencePenalty || r.frequencyPenalty || r.constraint || (r.minTokens ?? 0) > s.out.length) return 1;
       n = Math.min(n, s.maxTokens - s.out.length);
     }
     return Math.max(1, n);
+  }
+
+  /** Guided rows' masks of the tokens allowed next (a row whose grammar fails is failed). */
+  private async refreshMasks(rows: Sequence[]): Promise<void> {
+    await Promise.all(
+      rows.map(async (s) => {
+        if (!s.req.constraint || s.done) return;
+        s.mask = await s.req.constraint.nextMask(s.maxTokens - s.out.length);
+      }),
+    );
   }
 
   /** This token's sampling for a sequence: its settings, its next uniform number and its logit bias. */
@@ -254,6 +269,7 @@ export class GenerationEngine {
       bias: bias.size ? bias : undefined,
       topLogprobs: r.topLogprobs ?? 0,
       rawLogprobs: r.logprobsMode === "raw" || undefined,
+      allowed: s.mask,
     };
   }
 
@@ -266,6 +282,7 @@ export class GenerationEngine {
     s.counts.set(t.id, (s.counts.get(t.id) ?? 0) + 1);
     this.metrics.generatedTokens++;
     const r = s.req;
+    if (r.constraint && !r.constraint.accept(t.id)) return this.fail(s, new T2sError("guided_decoding", `token ${t.id} was sampled outside the grammar's mask`));
     const endsOnId = (!r.ignoreEos && this.eos.has(t.id)) || (r.stopTokenIds?.includes(t.id) ?? false);
     const textStop = endsOnId ? null : s.stops.push(t.id);
     const delta: TokenDelta = { ids: [t.id], logprobs: [t.logprob], text: "" };
@@ -279,6 +296,11 @@ export class GenerationEngine {
       delta.text = textStop.delta;
       this.emit(s, delta);
       return this.finish(s, "stop", textStop.stop);
+    }
+    if (r.constraint?.finished()) {
+      delta.text = s.stops.flush(false);
+      this.emit(s, delta);
+      return this.finish(s, "stop", "grammar");
     }
     if (s.out.length >= s.maxTokens) {
       delta.text = s.stops.flush(false);
@@ -300,6 +322,7 @@ export class GenerationEngine {
 
   private leave(s: Sequence): void {
     s.done = true;
+    s.req.constraint?.dispose();
     const i = this.running.indexOf(s);
     if (i >= 0) this.running.splice(i, 1);
     const w = this.waiting.indexOf(s);
