@@ -142,6 +142,17 @@ export function renderChat(tok: ChatTokenizer, messages: ChatMessageIn[], opts: 
   return tok.applyChatTemplate(templateMessages(messages), opts);
 }
 
+/** The call a completed guided reply `{"name": ..., "arguments": {...}}` holds (null if it is not one). */
+function guidedCall(text: string): { content: null; calls: ParsedToolCall[]; invalid: number } | null {
+  try {
+    const v = JSON.parse(text) as { name?: unknown; arguments?: unknown };
+    if (typeof v?.name !== "string") return null;
+    return { content: null, calls: [{ name: v.name, arguments: JSON.stringify(v.arguments ?? {}) }], invalid: 0 };
+  } catch {
+    return null;
+  }
+}
+
 const COUNTERS = ["steps", "promptTokens", "generatedTokens", "batchRows", "finished", "cancelled"] as const;
 
 export class ChatEngine {
@@ -401,7 +412,9 @@ export class ChatEngine {
     const parse = req.tools?.length && req.toolChoice !== "none";
     const choiceOf = (i: number, g: Generation): ChatChoice => {
       const text = prefill + g.text;
-      const parsed = !parse ? { content: g.text, calls: [], invalid: 0 } : prefill ? parseForcedToolCalls(text, req.toolChoice === "required" ? undefined : (req.toolChoice as { name: string }).name) : parseToolCalls(text);
+      // a guided call that completed is one JSON object (its strings may hold any text, `</tool_call>` too)
+      const guided = prefill && g.stoppedBy === "grammar" ? guidedCall(g.text) : null;
+      const parsed = guided ?? (!parse ? { content: g.text, calls: [], invalid: 0 } : prefill ? parseForcedToolCalls(text, req.toolChoice === "required" ? undefined : (req.toolChoice as { name: string }).name) : parseToolCalls(text));
       // a reply cut by max_tokens is "length" whatever it holds (OpenAI's contract), a cut tool call included
       const finishReason = g.finishReason === "length" ? "length" : parsed.calls.length ? "tool_calls" : g.finishReason;
       return { index: i, text, content: parsed.content, toolCalls: parsed.calls, invalidToolCalls: parsed.invalid, finishReason, ids: g.ids, logprobs: g.logprobs, topLogprobs: g.topLogprobs };
