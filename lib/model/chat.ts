@@ -6,7 +6,7 @@
  */
 import { randomInt } from "node:crypto";
 import { T2sError } from "../core/errors.js";
-import { GenerationEngine, type EngineMetrics } from "./engine/scheduler.js";
+import { GenerationEngine, type EngineMetrics } from "./engine/generation-engine.js";
 import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js";
 import type { CausalLM } from "./model.js";
 import { commonPrefix } from "./prefix.js";
