@@ -166,7 +166,7 @@ export class ChatEngine {
   /** Token ids of recently rendered prompts, least recently used first. */
   private readonly rendered = new Map<string, number[]>();
   /** Counters of the engines of removed models, so the totals never go down. */
-  private readonly retired: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0 };
+  private readonly retired: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0, queueSeconds: { sum: 0, count: 0 } };
 
   constructor(base: CausalLM, adapters: CausalLM[] = [], private readonly opts: ChatEngineOptions = {}) {
     this.baseName = base.name;
@@ -198,6 +198,8 @@ export class ChatEngine {
       if (engine) {
         await engine.close();
         for (const k of COUNTERS) this.retired[k] += engine.metrics[k];
+        this.retired.queueSeconds.sum += engine.metrics.queueSeconds.sum;
+        this.retired.queueSeconds.count += engine.metrics.queueSeconds.count;
       }
     }
     return m;
@@ -439,9 +441,19 @@ export class ChatEngine {
 
   /** Running and waiting sequences and the engines' counters, summed over the served models (removed ones included). */
   metrics(): EngineMetrics {
-    const total: EngineMetrics = { ...this.retired, ...this.load() };
-    for (const e of this.ready.values()) for (const k of COUNTERS) total[k] += e.metrics[k];
+    const total: EngineMetrics = { ...this.retired, ...this.load(), queueSeconds: { ...this.retired.queueSeconds } };
+    for (const e of this.ready.values()) {
+      for (const k of COUNTERS) total[k] += e.metrics[k];
+      total.queueSeconds.sum += e.metrics.queueSeconds.sum;
+      total.queueSeconds.count += e.metrics.queueSeconds.count;
+    }
     return total;
+  }
+
+  /** KV-cache usage over the started engines: token slots held / token slots there are. */
+  cacheUsage(): number {
+    const engines = [...this.ready.values()];
+    return engines.length ? engines.reduce((s, e) => s + e.cacheUsage(), 0) / engines.length : 0;
   }
 
   /** The served weights changed (a training step): engines drop what they derived from the old ones. */

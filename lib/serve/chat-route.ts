@@ -49,11 +49,12 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
   const signal = disconnectSignal(reply);
   if (!req.stream) {
     try {
-      const result = await ctx.chat.complete(req, { signal });
-      ctx.metrics.record({ seconds: seconds(), outcome: result.choices.map((c) => c.finishReason) });
+      let first: number | undefined;
+      const result = await ctx.chat.complete(req, { signal, onDelta: () => (first ??= seconds()) });
+      ctx.metrics.record({ model: req.model, seconds: seconds(), firstTokenSeconds: first, outputTokens: result.completionTokens, outcome: result.choices.map((c) => c.finishReason) });
       return completionBody(id, created, result, req.logprobs ? tokenText : undefined);
     } catch (e) {
-      ctx.metrics.record({ seconds: seconds(), outcome: failure(signal) });
+      ctx.metrics.record({ model: req.model, seconds: seconds(), outcome: failure(signal) });
       throw e;
     }
   }
@@ -93,9 +94,9 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
       },
     });
     if (req.includeUsage) stream.send({ id, object: "chat.completion.chunk", created, model: req.model, choices: [], usage: usageBody(result) });
-    ctx.metrics.record({ seconds: seconds(), firstTokenSeconds: firstToken, outcome: result.choices.map((c) => c.finishReason) });
+    ctx.metrics.record({ model: req.model, seconds: seconds(), firstTokenSeconds: firstToken, outputTokens: result.completionTokens, outcome: result.choices.map((c) => c.finishReason) });
   } catch (e) {
-    ctx.metrics.record({ seconds: seconds(), outcome: failure(signal) });
+    ctx.metrics.record({ model: req.model, seconds: seconds(), outcome: failure(signal) });
     if (!signal.aborted) stream.send(errorBody(asRequestError(e)));
   }
   stream.end();

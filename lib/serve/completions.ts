@@ -132,13 +132,13 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
                 offsets[index] += d.ids.map(tokenText).join("").length;
                 if (d.text || lp) chunk(index, d.text, null, lp);
               }
-            : undefined,
+            : () => (firstToken ??= seconds()),
           onGeneration: stream ? (i, g) => chunk(pi * n + i, "", g.finishReason) : undefined,
         });
         return r.generations;
       }),
     );
-    ctx.metrics.record({ seconds: seconds(), firstTokenSeconds: firstToken, outcome: gens.flat().map((g) => g.finishReason) });
+    ctx.metrics.record({ model: req.model, seconds: seconds(), firstTokenSeconds: firstToken, outputTokens: gens.flat().reduce((n, g) => n + g.ids.length, 0), outcome: gens.flat().map((g) => g.finishReason) });
     if (stream) {
       if (req.includeUsage) stream.send({ id, object: "text_completion", created, model: req.model, choices: [], usage: usage(gens) });
       stream.end();
@@ -158,7 +158,7 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
       usage: usage(gens),
     };
   } catch (e) {
-    ctx.metrics.record({ seconds: seconds(), outcome: failure(signal) });
+    ctx.metrics.record({ model: req.model, seconds: seconds(), outcome: failure(signal) });
     if (!stream) throw e;
     if (!signal.aborted) stream.send(errorBody(asRequestError(e)));
     stream.end();

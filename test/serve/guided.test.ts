@@ -144,7 +144,7 @@ test("guided tool calls on a random-weight model: 100% parse and validate", asyn
   const model = randomModel(tinyConfig({ vocabSize: 4096, eosTokenIds: tok.eosIds }), { name: "random", tokenizer: tok, seed: 5 });
   const server = await startServer({ model, port: 0 });
   try {
-    await allValid(server, "random", 8, 160);
+    await allValid(server, "random", 4, 120);
   } finally {
     await server.close();
     model.dispose();

@@ -148,6 +148,15 @@ test("GET /metrics is Prometheus text with vLLM's request gauges and the kit's o
   assert.ok(value("vllm:e2e_request_latency_seconds_count") >= 1);
   assert.match(text, /# TYPE vllm:e2e_request_latency_seconds histogram/);
   assert.match(text, /vllm:e2e_request_latency_seconds_bucket\{model_name="tiny",le="\+Inf"\} \d+/);
+  for (const name of ["vllm:kv_cache_usage_perc", "vllm:request_queue_time_seconds_count", "vllm:time_per_output_token_seconds_count", "vllm:time_to_first_token_seconds_count", "vllm:lora_requests_info"]) assert.ok(Number.isFinite(value(name)), name);
+  // request_success_total counts requests (n = 3 is one), and TTFT is recorded for non-streamed requests too
+  const successes = (t: string) => [...t.matchAll(/^vllm:request_success_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+  const before = successes(text);
+  const ttftBefore = value("vllm:time_to_first_token_seconds_count");
+  await client.chat.completions.create({ model: "tiny", messages: MSGS as never, max_tokens: 3, n: 3 });
+  const after = await (await fetch(`${server.url}/metrics`)).text();
+  assert.equal(successes(after), before + 1);
+  assert.equal(Number(/^vllm:time_to_first_token_seconds_count\{[^}]*\} (\S+)$/m.exec(after)?.[1]), ttftBefore + 1);
 });
 
 test("runtime adapters: load_lora_adapter serves a merged copy by name, unload_lora_adapter removes it", async () => {

@@ -39,6 +39,8 @@ export interface EngineMetrics {
   batchRows: number;
   finished: number;
   cancelled: number;
+  /** Seconds sequences waited from submission to their slot, summed, and how many were admitted. */
+  queueSeconds: { sum: number; count: number };
 }
 
 interface Sequence {
@@ -53,6 +55,8 @@ interface Sequence {
   /** The request's logit bias, read once (it may be any iterable). */
   bias: Map<number, number>;
   maxTokens: number;
+  /** performance.now() at submission. */
+  submitted: number;
   /** Guided decoding: the tokens allowed next (refreshed before each step). */
   mask?: Int32Array;
   resolve: (g: Generation) => void;
@@ -66,7 +70,7 @@ export class GenerationEngine {
   private readonly freeSlots: number[];
   private loop: Promise<void> | null = null;
   private closed = false;
-  readonly metrics: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0 };
+  readonly metrics: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0, queueSeconds: { sum: 0, count: 0 } };
   readonly maxBatch: number;
   private readonly eos: Set<number>;
 
@@ -112,6 +116,7 @@ export class GenerationEngine {
         counts: new Map(),
         bias: new Map(req.logitBias ?? []),
         maxTokens: Math.max(0, Math.min(req.maxTokens ?? 256, room)),
+        submitted: performance.now(),
         resolve,
         reject,
         done: false,
@@ -122,6 +127,13 @@ export class GenerationEngine {
       this.waiting.push(seq);
       this.kick();
     });
+  }
+
+  /** The fraction of the engine's cache token slots (slots x tokens per slot) the running sequences hold. */
+  cacheUsage(): number {
+    const perSlot = Math.min(this.model.config.maxPositions, this.runner.maxLength ?? Infinity);
+    const held = this.running.reduce((n, s) => n + s.req.ids.length + s.out.length, 0);
+    return held / (this.maxBatch * perSlot);
   }
 
   /** Sequences decoding now and waiting for a slot. */
@@ -192,6 +204,11 @@ export class GenerationEngine {
       tokens += own;
     }
     if (!batch.length) return;
+    const now = performance.now();
+    for (const s of batch) {
+      this.metrics.queueSeconds.sum += (now - s.submitted) / 1000;
+      this.metrics.queueSeconds.count++;
+    }
     this.running.push(...batch);
     await this.refreshMasks(batch);
     this.metrics.promptTokens += batch.reduce((n, s) => n + s.req.ids.length, 0);
