@@ -46,6 +46,8 @@ export interface ChatRequest extends SamplingRequest {
   messages: ChatMessageIn[];
   tools?: unknown[];
   toolChoice?: ToolChoice;
+  /** Keep only the last this many prompt tokens (vLLM's truncate_prompt_tokens). */
+  truncatePromptTokens?: number;
   /** Extra variables for the chat template (vLLM's chat_template_kwargs, e.g. enable_thinking). */
   templateKwargs?: Record<string, unknown>;
 }
@@ -408,7 +410,8 @@ export class ChatEngine {
    * seed/0..n-1). Hooks receive text and tokens as they are made; aborting the signal cancels the rows.
    */
   async complete(req: ChatRequest, hooks: ChatHooks = {}): Promise<ChatResult> {
-    const ids = await this.promptIdsAsync(req);
+    const whole = await this.promptIdsAsync(req);
+    const ids = req.truncatePromptTokens !== undefined && whole.length > req.truncatePromptTokens ? whole.slice(-req.truncatePromptTokens) : whole;
     const prefill = this.prefill(req);
     const guide = this.guideOf(req);
     const parse = req.tools?.length && req.toolChoice !== "none";
@@ -425,7 +428,7 @@ export class ChatEngine {
     const r = await this.generateIds(req.model, ids, { ...req, guide }, { ...hooks, onGeneration: (i, g) => {
       choices[i] = choiceOf(i, g);
       hooks.onChoice?.(choices[i]);
-    } }, await this.sharedPrefixLengthAsync(req, ids));
+    } }, ids === whole ? await this.sharedPrefixLengthAsync(req, ids) : 0);
     return { model: r.model, promptTokens: ids.length, promptIds: ids, completionTokens: r.generations.reduce((s, g) => s + g.ids.length, 0), choices };
   }
 

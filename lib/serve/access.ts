@@ -36,11 +36,18 @@ export function isLoopback(host: string): boolean {
   return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h) || h === "::ffff:127.0.0.1";
 }
 
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
 /** Body parsing: JSON under a JSON content type (application/json, +json); any other type is a 415. */
 export function jsonBodiesOnly(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json(\s*;.*)?$/i, { parseAs: "string" }, (_req, body, done) => {
-    const text = String(body);
+  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json(\s*;.*)?$/i, { parseAs: "buffer" }, (_req, body, done) => {
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      return done(new RequestError(400, "the request body is not valid UTF-8", { param: "body" }), undefined);
+    }
     if (text.trim() === "") return done(null, undefined);
     try {
       done(null, JSON.parse(text));

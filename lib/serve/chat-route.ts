@@ -43,7 +43,8 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
   if (guide) await checkGuide(tok, model.config.vocabSize, guide).catch((e) => {
     throw new RequestError(400, (e as Error).message, { param: req.toolChoice && req.toolChoice !== "auto" ? "tools" : "response_format" });
   });
-  const tokenText = (t: number) => tok.decode([t]);
+  // vLLM's return_tokens_as_token_ids: logprob entries name tokens as "token_id:<id>"
+  const tokenText = (raw as { return_tokens_as_token_ids?: unknown }).return_tokens_as_token_ids === true ? (t: number) => `token_id:${t}` : (t: number) => tok.decode([t]);
   const id = newId("chatcmpl");
   const created = Math.floor(Date.now() / 1000);
   const signal = disconnectSignal(reply);

@@ -64,6 +64,8 @@ export async function parseCompletionBody(raw: unknown, tok: ChatTokenizer, voca
     const ids = await Promise.all(texts.map((t) => encode(t, addSpecial)));
     prompts.forEach((x, i) => (x.ids = ids[i]));
   }
+  const truncate = optNumber(body, "truncate_prompt_tokens", 1, 1e9, true);
+  if (truncate !== undefined) for (const x of prompts) x.ids = x.ids.slice(-truncate);
   if (prompts.some((x) => x.ids.length === 0)) throw bad("prompt", "every prompt needs at least one token");
   const logprobs = optNumber(body, "logprobs", 0, 20, true);
   const echo = body.echo === true;
@@ -102,7 +104,7 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
   if (req.guide) await checkGuide(tok, model.config.vocabSize, req.guide).catch((e) => {
     throw new RequestError(400, (e as Error).message, { param: "response_format" });
   });
-  const tokenText = (t: number) => tok.decode([t]);
+  const tokenText = (raw as { return_tokens_as_token_ids?: unknown }).return_tokens_as_token_ids === true ? (t: number) => `token_id:${t}` : (t: number) => tok.decode([t]);
   const n = req.n ?? 1;
   const id = newId("cmpl");
   const created = Math.floor(Date.now() / 1000);

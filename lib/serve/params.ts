@@ -107,7 +107,6 @@ const NO_OP: ReadonlyMap<string, (v: unknown) => boolean> = new Map(Object.entri
   prompt_logprobs: (v) => v === 0,
   bad_words: (v) => Array.isArray(v) && v.length === 0,
   allowed_token_ids: () => false,
-  truncate_prompt_tokens: () => false,
   guided_regex: () => false,
   guided_choice: () => false,
   guided_grammar: () => false,
@@ -123,12 +122,10 @@ const NO_OP: ReadonlyMap<string, (v: unknown) => boolean> = new Map(Object.entri
   reasoning_effort: () => false,
   web_search_options: () => false,
   chat_template: () => false,
-  chat_template_kwargs: (v) => typeof v === "object" && v !== null && Object.keys(v).length === 0,
   mm_processor_kwargs: () => false,
   documents: () => false,
   continue_final_message: (v) => v === false,
   add_generation_prompt: (v) => v === true,
-  return_tokens_as_token_ids: (v) => v === false,
   suffix: () => false,
   echo: (v) => v === false,
   best_of: (v) => v === 1,
@@ -163,7 +160,7 @@ export function field(body: Record<string, unknown>, key: string): unknown {
 }
 
 /** Parameters every generating route honours. */
-export const SAMPLING_KEYS = ["response_format", "guided_json", "model", "n", "temperature", "top_p", "top_k", "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos", "seed", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs", "stream"];
+export const SAMPLING_KEYS = ["response_format", "guided_json", "return_tokens_as_token_ids", "truncate_prompt_tokens", "model", "n", "temperature", "top_p", "top_k", "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos", "seed", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs", "stream"];
 
 export interface StreamOptions {
   stream: boolean;
@@ -190,6 +187,9 @@ export function parseSampling(body: Record<string, unknown>, vocab: number): Sam
     }
   }
   const topK = optNumber(body, "top_k", -1, vocab, true);
+  const maxTokens = optNumber(body, "max_completion_tokens", 1, 1e9, true) ?? optNumber(body, "max_tokens", 1, 1e9, true);
+  const minTokens = optNumber(body, "min_tokens", 0, 1e9, true);
+  if (minTokens !== undefined && maxTokens !== undefined && minTokens > maxTokens) throw bad("min_tokens", `'min_tokens' (${minTokens}) is more than 'max_tokens' (${maxTokens})`);
   const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
   return {
     n: optNumber(body, "n", 1, 64, true),
@@ -197,8 +197,8 @@ export function parseSampling(body: Record<string, unknown>, vocab: number): Sam
     topP: optNumber(body, "top_p", Number.MIN_VALUE, 1),
     // vLLM: -1 (and 0) mean no top-k cut
     topK: topK === undefined || topK <= 0 ? undefined : topK,
-    maxTokens: optNumber(body, "max_completion_tokens", 1, 1e9, true) ?? optNumber(body, "max_tokens", 1, 1e9, true),
-    minTokens: optNumber(body, "min_tokens", 0, 1e9, true),
+    maxTokens,
+    minTokens,
     stop,
     stopTokenIds: optTokenIds(body, "stop_token_ids", vocab),
     ignoreEos: optBoolean(body, "ignore_eos"),

@@ -143,3 +143,22 @@ test("a forced tool call cut by max_tokens ends with finish_reason length (strea
     assert.ok(text.trimEnd().endsWith("data: [DONE]"));
   }
 });
+
+test("stricter validation and vLLM's extras: invalid UTF-8, min_tokens > max_tokens, token ids as names, truncated prompts, template kwargs", async () => {
+  const bad = await fetch(`${server.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: Buffer.concat([Buffer.from('{"model": "tiny", "messages": [{"role": "user", "content": "'), Buffer.from([0xff, 0xfe]), Buffer.from('"}]}')]) });
+  assert.equal(bad.status, 400);
+  assert.match(((await bad.json()) as { error: { message: string } }).error.message, /UTF-8/);
+  const minmax = await post("/v1/chat/completions", { model: "tiny", messages: [{ role: "user", content: "hi" }], max_tokens: 2, min_tokens: 5 });
+  assert.equal(minmax.status, 400);
+  assert.equal(minmax.json.error.param, "min_tokens");
+  const ids = await post("/v1/chat/completions", { model: "tiny", messages: [{ role: "user", content: "hi" }], max_tokens: 3, logprobs: true, return_tokens_as_token_ids: true, temperature: 0 });
+  assert.equal(ids.status, 200);
+  for (const e of ids.json.choices[0].logprobs.content) assert.match(e.token, /^token_id:\d+$/);
+  const cut = await post("/v1/completions", { model: "tiny", prompt: "SELECT name FROM products WHERE price > 10", max_tokens: 1, truncate_prompt_tokens: 3 });
+  assert.equal(cut.json.usage.prompt_tokens, 3);
+  const chatCut = await post("/v1/chat/completions", { model: "tiny", messages: [{ role: "user", content: "SELECT name FROM products" }], max_tokens: 1, truncate_prompt_tokens: 4 });
+  assert.equal(chatCut.json.usage.prompt_tokens, 4);
+  const kw = await post("/v1/chat/completions", { model: "tiny", messages: [{ role: "user", content: "hi" }], max_tokens: 1, chat_template_kwargs: { enable_thinking: false } });
+  assert.equal(kw.status, 200);
+  assert.equal((await post("/v1/chat/completions", { model: "tiny", messages: [{ role: "user", content: "hi" }], chat_template_kwargs: { messages: [] } })).status, 400);
+});
