@@ -6,6 +6,8 @@
 import type { FastifyReply } from "fastify";
 import type { SamplingRequest } from "../model/chat.js";
 import type { Generation } from "../model/engine/types.js";
+import type { CausalLM } from "../model/model.js";
+import { rawLogprob, topLogprobs } from "../model/sampler.js";
 import type { ChatTokenizer } from "../model/tokenizer.js";
 import { failure, type ServeContext } from "./chat-route.js";
 import { asRequestError } from "./errors.js";
@@ -69,14 +71,33 @@ export async function parseCompletionBody(raw: unknown, tok: ChatTokenizer, voca
   if (prompts.some((x) => x.ids.length === 0)) throw bad("prompt", "every prompt needs at least one token");
   const logprobs = optNumber(body, "logprobs", 0, 20, true);
   const echo = body.echo === true;
-  if (echo && logprobs !== undefined) throw bad("echo", "'echo' with 'logprobs' needs the prompt's log-probabilities, which this server does not compute");
   const bestOf = optNumber(body, "best_of", 1, 64, true);
   if (bestOf !== undefined && bestOf !== (sampling.n ?? 1)) throw bad("best_of", `'best_of' = ${bestOf} is not supported (only best_of = n: every sampled row is returned)`);
   // the completions protocol's default is 16 new tokens
   return { ...sampling, maxTokens: sampling.maxTokens ?? 16, topLogprobs: logprobs, model: body.model, prompts, echo };
 }
 
-type Row = { ids: number[]; logprobs: number[]; top?: { id: number; logprob: number }[][] };
+type Row = { ids: number[]; logprobs: (number | null)[]; top?: ({ id: number; logprob: number }[] | null)[] };
+
+/**
+ * The prompt's own log-probabilities (echo with logprobs: lm-eval's log-likelihood scoring): each token's
+ * raw log_softmax under the tokens before it, null for the first, with the `top` most likely at each
+ * position. One forward pass over the prompt, outside the engine.
+ */
+async function promptLogprobs(model: CausalLM, ids: number[], top: number): Promise<Row> {
+  const rows = await model.logitsOf(ids);
+  const logprobs: (number | null)[] = [null];
+  const tops: ({ id: number; logprob: number }[] | null)[] = [null];
+  for (let i = 1; i < ids.length; i++) {
+    logprobs.push(rawLogprob(rows[i - 1], ids[i]));
+    tops.push(top > 0 ? topLogprobs(rows[i - 1], 1, top) : []);
+  }
+  return { ids, logprobs, top: tops };
+}
+
+function joinRows(a: Row, b: Row): Row {
+  return { ids: [...a.ids, ...b.ids], logprobs: [...a.logprobs, ...b.logprobs], top: [...(a.top ?? a.ids.map(() => [])), ...(b.top ?? b.ids.map(() => []))] };
+}
 
 /** The OpenAI completions `logprobs` object of sampled tokens, offsets counted from `offset`. */
 function logprobsBody(row: Row, tokenText: (id: number) => string, offset: number): Record<string, unknown> {
@@ -89,7 +110,7 @@ function logprobsBody(row: Row, tokenText: (id: number) => string, offset: numbe
   return {
     tokens,
     token_logprobs: row.logprobs,
-    top_logprobs: row.top ? row.top.map((step) => Object.fromEntries(step.map((t) => [tokenText(t.id), t.logprob]))) : null,
+    top_logprobs: row.top ? row.top.map((step) => (step ? Object.fromEntries(step.map((t) => [tokenText(t.id), t.logprob])) : null)) : null,
     text_offset: textOffset,
   };
 }
@@ -121,7 +142,9 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
   let firstToken: number | undefined;
   const offsets = new Array<number>(req.prompts.length * n).fill(0);
   try {
-    if (stream && req.echo) req.prompts.forEach((p, pi) => Array.from({ length: n }, (_, i) => chunk(pi * n + i, p.text, null)));
+    const echoed = req.echo && wantLogprobs ? await Promise.all(req.prompts.map((p) => promptLogprobs(model, p.ids, req.topLogprobs ?? 0))) : null;
+    if (stream && req.echo) req.prompts.forEach((p, pi) => Array.from({ length: n }, (_, i) => chunk(pi * n + i, p.text, null, echoed ? logprobsBody(echoed[pi], tokenText, 0) : null)));
+    if (echoed) offsets.forEach((_, k) => (offsets[k] = req.prompts[Math.floor(k / n)].text.length));
     const gens = await Promise.all(
       req.prompts.map(async (p, pi) => {
         const r = await ctx.chat.generateIds(req.model, p.ids, { ...req, topLogprobs: req.topLogprobs || undefined }, {
@@ -154,7 +177,9 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
       choices: gens.flatMap((rows, pi) =>
         rows.map((g, i) => {
           const lead = req.echo ? req.prompts[pi].text : "";
-          return { index: pi * n + i, text: lead + g.text, logprobs: wantLogprobs ? logprobsBody({ ids: g.ids, logprobs: g.logprobs, top: g.topLogprobs }, tokenText, lead.length) : null, finish_reason: g.finishReason };
+          const own: Row = { ids: g.ids, logprobs: g.logprobs, top: g.topLogprobs };
+          const lp = !wantLogprobs ? null : echoed ? logprobsBody(joinRows(echoed[pi], own), tokenText, 0) : logprobsBody(own, tokenText, lead.length);
+          return { index: pi * n + i, text: lead + g.text, logprobs: lp, finish_reason: g.finishReason };
         }),
       ),
       usage: usage(gens),

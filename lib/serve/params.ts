@@ -187,7 +187,8 @@ export function parseSampling(body: Record<string, unknown>, vocab: number): Sam
     }
   }
   const topK = optNumber(body, "top_k", -1, vocab, true);
-  const maxTokens = optNumber(body, "max_completion_tokens", 1, 1e9, true) ?? optNumber(body, "max_tokens", 1, 1e9, true);
+  // 0 is allowed (vLLM): nothing is generated, which with echo and logprobs scores a prompt
+  const maxTokens = optNumber(body, "max_completion_tokens", 0, 1e9, true) ?? optNumber(body, "max_tokens", 0, 1e9, true);
   const minTokens = optNumber(body, "min_tokens", 0, 1e9, true);
   if (minTokens !== undefined && maxTokens !== undefined && minTokens > maxTokens) throw bad("min_tokens", `'min_tokens' (${minTokens}) is more than 'max_tokens' (${maxTokens})`);
   const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;

@@ -162,3 +162,19 @@ test("stricter validation and vLLM's extras: invalid UTF-8, min_tokens > max_tok
   assert.equal(kw.status, 200);
   assert.equal((await post("/v1/chat/completions", { model: "tiny", messages: [{ role: "user", content: "hi" }], chat_template_kwargs: { messages: [] } })).status, 400);
 });
+
+test("echo with logprobs and max_tokens 0 scores a prompt (lm-eval's log-likelihood): the prompt's raw logprobs", async () => {
+  const { json: tok } = await post("/tokenize", { model: "tiny", prompt: "SELECT count(*) FROM orders" });
+  const next = await post("/v1/completions", { model: "tiny", prompt: tok.tokens, max_tokens: 1, temperature: 0, logprobs: 1 });
+  assert.equal(next.status, 200, JSON.stringify(next.json));
+  const { json: one } = await post("/tokenize", { model: "tiny", prompt: next.json.choices[0].text, add_special_tokens: false });
+  const scored = await post("/v1/completions", { model: "tiny", prompt: [...tok.tokens, ...one.tokens], max_tokens: 0, echo: true, logprobs: 2 });
+  assert.equal(scored.status, 200, JSON.stringify(scored.json));
+  const lp = scored.json.choices[0].logprobs;
+  assert.equal(scored.json.choices[0].finish_reason, "length");
+  assert.equal(lp.token_logprobs.length, tok.count + one.count);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.ok(lp.token_logprobs.slice(1).every((x: number) => x <= 0));
+  if (one.count === 1) assert.ok(Math.abs(lp.token_logprobs.at(-1) - next.json.choices[0].logprobs.token_logprobs[0]) < 1e-4, "the scored token's logprob is the one it was generated with");
+  assert.equal(scored.json.usage.completion_tokens, 0);
+});
