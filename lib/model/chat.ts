@@ -46,6 +46,8 @@ export interface ChatRequest extends SamplingRequest {
   messages: ChatMessageIn[];
   tools?: unknown[];
   toolChoice?: ToolChoice;
+  /** Let the tokenizer add its special tokens (a BOS) to the rendered prompt (vLLM's add_special_tokens; default false: the template writes them). */
+  addSpecialTokens?: boolean;
   /** Keep only the last this many prompt tokens (vLLM's truncate_prompt_tokens). */
   truncatePromptTokens?: number;
   /** Extra variables for the chat template (vLLM's chat_template_kwargs, e.g. enable_thinking). */
@@ -53,7 +55,7 @@ export interface ChatRequest extends SamplingRequest {
 }
 
 /** What a prompt is rendered from. */
-export type PromptPart = Pick<ChatRequest, "model" | "messages" | "tools" | "toolChoice" | "templateKwargs">;
+export type PromptPart = Pick<ChatRequest, "model" | "messages" | "tools" | "toolChoice" | "templateKwargs" | "addSpecialTokens">;
 
 export interface ChatChoice {
   index: number;
@@ -239,7 +241,7 @@ export class ChatEngine {
     const hit = this.cachedIds(req);
     if (hit) return hit;
     const text = this.promptText(req);
-    return this.keep(req, this.model(req.model).requireTokenizer().encode(text, { addSpecialTokens: false }));
+    return this.keep(req, this.model(req.model).requireTokenizer().encode(text, { addSpecialTokens: req.addSpecialTokens === true }));
   }
 
   /** promptIds through the `tokenize` option (off the thread in the server). */
@@ -247,13 +249,14 @@ export class ChatEngine {
     const hit = this.cachedIds(req);
     if (hit) return hit;
     const text = this.promptText(req);
-    if (!this.opts.tokenize) return this.keep(req, this.model(req.model).requireTokenizer().encode(text, { addSpecialTokens: false }));
-    return this.keep(req, await this.opts.tokenize(this.model(req.model), text, false));
+    const add = req.addSpecialTokens === true;
+    if (!this.opts.tokenize) return this.keep(req, this.model(req.model).requireTokenizer().encode(text, { addSpecialTokens: add }));
+    return this.keep(req, await this.opts.tokenize(this.model(req.model), text, add));
   }
 
   private renderKey(req: PromptPart): string {
     const tools = req.toolChoice === "none" ? undefined : req.tools;
-    return JSON.stringify([req.model, tools ?? null, req.toolChoice ?? null, req.messages, req.templateKwargs ?? null]);
+    return JSON.stringify([req.model, tools ?? null, req.toolChoice ?? null, req.messages, req.templateKwargs ?? null, req.addSpecialTokens === true]);
   }
 
   // a GRPO step samples each prompt G times and an eval k times: render and tokenize it once
@@ -386,6 +389,8 @@ export class ChatEngine {
             frequencyPenalty: req.frequencyPenalty,
             topLogprobs: req.topLogprobs,
             logprobsMode: req.logprobsMode,
+            includeStopStr: req.includeStopStr,
+            skipSpecialTokens: req.skipSpecialTokens,
             prefixLength,
             signal: hooks.signal,
             onDelta:

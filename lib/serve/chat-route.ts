@@ -67,7 +67,14 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
   const splitters = Array.from({ length: n }, () => new ToolCallStream());
   const callsSent = new Array<number>(n).fill(0);
   let firstToken: number | undefined;
-  const send = (i: number, delta: Record<string, unknown>, finish: string | null = null, lp?: Record<string, unknown>[]) => stream.send(chunkBody(id, created, req.model, i, delta, finish, lp));
+  const promptTokens = (await ctx.chat.promptIdsAsync(req)).length;
+  let generated = 0;
+  const send = (i: number, delta: Record<string, unknown>, finish: string | null = null, lp?: Record<string, unknown>[]) => {
+    const body = chunkBody(id, created, req.model, i, delta, finish, lp);
+    // continuous_usage_stats: the usage so far on every chunk
+    if (req.continuousUsage) body.usage = { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
+    stream.send(body);
+  };
   const sendEvents = (i: number, events: ToolStreamEvent[], lp?: Record<string, unknown>[]) => {
     for (const ev of events) {
       if ("content" in ev) send(i, { content: ev.content }, null, lp);
@@ -82,6 +89,7 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
       signal,
       onDelta: (i, d) => {
         firstToken ??= seconds();
+        generated += d.ids.length;
         const lp = req.logprobs ? logprobsContent(d.ids, d.logprobs, d.top, tokenText) : undefined;
         if (mode === "plain") {
           if (d.text || lp) send(i, { content: d.text }, null, lp);

@@ -137,8 +137,10 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
     return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   };
   const stream = req.stream ? new EventStream(reply) : null;
+  const promptTokens = req.prompts.reduce((s, p) => s + p.ids.length, 0);
+  let generated = 0;
   const chunk = (index: number, text: string, finish: string | null, logprobs: Record<string, unknown> | null = null) =>
-    stream!.send({ id, object: "text_completion", created, model: req.model, choices: [{ index, text, logprobs, finish_reason: finish }] });
+    stream!.send({ id, object: "text_completion", created, model: req.model, choices: [{ index, text, logprobs, finish_reason: finish }], ...(req.continuousUsage ? { usage: { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated } } : {}) });
   let firstToken: number | undefined;
   const offsets = new Array<number>(req.prompts.length * n).fill(0);
   try {
@@ -152,6 +154,7 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
           onDelta: stream
             ? (i, d) => {
                 firstToken ??= seconds();
+                generated += d.ids.length;
                 const index = pi * n + i;
                 const lp = wantLogprobs ? logprobsBody({ ids: d.ids, logprobs: d.logprobs, top: d.top }, tokenText, offsets[index]) : null;
                 offsets[index] += d.ids.map(tokenText).join("").length;

@@ -101,9 +101,7 @@ const NO_OP: ReadonlyMap<string, (v: unknown) => boolean> = new Map(Object.entri
   length_penalty: (v) => v === 1,
   use_beam_search: (v) => v === false,
   early_stopping: (v) => v === false,
-  skip_special_tokens: (v) => v === true,
   spaces_between_special_tokens: (v) => v === true,
-  include_stop_str_in_output: (v) => v === false,
   prompt_logprobs: (v) => v === 0,
   bad_words: (v) => Array.isArray(v) && v.length === 0,
   allowed_token_ids: () => false,
@@ -160,11 +158,13 @@ export function field(body: Record<string, unknown>, key: string): unknown {
 }
 
 /** Parameters every generating route honours. */
-export const SAMPLING_KEYS = ["response_format", "guided_json", "return_tokens_as_token_ids", "truncate_prompt_tokens", "model", "n", "temperature", "top_p", "top_k", "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos", "seed", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs", "stream"];
+export const SAMPLING_KEYS = ["include_stop_str_in_output", "skip_special_tokens", "response_format", "guided_json", "return_tokens_as_token_ids", "truncate_prompt_tokens", "model", "n", "temperature", "top_p", "top_k", "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos", "seed", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs", "stream"];
 
 export interface StreamOptions {
   stream: boolean;
   includeUsage: boolean;
+  /** vLLM's stream_options.continuous_usage_stats: every chunk carries the usage so far. */
+  continuousUsage: boolean;
 }
 
 /** The sampling part of a request body (stop strings, penalties, vLLM's extras); `vocab` bounds token ids. */
@@ -191,7 +191,7 @@ export function parseSampling(body: Record<string, unknown>, vocab: number): Sam
   const maxTokens = optNumber(body, "max_completion_tokens", 0, 1e9, true) ?? optNumber(body, "max_tokens", 0, 1e9, true);
   const minTokens = optNumber(body, "min_tokens", 0, 1e9, true);
   if (minTokens !== undefined && maxTokens !== undefined && minTokens > maxTokens) throw bad("min_tokens", `'min_tokens' (${minTokens}) is more than 'max_tokens' (${maxTokens})`);
-  const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
+  const streamOptions = body.stream_options as { include_usage?: unknown; continuous_usage_stats?: unknown } | undefined;
   return {
     n: optNumber(body, "n", 1, 64, true),
     temperature: optNumber(body, "temperature", 0, 2),
@@ -208,8 +208,11 @@ export function parseSampling(body: Record<string, unknown>, vocab: number): Sam
     presencePenalty: optNumber(body, "presence_penalty", -2, 2),
     frequencyPenalty: optNumber(body, "frequency_penalty", -2, 2),
     refuseOverlong: true,
+    includeStopStr: optBoolean(body, "include_stop_str_in_output"),
+    skipSpecialTokens: optBoolean(body, "skip_special_tokens"),
     guide: parseGuide(body),
     stream: optBoolean(body, "stream") ?? false,
     includeUsage: streamOptions?.include_usage === true,
+    continuousUsage: streamOptions?.continuous_usage_stats === true,
   };
 }

@@ -20,7 +20,7 @@ export interface ParsedRequest extends ChatRequest, StreamOptions {
   logprobs: boolean;
 }
 
-const CHAT_KEYS = new Set([...SAMPLING_KEYS, "messages", "tools", "tool_choice", "top_logprobs", "max_completion_tokens", "chat_template_kwargs"]);
+const CHAT_KEYS = new Set([...SAMPLING_KEYS, "messages", "tools", "tool_choice", "top_logprobs", "max_completion_tokens", "chat_template_kwargs", "add_special_tokens"]);
 
 /** The body as an object with a model name, or a 400. */
 export function requestObject(raw: unknown): Record<string, unknown> & { model: string } {
@@ -108,7 +108,7 @@ export function parseChatBody(raw: unknown, vocab: number): ParsedRequest {
   if (typeof logprobs !== "boolean") throw bad("logprobs", "'logprobs' must be a boolean (use top_logprobs for a count)");
   const topLogprobs = optNumber(body, "top_logprobs", 0, 20, true);
   if (topLogprobs && !logprobs) throw bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
-  return { model: body.model, messages, tools, toolChoice: parseToolChoice(body.tool_choice, tools), ...parseSampling(body, vocab), logprobs, topLogprobs: topLogprobs || undefined, truncatePromptTokens: optNumber(body, "truncate_prompt_tokens", 1, 1e9, true), templateKwargs: parseTemplateKwargs(body) };
+  return { model: body.model, messages, tools, toolChoice: parseToolChoice(body.tool_choice, tools), ...parseSampling(body, vocab), logprobs, topLogprobs: topLogprobs || undefined, truncatePromptTokens: optNumber(body, "truncate_prompt_tokens", 1, 1e9, true), templateKwargs: parseTemplateKwargs(body), addSpecialTokens: body.add_special_tokens === true };
 }
 
 type Top = { id: number; logprob: number }[];

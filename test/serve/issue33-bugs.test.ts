@@ -178,3 +178,28 @@ test("echo with logprobs and max_tokens 0 scores a prompt (lm-eval's log-likelih
   if (one.count === 1) assert.ok(Math.abs(lp.token_logprobs.at(-1) - next.json.choices[0].logprobs.token_logprobs[0]) < 1e-4, "the scored token's logprob is the one it was generated with");
   assert.equal(scored.json.usage.completion_tokens, 0);
 });
+
+test("include_stop_str_in_output, skip_special_tokens false, add_special_tokens and continuous_usage_stats are honoured", async () => {
+  const base = { model: "tiny", prompt: "SELECT", max_tokens: 12, temperature: 0, ignore_eos: true };
+  const plain = await post("/v1/completions", base);
+  const text: string = plain.json.choices[0].text;
+  if (text.length >= 4) {
+    const stop = text.slice(2, 4);
+    const cut = await post("/v1/completions", { ...base, stop: [stop] });
+    const kept = await post("/v1/completions", { ...base, stop: [stop], include_stop_str_in_output: true });
+    assert.equal(kept.json.choices[0].text, cut.json.choices[0].text + stop);
+  }
+  const special = await post("/v1/completions", { ...base, max_tokens: 2, logit_bias: { "2": 100 }, skip_special_tokens: false });
+  assert.equal(special.status, 200);
+  const { json: eos } = await post("/detokenize", { model: "tiny", tokens: [2, 2] });
+  assert.equal(special.json.choices[0].text, eos.prompt.slice(0, special.json.choices[0].text.length));
+  const msgs = [{ role: "user", content: "hi" }];
+  const a = await post("/v1/chat/completions", { model: "tiny", messages: msgs, max_tokens: 1 });
+  const b = await post("/v1/chat/completions", { model: "tiny", messages: msgs, max_tokens: 1, add_special_tokens: true });
+  assert.equal(b.status, 200);
+  assert.ok(b.json.usage.prompt_tokens >= a.json.usage.prompt_tokens);
+  const res = await fetch(`${server.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "tiny", messages: msgs, max_tokens: 4, ignore_eos: true, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } }) });
+  const chunks = (await res.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)));
+  assert.ok(chunks.every((c) => c.usage && c.usage.prompt_tokens === a.json.usage.prompt_tokens), "every chunk carries the usage");
+  assert.equal(chunks.at(-1).usage.completion_tokens, 4);
+});

@@ -109,7 +109,7 @@ export class GenerationEngine {
         req,
         rand: sequenceRandom(req.seed ?? 0, req.sampleIndex ?? 0),
         slot: -1,
-        stops: new StopWatcher(this.model.tokenizer, req.stop ?? [], req.onDelta !== undefined),
+        stops: new StopWatcher(this.model.tokenizer, req.stop ?? [], req.onDelta !== undefined, req.skipSpecialTokens ?? true, req.includeStopStr ?? false),
         out: [],
         logprobs: [],
         top: [],

@@ -24,6 +24,10 @@ export interface SamplingSettings {
   frequencyPenalty?: number;
   /** Report the n most likely tokens at each step. */
   topLogprobs?: number;
+  /** Keep the stop string that ended the text at its end (vLLM's include_stop_str_in_output). */
+  includeStopStr?: boolean;
+  /** Drop special tokens from the text (default true; vLLM's skip_special_tokens). */
+  skipSpecialTokens?: boolean;
   /**
    * Which log-probabilities are reported: "processed" (default: under softmax((logits + bias) / T) with the
    * guided mask applied, the distribution the token was drawn from, which GRPO's ratio uses) or "raw" (the
