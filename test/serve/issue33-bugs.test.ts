@@ -203,3 +203,12 @@ test("include_stop_str_in_output, skip_special_tokens false, add_special_tokens 
   assert.ok(chunks.every((c) => c.usage && c.usage.prompt_tokens === a.json.usage.prompt_tokens), "every chunk carries the usage");
   assert.equal(chunks.at(-1).usage.completion_tokens, 4);
 });
+
+test("error messages never show the server's file paths", async () => {
+  const { asRequestError } = await import("../../lib/serve/errors.js");
+  const { T2sError } = await import("../../lib/core/errors.js");
+  const e = asRequestError(new T2sError("chat_template_failed", "/srv/models/secret-model: rendering the chat template failed: x is undefined"));
+  assert.equal(e.status, 400);
+  assert.ok(!e.message.includes("/srv/models"), e.message);
+  assert.ok(!asRequestError(new Error("ENOENT: no such file '/home/me/w.bin'")).message.includes("/home/me"));
+});
