@@ -105,7 +105,42 @@ export async function checkGuide(tok: ChatTokenizer, vocabSize: number, guide: G
   await compiledGuide(tok, vocabSize, guide);
 }
 
+const TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
+
+/** Schema problems found before XGrammar sees them (its converter aborts on some, printing to stderr). */
+function schemaProblem(s: unknown, at: string, depth = 0): string | null {
+  if (typeof s === "boolean") return null;
+  if (!s || typeof s !== "object" || Array.isArray(s)) return `${at} is not a schema (an object)`;
+  if (depth > 64) return `${at} nests too deep`;
+  const o = s as Record<string, unknown>;
+  const types = Array.isArray(o.type) ? o.type : o.type === undefined ? [] : [o.type];
+  for (const t of types) if (typeof t !== "string" || !TYPES.has(t)) return `${at}.type ${JSON.stringify(t)} is not a JSON Schema type`;
+  for (const key of ["properties", "$defs", "definitions", "patternProperties"]) {
+    const v = o[key];
+    if (v === undefined) continue;
+    if (!v || typeof v !== "object" || Array.isArray(v)) return `${at}.${key} must be an object`;
+    for (const [k, x] of Object.entries(v)) {
+      const p = schemaProblem(x, `${at}.${key}.${k}`, depth + 1);
+      if (p) return p;
+    }
+  }
+  for (const key of ["items", "additionalProperties", "not", "contains"]) if (o[key] !== undefined) {
+    const p = schemaProblem(o[key], `${at}.${key}`, depth + 1);
+    if (p) return p;
+  }
+  for (const key of ["anyOf", "oneOf", "allOf", "prefixItems"]) if (o[key] !== undefined) {
+    if (!Array.isArray(o[key])) return `${at}.${key} must be an array`;
+    for (const [i, x] of (o[key] as unknown[]).entries()) {
+      const p = schemaProblem(x, `${at}.${key}[${i}]`, depth + 1);
+      if (p) return p;
+    }
+  }
+  return null;
+}
+
 async function compiledGuide(tok: ChatTokenizer, vocabSize: number, guide: Guide): Promise<Xgr> {
+  const problem = guide.kind === "schema" ? schemaProblem(guide.schema, "schema") : guide.kind === "tool_tags" ? guide.tools.map((t) => schemaProblem(t.parameters, `${t.name}.parameters`)).find((p) => p) ?? null : null;
+  if (problem) throw new T2sError("usage", `the schema cannot be used for guided decoding: ${problem}`);
   const c = await compilerFor(tok, vocabSize);
   try {
     return await compile(c, guide);

@@ -80,11 +80,13 @@ export function limitConnections(server: Server, limits: ConnectionLimits = {}):
     // a socket that never sends a request is idle from the start
     sockets.set(socket, { active: 0, idleSince: performance.now() });
     socket.once("close", () => sockets.delete(socket));
-    // nothing at all for headersMs on a fresh socket: close it (node checks headersTimeout only once bytes arrive)
-    socket.setTimeout(server.headersTimeout, () => {
+    // one listener for the socket's life: an idle socket (no request in flight) that times out is closed;
+    // fresh sockets get headersMs (node checks headersTimeout only once bytes arrive), used ones keepAliveMs
+    socket.on("timeout", () => {
       const s = sockets.get(socket);
       if (s && s.active === 0) socket.destroy();
     });
+    socket.setTimeout(server.headersTimeout);
     if (sockets.size <= cap) return;
     let oldest: Socket | null = null;
     let since = Infinity;
@@ -103,7 +105,7 @@ export function limitConnections(server: Server, limits: ConnectionLimits = {}):
     res.once("close", () => {
       st.active--;
       st.idleSince = performance.now();
-      if (st.active === 0) req.socket.setTimeout(server.keepAliveTimeout, () => sockets.get(req.socket)?.active === 0 && req.socket.destroy());
+      if (st.active === 0) req.socket.setTimeout(server.keepAliveTimeout);
     });
   });
   return { evicted: () => evicted, open: () => sockets.size };
