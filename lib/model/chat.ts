@@ -10,152 +10,16 @@ import { GenerationEngine, type EngineMetrics } from "./engine/generation-engine
 import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js";
 import type { CausalLM } from "./model.js";
 import { commonPrefix } from "./prefix.js";
-import type { ChatTokenizer, TemplateMessage } from "./tokenizer.js";
 import { guideConstraint, type Guide } from "./guided.js";
-import { GUIDED_CALL_PREFILL, parseForcedToolCalls, parseToolCalls, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, toolCallSchema, toolSchemas, type ParsedToolCall } from "./toolcalls.js";
+import { GUIDED_CALL_PREFILL, parseForcedToolCalls, parseToolCalls, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, toolCallSchema, toolSchemas } from "./toolcalls.js";
+import type { ChatChoice, ChatEngineOptions, ChatHooks, ChatRequest, ChatResult, IdsResult, PromptPart, SamplingRequest } from "./chat-types.js";
+import { guidedCall, renderChat } from "./chat-prompt.js";
 
-export interface ChatMessageIn {
-  role: string;
-  content: string | null;
-  tool_calls?: { id?: string; type?: string; function: { name: string; arguments: string | Record<string, unknown> } }[];
-  tool_call_id?: string;
-  name?: string;
-}
-
-/**
- * Whether and which tool the reply must call: "auto" (default with tools: the model decides, calls are
- * parsed), "none" (tools are not shown to the model and the reply is not parsed), "required" (the reply is
- * a call to some tool), or a named function (the reply is a call to it).
- */
-export type ToolChoice = "none" | "auto" | "required" | { name: string };
-
-/** How to sample a prompt's continuations (shared by chat and plain completions). */
-export interface SamplingRequest extends SamplingSettings {
-  n?: number;
-  /** OpenAI's logit_bias: token id (as text) -> bias. */
-  logitBias?: Record<string, number>;
-  /** A maxTokens that does not fit in the context after the prompt is an error (vLLM's 400), not cut. */
-  refuseOverlong?: boolean;
-  /** Guided decoding: what every reply must be (JSON, JSON of a schema); tool_choice sets its own. */
-  guide?: Guide;
-}
-
-/** A chat request in the engine's terms (the HTTP layer maps OpenAI/vLLM bodies onto it). */
-export interface ChatRequest extends SamplingRequest {
-  model: string;
-  messages: ChatMessageIn[];
-  tools?: unknown[];
-  toolChoice?: ToolChoice;
-  /** Let the tokenizer add its special tokens (a BOS) to the rendered prompt (vLLM's add_special_tokens; default false: the template writes them). */
-  addSpecialTokens?: boolean;
-  /** Keep only the last this many prompt tokens (vLLM's truncate_prompt_tokens). */
-  truncatePromptTokens?: number;
-  /** Extra variables for the chat template (vLLM's chat_template_kwargs, e.g. enable_thinking). */
-  templateKwargs?: Record<string, unknown>;
-}
-
-/** What a prompt is rendered from. */
-export type PromptPart = Pick<ChatRequest, "model" | "messages" | "tools" | "toolChoice" | "templateKwargs" | "addSpecialTokens">;
-
-export interface ChatChoice {
-  index: number;
-  /** The whole assistant reply (with the forced tool-call opening when tool_choice forced one). */
-  text: string;
-  content: string | null;
-  toolCalls: ParsedToolCall[];
-  invalidToolCalls: number;
-  finishReason: "stop" | "length" | "tool_calls";
-  ids: number[];
-  logprobs: number[];
-  topLogprobs?: { id: number; logprob: number }[][];
-}
-
-export interface ChatResult {
-  model: string;
-  promptTokens: number;
-  /** The prompt as token ids (the chat template's rendering with the generation prompt). */
-  promptIds: number[];
-  completionTokens: number;
-  choices: ChatChoice[];
-}
-
-export interface ChatHooks {
-  /** Content pieces of each choice as they are sampled (safe to show; they concatenate to the text). */
-  onText?: (choice: number, delta: string) => void;
-  /** Every step's new tokens of each choice. */
-  onDelta?: (choice: number, delta: TokenDelta) => void;
-  /** Each choice as soon as it is finished (before the others of its request). */
-  onChoice?: (choice: ChatChoice) => void;
-  /** Aborting cancels every choice at the next step. */
-  signal?: AbortSignal;
-}
-
-/** The generations of one prompt's rows. */
-export interface IdsResult {
-  model: string;
-  promptIds: number[];
-  generations: Generation[];
-}
-
-export interface ChatEngineOptions {
-  /** Sequences decoded together per served model (default 64). */
-  maxBatch?: number;
-  /** Unmerged adapter applied to every request (the trainer samples the adapter it trains). */
-  adapter?: string | null;
-  /** Prompt tokens prefilled in one engine call at most (the engine's default when unset). */
-  maxPrefillTokens?: number;
-  /**
-   * Tokenizes a rendered prompt for complete() (the server's worker threads); default: the model's
-   * tokenizer in this thread. promptIds() always tokenizes in the thread.
-   */
-  tokenize?: (model: CausalLM, text: string, addSpecialTokens: boolean) => Promise<number[]>;
-}
+export type { ChatChoice, ChatEngineOptions, ChatHooks, ChatMessageIn, ChatRequest, ChatResult, IdsResult, PromptPart, SamplingRequest, ToolChoice } from "./chat-types.js";
+export { renderChat } from "./chat-prompt.js";
 
 /** Rendered prompts kept (a GRPO step has prompts_per_step distinct ones, an eval a few hundred). */
 const RENDERED_PROMPTS = 1024;
-
-/** Tool call arguments arrive as JSON text; templates expect objects, so parse what parses. */
-function templateMessages(messages: ChatMessageIn[]): TemplateMessage[] {
-  return messages.map((m) => {
-    const out: TemplateMessage = { role: m.role, content: m.content ?? "" };
-    if (m.tool_calls?.length) {
-      out.tool_calls = m.tool_calls.map((c) => {
-        let args: unknown = c.function.arguments;
-        if (typeof args === "string") {
-          try {
-            args = JSON.parse(args);
-          } catch {
-            // keep the text: templates print strings as they are
-          }
-        }
-        return { id: c.id, type: "function", function: { name: c.function.name, arguments: args } };
-      });
-    }
-    if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
-    if (m.name) out.name = m.name;
-    return out;
-  });
-}
-
-/**
- * The chat template's text of a conversation: the one place the kit turns messages into template text (the
- * chat engine's prompts, the server's /tokenize, SFT examples and conversations, `t2s generate`). With
- * `addGenerationPrompt` the text ends where the assistant's reply starts.
- */
-export function renderChat(tok: ChatTokenizer, messages: ChatMessageIn[], opts: { tools?: unknown[]; addGenerationPrompt?: boolean; extra?: Record<string, unknown> } = {}): string {
-  return tok.applyChatTemplate(templateMessages(messages), opts);
-}
-
-/** The call a completed guided reply `{"name": ..., "arguments": {...}}` holds (null if it is not one). */
-function guidedCall(text: string): { content: null; calls: ParsedToolCall[]; invalid: number } | null {
-  try {
-    const v = JSON.parse(text) as { name?: unknown; arguments?: unknown };
-    if (typeof v?.name !== "string") return null;
-    return { content: null, calls: [{ name: v.name, arguments: JSON.stringify(v.arguments ?? {}) }], invalid: 0 };
-  } catch {
-    return null;
-  }
-}
 
 const COUNTERS = ["steps", "promptTokens", "generatedTokens", "batchRows", "finished", "cancelled"] as const;
 
