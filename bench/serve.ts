@@ -13,7 +13,7 @@
  *   --backend <name>     tfjs backend for the server (default auto)
  *   --max-tokens <n>     new tokens per load request at most (default 64)
  *   --rounds <n>         requests per client per load configuration (default 2)
- *   --max-num-batched-tokens <n>  the server's prefill budget per step (default 8192, as t2s serve)
+ *   --max-num-batched-tokens <n>  the server's prefill budget per step (default: t2s serve's)
  *   --guided-only        only the guided-decoding table
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -51,8 +51,8 @@ function shopPrompts(): Message[][] {
   return questions.map((q) => openingMessages({ style: "single" }, ddl, notes, q) as Message[]);
 }
 
-async function startServe(model: string, backend: string, prefill: number): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [kitPath("bin", "t2s.js"), "serve", "--model", model, "--port", "0", "--backend", backend, "--max-batch", "64", "--max-num-batched-tokens", String(prefill)], { stdio: ["ignore", "pipe", "inherit"] });
+async function startServe(model: string, backend: string, prefill: number | undefined): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [kitPath("bin", "t2s.js"), "serve", "--model", model, "--port", "0", "--backend", backend, "--max-batch", "64", ...(prefill === undefined ? [] : ["--max-num-batched-tokens", String(prefill)])], { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`t2s serve printed no banner in 120 s: ${out}`)), 120_000);
@@ -317,13 +317,14 @@ async function main(): Promise<void> {
   const rounds = intFlag("--rounds", 2);
   const prompts = shopPrompts();
   const framework = await frameworkCost();
-  const prefill = intFlag("--max-num-batched-tokens", 8192);
+  const prefillFlag = flag("--max-num-batched-tokens");
+  const prefill = prefillFlag === undefined ? undefined : Number(prefillFlag);
   const { url, child } = await startServe(model, backend, prefill);
   try {
     const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
     served = models.data[0].id;
     const health = (await (await fetch(`${url}/health`)).json()) as { backend: string };
-    process.stdout.write(`t2s serve over ${model} (backend ${health.backend}), ${cpus().length} CPUs, ${prompts.length} shop prompts, max_tokens ${maxTokens}, ${rounds} requests per client, --max-num-batched-tokens ${prefill}\n\n`);
+    process.stdout.write(`t2s serve over ${model} (backend ${health.backend}), ${cpus().length} CPUs, ${prompts.length} shop prompts, max_tokens ${maxTokens}, ${rounds} requests per client, --max-num-batched-tokens ${prefill ?? "default"}\n\n`);
     // one request first, so engine creation and first-call compilation are not in the figures
     await ask(url, { model: served, messages: prompts[0], max_tokens: 4 });
     process.stdout.write("| mode   | clients | requests | errors | p50 s | p95 s | p95/p50 | TTFT p50 s | tokens/s | /health p50 / p95 / max ms |\n|---|---|---|---|---|---|---|---|---|---|\n");

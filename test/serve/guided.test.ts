@@ -161,3 +161,9 @@ test("guided tool calls on the kit's model (shop-sql-4m): 100% parse and validat
     model.dispose();
   }
 });
+
+test("tool_choice auto with a strict tool: the reply is free text, served as before (the trigger is text, not the added tag token)", async () => {
+  const strict = TOOLS.map((t) => ({ ...t, function: { ...t.function, strict: true } }));
+  const r = await chat(tinyServer, "tiny", { tools: strict, n: 2, max_tokens: 40, temperature: 1, seed: 21 });
+  for (const c of r.choices) assert.ok(["stop", "length", "tool_calls"].includes(c.finish_reason));
+});
