@@ -265,10 +265,17 @@ export class ChatEngine {
                   }
                 : undefined,
           })
-          .then((g) => {
-            hooks.onGeneration?.(i, g);
-            return g;
-          }),
+          .then(
+            (g) => {
+              hooks.onGeneration?.(i, g);
+              return g;
+            },
+            (e: unknown) => {
+              // a sequence refused before it ran still holds its grammar matcher (WASM memory)
+              constraints?.[i]?.dispose();
+              throw e;
+            },
+          ),
       ),
     );
     return { model: model.name, promptIds: ids, generations };
