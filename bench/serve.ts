@@ -4,13 +4,17 @@
  * notes, question) and prints, for 1/16/64 concurrent clients, streaming and not: p50/p95 latency, time to
  * first token, tokens/s, errors and /health latency under that load. Then a fairness probe (a short request
  * sent while a request with a huge max_tokens runs, against the short one alone), the first-token share of a
- * 100-token stream, and the HTTP framework's own cost (fastify against bare node:http, same handler).
+ * 100-token stream, the HTTP framework's own cost (fastify against bare node:http, same handler), and
+ * guided decoding's cost per token at batch 1 and 64 (XGrammar's mask, the matcher's advance, the mask
+ * applied to a row of logits on the CPU and packed for the WebGPU sampler), at the kit's 4k vocabulary and a
+ * 152k one (CPU figures: the mask is computed on the host whatever the runner).
  * Options:
  *   --model <dir>        model folder (default data/models/shop-sql-4m)
  *   --backend <name>     tfjs backend for the server (default auto)
  *   --max-tokens <n>     new tokens per load request at most (default 64)
  *   --rounds <n>         requests per client per load configuration (default 2)
- *   --max-num-batched-tokens <n>  the server's prefill budget per step (default 8192, as t2s serve)
+ *   --max-num-batched-tokens <n>  the server's prefill budget per step (default: t2s serve's)
+ *   --guided-only        only the guided-decoding table
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -25,6 +29,10 @@ import { kitPath } from "../lib/core/paths.js";
 import { notesFor } from "../lib/db/notes.js";
 import { readTasks } from "../lib/tasks/io.js";
 import { flag, intFlag } from "./args.js";
+import { guideConstraint } from "../lib/model/guided.js";
+import { maskedLogits } from "../lib/model/sampler.js";
+import { loadTokenizer, type ChatTokenizer } from "../lib/model/tokenizer.js";
+import { mulberry32 } from "../lib/core/random.js";
 
 const QUESTIONS = ["How many orders were delivered?", "How many customers are there per country?", "What is the average review rating?", "Which five products have the highest margin?"];
 
@@ -43,8 +51,8 @@ function shopPrompts(): Message[][] {
   return questions.map((q) => openingMessages({ style: "single" }, ddl, notes, q) as Message[]);
 }
 
-async function startServe(model: string, backend: string, prefill: number): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [kitPath("bin", "t2s.js"), "serve", "--model", model, "--port", "0", "--backend", backend, "--max-batch", "64", "--max-num-batched-tokens", String(prefill)], { stdio: ["ignore", "pipe", "inherit"] });
+async function startServe(model: string, backend: string, prefill: number | undefined): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [kitPath("bin", "t2s.js"), "serve", "--model", model, "--port", "0", "--backend", backend, "--max-batch", "64", ...(prefill === undefined ? [] : ["--max-num-batched-tokens", String(prefill)])], { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`t2s serve printed no banner in 120 s: ${out}`)), 120_000);
@@ -147,7 +155,7 @@ async function load(url: string, prompts: Message[][], clients: number, stream: 
   const tokens = ok.reduce((s, o) => s + o.tokens, 0);
   const p50 = pct(lat, 50);
   const p95 = pct(lat, 95);
-  return `| ${stream ? "stream" : "plain "} | ${String(clients).padStart(7)} | ${String(total).padStart(8)} | ${outcomes.length - ok.length} | ${f(p50)} | ${f(p95)} | ${f(p95 / p50)} | ${stream ? f(pct(ttft, 50)) : "-"} | ${f(tokens / wall, 0)} | ${f(pct(health, 50), 0)} / ${f(Math.max(...health), 0)} |`;
+  return `| ${stream ? "stream" : "plain "} | ${String(clients).padStart(7)} | ${String(total).padStart(8)} | ${outcomes.length - ok.length} | ${f(p50)} | ${f(p95)} | ${f(p95 / p50)} | ${stream ? f(pct(ttft, 50)) : "-"} | ${f(tokens / wall, 0)} | ${f(pct(health, 50), 0)} / ${f(pct(health, 95), 0)} / ${f(Math.max(...health), 0)} |`;
 }
 
 /** A short request alone, then the same request while one with a huge max_tokens is running. */
@@ -155,7 +163,7 @@ async function fairness(url: string, prompts: Message[][]): Promise<string[]> {
   const short = { model: served, messages: prompts[1 % prompts.length], max_tokens: 24, ignore_eos: true, temperature: 0.7, seed: 5 };
   const solo: number[] = [];
   for (let i = 0; i < 3; i++) solo.push((await ask(url, short)).seconds);
-  const tok = (await (await fetch(`${url}/tokenize`, { method: "POST", body: JSON.stringify({ model: served, messages: prompts[0] }) })).json()) as { count: number; max_model_len: number };
+  const tok = (await (await fetch(`${url}/tokenize`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: served, messages: prompts[0] }) })).json()) as { count: number; max_model_len: number };
   const abort = new AbortController();
   let started!: () => void;
   const first = new Promise<void>((r) => (started = r));
@@ -216,28 +224,116 @@ async function frameworkCost(): Promise<string[]> {
   return rows;
 }
 
+/** A stand-in tokenizer with a 152k byte-level vocabulary of random pieces (guided decoding's cost at Qwen's size). */
+function bigVocabTokenizer(V: number): ChatTokenizer {
+  const bs: number[] = [];
+  for (let b = 33; b <= 126; b++) bs.push(b);
+  for (let b = 161; b <= 172; b++) bs.push(b);
+  for (let b = 174; b <= 255; b++) bs.push(b);
+  const cs = bs.slice();
+  let n = 0;
+  for (let b = 0; b < 256; b++) if (!bs.includes(b)) (bs.push(b), cs.push(256 + n++));
+  const map = new Map(bs.map((b, i) => [b, String.fromCodePoint(cs[i])]));
+  const tokens = Array.from({ length: 256 }, (_, b) => map.get(b)!);
+  const alpha = ' abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789{}[]":,._-';
+  const rand = mulberry32(7);
+  const seen = new Set(tokens);
+  while (tokens.length < V - 1) {
+    let piece = "";
+    for (let i = 0, len = 2 + Math.floor(rand() * 7); i < len; i++) piece += alpha[Math.floor(rand() * alpha.length)];
+    const enc = [...Buffer.from(piece)].map((b) => map.get(b)!).join("");
+    if (!seen.has(enc)) (seen.add(enc), tokens.push(enc));
+  }
+  tokens.push("<|im_end|>");
+  const text = (ids: number[]) => Buffer.from(ids.flatMap((id) => (id >= V - 1 ? [] : [...tokens[id]].map((c) => bs[cs.indexOf(c.codePointAt(0)!)])))).toString("utf8");
+  const single = new Map(tokens.map((t, i) => [t, i]));
+  return {
+    encode: (t) => [...Buffer.from(t)].map((b) => single.get(map.get(b)!)!),
+    decode: (ids) => text(ids),
+    applyChatTemplate: () => "",
+    eosIds: [V - 1],
+    padId: null,
+    vocabSize: V,
+    hasChatTemplate: false,
+    rawVocab: () => ({ tokens, type: "byte_level" }),
+  };
+}
+
+/** Guided decoding's host cost per decode step at batch B: mask, advance, the mask applied to logits (CPU) and packed (WebGPU). */
+async function guidedCost(tok: ChatTokenizer, V: number, label: string): Promise<string[]> {
+  const schema = { type: "object", properties: { sql: { type: "string" }, limit: { type: "integer" }, mode: { enum: ["ro", "rw"] } }, required: ["sql", "limit", "mode"] };
+  const t0 = performance.now();
+  await guideConstraint(tok, V, { kind: "schema", schema });
+  const setup = performance.now() - t0;
+  const rows: string[] = [];
+  const logits = new Float32Array(V).map((_, i) => Math.sin(i));
+  for (const B of [1, 64]) {
+    const cs = await Promise.all(Array.from({ length: B }, () => guideConstraint(tok, V, { kind: "schema", schema })));
+    const rand = mulberry32(B);
+    let steps = 0;
+    let tokens = 0;
+    let maskMs = 0;
+    let applyMs = 0;
+    let acceptMs = 0;
+    for (let s = 0; s < 48; s++) {
+      const live = cs.filter((c) => !c.finished());
+      if (!live.length) break;
+      const m0 = performance.now();
+      const masks = await Promise.all(live.map((c) => c.nextMask(1000)));
+      maskMs += performance.now() - m0;
+      const a0 = performance.now();
+      const rowsOut = masks.map((m) => maskedLogits(logits, m));
+      applyMs += performance.now() - a0;
+      // the pick stands in for the sampler and is not timed
+      const picks = rowsOut.map((row) => {
+        const allowed: number[] = [];
+        for (let id = 0; id < V; id++) if (row[id] !== -Infinity) allowed.push(id);
+        return allowed[Math.floor(rand() * allowed.length)];
+      });
+      const c0 = performance.now();
+      live.forEach((c, r) => c.accept(picks[r]));
+      acceptMs += performance.now() - c0;
+      steps++;
+      tokens += live.length;
+    }
+    cs.forEach((c) => c.dispose());
+    const total = maskMs + applyMs + acceptMs;
+    rows.push(`| ${label}, batch ${B} | ${f(total / steps, 2)} ms | ${f((1000 * total) / tokens, 0)} us (mask ${f((1000 * maskMs) / tokens, 0)}, CPU mask apply ${f((1000 * applyMs) / tokens, 0)}, advance ${f((1000 * acceptMs) / tokens, 0)}) | first schema compiled in ${f(setup, 0)} ms |`);
+  }
+  return rows;
+}
+
+async function guidedTable(): Promise<void> {
+  process.stdout.write("\n| guided decoding (host side, CPU) | per step | per token | setup |\n|---|---|---|---|\n");
+  for (const row of await guidedCost(loadTokenizer(kitPath("data", "models", "shop-sql-4m")), 4096, "shop-sql-4m vocab 4,096")) process.stdout.write(`${row}\n`);
+  for (const row of await guidedCost(bigVocabTokenizer(151936), 151936, "byte-level vocab 151,936")) process.stdout.write(`${row}\n`);
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes("--guided-only")) return guidedTable();
   const model = flag("--model") ?? kitPath("data", "models", "shop-sql-4m");
   const backend = flag("--backend") ?? "auto";
   const maxTokens = intFlag("--max-tokens", 64);
   const rounds = intFlag("--rounds", 2);
   const prompts = shopPrompts();
   const framework = await frameworkCost();
-  const prefill = intFlag("--max-num-batched-tokens", 8192);
+  const prefillFlag = flag("--max-num-batched-tokens");
+  const prefill = prefillFlag === undefined ? undefined : Number(prefillFlag);
   const { url, child } = await startServe(model, backend, prefill);
   try {
     const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
     served = models.data[0].id;
     const health = (await (await fetch(`${url}/health`)).json()) as { backend: string };
-    process.stdout.write(`t2s serve over ${model} (backend ${health.backend}), ${cpus().length} CPUs, ${prompts.length} shop prompts, max_tokens ${maxTokens}, ${rounds} requests per client, --max-num-batched-tokens ${prefill}\n\n`);
+    process.stdout.write(`t2s serve over ${model} (backend ${health.backend}), ${cpus().length} CPUs, ${prompts.length} shop prompts, max_tokens ${maxTokens}, ${rounds} requests per client, --max-num-batched-tokens ${prefill ?? "default"}\n\n`);
     // one request first, so engine creation and first-call compilation are not in the figures
     await ask(url, { model: served, messages: prompts[0], max_tokens: 4 });
-    process.stdout.write("| mode   | clients | requests | errors | p50 s | p95 s | p95/p50 | TTFT p50 s | tokens/s | /health p50 / max ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    process.stdout.write("| mode   | clients | requests | errors | p50 s | p95 s | p95/p50 | TTFT p50 s | tokens/s | /health p50 / p95 / max ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (const clients of [1, 16, 64]) for (const stream of [false, true]) process.stdout.write(`${await load(url, prompts, clients, stream, rounds, maxTokens)}\n`);
     process.stdout.write("\n| probe | result |\n|---|---|\n");
     for (const row of [...(await fairness(url, prompts)), ...(await firstTokenShare(url, prompts))]) process.stdout.write(`${row}\n`);
     process.stdout.write("\n| HTTP layer, GET /health at 16 clients | p50 | p95 |\n|---|---|---|\n");
     for (const row of framework) process.stdout.write(`${row}\n`);
+    await guidedTable();
   } finally {
     child.kill("SIGINT");
   }

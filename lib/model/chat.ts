@@ -6,130 +6,20 @@
  */
 import { randomInt } from "node:crypto";
 import { T2sError } from "../core/errors.js";
-import { GenerationEngine, type EngineMetrics } from "./engine/scheduler.js";
+import { GenerationEngine, type EngineMetrics } from "./engine/generation-engine.js";
 import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js";
 import type { CausalLM } from "./model.js";
 import { commonPrefix } from "./prefix.js";
-import type { ChatTokenizer, TemplateMessage } from "./tokenizer.js";
-import { forcedToolCallPrefill, parseForcedToolCalls, parseToolCalls, type ParsedToolCall } from "./toolcalls.js";
+import { guideConstraint, type Guide } from "./guided.js";
+import { GUIDED_CALL_PREFILL, parseForcedToolCalls, parseToolCalls, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, toolCallSchema, toolSchemas } from "./toolcalls.js";
+import type { ChatChoice, ChatEngineOptions, ChatHooks, ChatRequest, ChatResult, IdsResult, PromptPart, SamplingRequest } from "./chat-types.js";
+import { guidedCall, renderChat } from "./chat-prompt.js";
 
-export interface ChatMessageIn {
-  role: string;
-  content: string | null;
-  tool_calls?: { id?: string; type?: string; function: { name: string; arguments: string | Record<string, unknown> } }[];
-  tool_call_id?: string;
-  name?: string;
-}
-
-/**
- * Whether and which tool the reply must call: "auto" (default with tools: the model decides, calls are
- * parsed), "none" (tools are not shown to the model and the reply is not parsed), "required" (the reply is
- * a call to some tool), or a named function (the reply is a call to it).
- */
-export type ToolChoice = "none" | "auto" | "required" | { name: string };
-
-/** How to sample a prompt's continuations (shared by chat and plain completions). */
-export interface SamplingRequest extends SamplingSettings {
-  n?: number;
-  /** OpenAI's logit_bias: token id (as text) -> bias. */
-  logitBias?: Record<string, number>;
-  /** A maxTokens that does not fit in the context after the prompt is an error (vLLM's 400), not cut. */
-  refuseOverlong?: boolean;
-}
-
-/** A chat request in the engine's terms (the HTTP layer maps OpenAI/vLLM bodies onto it). */
-export interface ChatRequest extends SamplingRequest {
-  model: string;
-  messages: ChatMessageIn[];
-  tools?: unknown[];
-  toolChoice?: ToolChoice;
-}
-
-export interface ChatChoice {
-  index: number;
-  /** The whole assistant reply (with the forced tool-call opening when tool_choice forced one). */
-  text: string;
-  content: string | null;
-  toolCalls: ParsedToolCall[];
-  invalidToolCalls: number;
-  finishReason: "stop" | "length" | "tool_calls";
-  ids: number[];
-  logprobs: number[];
-  topLogprobs?: { id: number; logprob: number }[][];
-}
-
-export interface ChatResult {
-  model: string;
-  promptTokens: number;
-  /** The prompt as token ids (the chat template's rendering with the generation prompt). */
-  promptIds: number[];
-  completionTokens: number;
-  choices: ChatChoice[];
-}
-
-export interface ChatHooks {
-  /** Content pieces of each choice as they are sampled (safe to show; they concatenate to the text). */
-  onText?: (choice: number, delta: string) => void;
-  /** Every step's new tokens of each choice. */
-  onDelta?: (choice: number, delta: TokenDelta) => void;
-  /** Each choice as soon as it is finished (before the others of its request). */
-  onChoice?: (choice: ChatChoice) => void;
-  /** Aborting cancels every choice at the next step. */
-  signal?: AbortSignal;
-}
-
-/** The generations of one prompt's rows. */
-export interface IdsResult {
-  model: string;
-  promptIds: number[];
-  generations: Generation[];
-}
-
-export interface ChatEngineOptions {
-  /** Sequences decoded together per served model (default 64). */
-  maxBatch?: number;
-  /** Unmerged adapter applied to every request (the trainer samples the adapter it trains). */
-  adapter?: string | null;
-  /** Prompt tokens prefilled in one engine call at most (the engine's default when unset). */
-  maxPrefillTokens?: number;
-  /** Tokens per sequence the engine's cache holds (its default when unset): a trainer sizes it to its episodes. */
-  maxLength?: number;
-}
+export type { ChatChoice, ChatEngineOptions, ChatHooks, ChatMessageIn, ChatRequest, ChatResult, IdsResult, PromptPart, SamplingRequest, ToolChoice } from "./chat-types.js";
+export { renderChat } from "./chat-prompt.js";
 
 /** Rendered prompts kept (a GRPO step has prompts_per_step distinct ones, an eval a few hundred). */
 const RENDERED_PROMPTS = 1024;
-
-/** Tool call arguments arrive as JSON text; templates expect objects, so parse what parses. */
-function templateMessages(messages: ChatMessageIn[]): TemplateMessage[] {
-  return messages.map((m) => {
-    const out: TemplateMessage = { role: m.role, content: m.content ?? "" };
-    if (m.tool_calls?.length) {
-      out.tool_calls = m.tool_calls.map((c) => {
-        let args: unknown = c.function.arguments;
-        if (typeof args === "string") {
-          try {
-            args = JSON.parse(args);
-          } catch {
-            // keep the text: templates print strings as they are
-          }
-        }
-        return { id: c.id, type: "function", function: { name: c.function.name, arguments: args } };
-      });
-    }
-    if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
-    if (m.name) out.name = m.name;
-    return out;
-  });
-}
-
-/**
- * The chat template's text of a conversation: the one place the kit turns messages into template text (the
- * chat engine's prompts, the server's /tokenize, SFT examples and conversations, `t2s generate`). With
- * `addGenerationPrompt` the text ends where the assistant's reply starts.
- */
-export function renderChat(tok: ChatTokenizer, messages: ChatMessageIn[], opts: { tools?: unknown[]; addGenerationPrompt?: boolean } = {}): string {
-  return tok.applyChatTemplate(templateMessages(messages), opts);
-}
 
 const COUNTERS = ["steps", "promptTokens", "generatedTokens", "batchRows", "finished", "cancelled"] as const;
 
@@ -144,7 +34,7 @@ export class ChatEngine {
   /** Token ids of recently rendered prompts, least recently used first. */
   private readonly rendered = new Map<string, number[]>();
   /** Counters of the engines of removed models, so the totals never go down. */
-  private readonly retired: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0 };
+  private readonly retired: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0, queueSeconds: { sum: 0, count: 0 } };
 
   constructor(base: CausalLM, adapters: CausalLM[] = [], private readonly opts: ChatEngineOptions = {}) {
     this.baseName = base.name;
@@ -176,6 +66,8 @@ export class ChatEngine {
       if (engine) {
         await engine.close();
         for (const k of COUNTERS) this.retired[k] += engine.metrics[k];
+        this.retired.queueSeconds.sum += engine.metrics.queueSeconds.sum;
+        this.retired.queueSeconds.count += engine.metrics.queueSeconds.count;
       }
     }
     return m;
@@ -209,28 +101,69 @@ export class ChatEngine {
    * the generation prompt, then, when tool_choice forces a call, the opening of that call as if the
    * assistant had already written it.
    */
-  promptIds(req: Pick<ChatRequest, "model" | "messages" | "tools" | "toolChoice">): number[] {
-    const tok = this.model(req.model).requireTokenizer();
+  promptIds(req: PromptPart): number[] {
+    const hit = this.cachedIds(req);
+    if (hit) return hit;
+    const text = this.promptText(req);
+    return this.keep(req, this.model(req.model).requireTokenizer().encode(text, { addSpecialTokens: req.addSpecialTokens === true }));
+  }
+
+  /** promptIds through the `tokenize` option (off the thread in the server). */
+  async promptIdsAsync(req: PromptPart): Promise<number[]> {
+    const hit = this.cachedIds(req);
+    if (hit) return hit;
+    const text = this.promptText(req);
+    const add = req.addSpecialTokens === true;
+    if (!this.opts.tokenize) return this.keep(req, this.model(req.model).requireTokenizer().encode(text, { addSpecialTokens: add }));
+    return this.keep(req, await this.opts.tokenize(this.model(req.model), text, add));
+  }
+
+  private renderKey(req: PromptPart): string {
     const tools = req.toolChoice === "none" ? undefined : req.tools;
-    // a GRPO step samples each prompt G times and an eval k times: render and tokenize it once
-    const key = JSON.stringify([req.model, tools ?? null, req.toolChoice ?? null, req.messages]);
+    return JSON.stringify([req.model, tools ?? null, req.toolChoice ?? null, req.messages, req.templateKwargs ?? null, req.addSpecialTokens === true]);
+  }
+
+  // a GRPO step samples each prompt G times and an eval k times: render and tokenize it once
+  private cachedIds(req: PromptPart): number[] | undefined {
+    const key = this.renderKey(req);
     const hit = this.rendered.get(key);
-    if (hit) {
-      this.rendered.delete(key);
-      this.rendered.set(key, hit);
-      return hit.slice();
-    }
-    const text = renderChat(tok, req.messages, { tools, addGenerationPrompt: true });
-    const ids = tok.encode(text + this.prefill(req), { addSpecialTokens: false });
-    this.rendered.set(key, ids);
+    if (!hit) return undefined;
+    this.rendered.delete(key);
+    this.rendered.set(key, hit);
+    return hit.slice();
+  }
+
+  private keep(req: PromptPart, ids: number[]): number[] {
+    this.rendered.set(this.renderKey(req), ids);
     if (this.rendered.size > RENDERED_PROMPTS) this.rendered.delete(this.rendered.keys().next().value as string);
     return ids.slice();
+  }
+
+  /** The chat template's text of a request with the generation prompt and the forced opening. */
+  promptText(req: PromptPart): string {
+    const tok = this.model(req.model).requireTokenizer();
+    const tools = req.toolChoice === "none" ? undefined : req.tools;
+    return renderChat(tok, req.messages, { tools, addGenerationPrompt: true, extra: req.templateKwargs }) + this.prefill(req);
   }
 
   /** The forced opening of the reply ("" unless tool_choice is required or a named function). */
   private prefill(req: Pick<ChatRequest, "tools" | "toolChoice">): string {
     if (!req.tools?.length || req.toolChoice === undefined || req.toolChoice === "none" || req.toolChoice === "auto") return "";
-    return forcedToolCallPrefill(req.toolChoice === "required" ? undefined : req.toolChoice.name);
+    return GUIDED_CALL_PREFILL;
+  }
+
+  /**
+   * What guided decoding holds a chat reply to: a forced tool_choice, the call body of an offered tool (of
+   * the named one); with tool_choice auto and a `strict` tool, free text whose calls follow their schemas;
+   * otherwise the request's own guide (response_format), if any.
+   */
+  guideOf(req: Pick<ChatRequest, "tools" | "toolChoice" | "guide">): Guide | undefined {
+    if (!req.tools?.length || req.toolChoice === "none") return req.guide;
+    const tools = toolSchemas(req.tools);
+    if (req.toolChoice !== undefined && req.toolChoice !== "auto") return { kind: "schema", schema: toolCallSchema(tools, req.toolChoice === "required" ? undefined : req.toolChoice.name) };
+    if (req.guide) return req.guide;
+    if (tools.some((t) => t.strict)) return { kind: "tool_tags", tools: tools.map((t) => ({ name: t.name, parameters: t.strict ? t.parameters : { type: "object" } })), begin: `${TOOL_CALL_OPEN}\n`, end: `\n${TOOL_CALL_CLOSE}` };
+    return undefined;
   }
 
   /**
@@ -239,19 +172,36 @@ export class ChatEngine {
    * followed by a placeholder turn. A property of the request alone, so a row's arithmetic never depends on
    * what else is batched with it.
    */
-  sharedPrefixLength(req: Pick<ChatRequest, "model" | "messages" | "tools" | "toolChoice">, ids: number[]): number {
-    const lead = req.messages.findIndex((m) => m.role !== "system");
-    if (lead <= 0) return 0;
-    const tools = req.toolChoice === "none" ? undefined : req.tools;
-    const key = `${req.model}\u0000${JSON.stringify(tools ?? null)}\u0000${JSON.stringify(req.messages.slice(0, lead))}`;
-    let n = this.prefixes.get(key);
-    if (n === undefined) {
-      const probe = this.promptIds({ model: req.model, tools, messages: [...req.messages.slice(0, lead), { role: "user", content: "\u0001" }] });
-      n = commonPrefix([probe, ids]);
-      if (this.prefixes.size > 256) this.prefixes.clear();
-      this.prefixes.set(key, n);
-    }
+  sharedPrefixLength(req: PromptPart, ids: number[]): number {
+    const probe = this.prefixProbe(req);
+    if (!probe) return 0;
+    let n = this.prefixes.get(probe.key);
+    if (n === undefined) n = this.keepPrefix(probe.key, this.promptIds(probe.req), ids);
     return Math.min(n, ids.length - 1);
+  }
+
+  /** sharedPrefixLength through the `tokenize` option. */
+  async sharedPrefixLengthAsync(req: PromptPart, ids: number[]): Promise<number> {
+    const probe = this.prefixProbe(req);
+    if (!probe) return 0;
+    let n = this.prefixes.get(probe.key);
+    if (n === undefined) n = this.keepPrefix(probe.key, await this.promptIdsAsync(probe.req), ids);
+    return Math.min(n, ids.length - 1);
+  }
+
+  private prefixProbe(req: PromptPart): { key: string; req: PromptPart } | null {
+    const lead = req.messages.findIndex((m) => m.role !== "system");
+    if (lead <= 0) return null;
+    const tools = req.toolChoice === "none" ? undefined : req.tools;
+    const key = `${req.model}\u0000${JSON.stringify(tools ?? null)}\u0000${JSON.stringify(req.messages.slice(0, lead))}\u0000${JSON.stringify(req.templateKwargs ?? null)}`;
+    return { key, req: { model: req.model, tools, templateKwargs: req.templateKwargs, messages: [...req.messages.slice(0, lead), { role: "user", content: "\u0001" }] } };
+  }
+
+  private keepPrefix(key: string, probe: number[], ids: number[]): number {
+    const n = commonPrefix([probe, ids]);
+    if (this.prefixes.size > 256) this.prefixes.clear();
+    this.prefixes.set(key, n);
+    return n;
   }
 
   /** The new tokens a request may have after a prompt of `promptLength` tokens (throws when none, or too many asked with refuseOverlong). */
@@ -280,10 +230,13 @@ export class ChatEngine {
     const seed = req.seed ?? randomInt(0, 2 ** 31);
     const bias = req.logitBias ? Object.entries(req.logitBias).map(([id, b]) => [Number(id), b] as [number, number]) : undefined;
     const engine = await this.engine(name);
+    const tok = model.requireTokenizer();
+    const constraints = req.guide ? await Promise.all(Array.from({ length: n }, () => guideConstraint(tok, model.config.vocabSize, req.guide!))) : undefined;
     const generations = await Promise.all(
       Array.from({ length: n }, (_, i) =>
         engine
           .submit({
+            constraint: constraints?.[i],
             ids,
             maxTokens,
             minTokens: req.minTokens,
@@ -299,6 +252,9 @@ export class ChatEngine {
             presencePenalty: req.presencePenalty,
             frequencyPenalty: req.frequencyPenalty,
             topLogprobs: req.topLogprobs,
+            logprobsMode: req.logprobsMode,
+            includeStopStr: req.includeStopStr,
+            skipSpecialTokens: req.skipSpecialTokens,
             prefixLength,
             signal: hooks.signal,
             onDelta:
@@ -309,10 +265,17 @@ export class ChatEngine {
                   }
                 : undefined,
           })
-          .then((g) => {
-            hooks.onGeneration?.(i, g);
-            return g;
-          }),
+          .then(
+            (g) => {
+              hooks.onGeneration?.(i, g);
+              return g;
+            },
+            (e: unknown) => {
+              // a sequence refused before it ran still holds its grammar matcher (WASM memory)
+              constraints?.[i]?.dispose();
+              throw e;
+            },
+          ),
       ),
     );
     return { model: model.name, promptIds: ids, generations };
@@ -323,20 +286,25 @@ export class ChatEngine {
    * seed/0..n-1). Hooks receive text and tokens as they are made; aborting the signal cancels the rows.
    */
   async complete(req: ChatRequest, hooks: ChatHooks = {}): Promise<ChatResult> {
-    const ids = this.promptIds(req);
+    const whole = await this.promptIdsAsync(req);
+    const ids = req.truncatePromptTokens !== undefined && whole.length > req.truncatePromptTokens ? whole.slice(-req.truncatePromptTokens) : whole;
     const prefill = this.prefill(req);
+    const guide = this.guideOf(req);
     const parse = req.tools?.length && req.toolChoice !== "none";
     const choiceOf = (i: number, g: Generation): ChatChoice => {
       const text = prefill + g.text;
-      const parsed = !parse ? { content: g.text, calls: [], invalid: 0 } : prefill ? parseForcedToolCalls(text, req.toolChoice === "required" ? undefined : (req.toolChoice as { name: string }).name) : parseToolCalls(text);
-      const finishReason = parsed.calls.length ? "tool_calls" : g.finishReason;
+      // a guided call that completed is one JSON object (its strings may hold any text, `</tool_call>` too)
+      const guided = prefill && g.stoppedBy === "grammar" ? guidedCall(g.text) : null;
+      const parsed = guided ?? (!parse ? { content: g.text, calls: [], invalid: 0 } : prefill ? parseForcedToolCalls(text, req.toolChoice === "required" ? undefined : (req.toolChoice as { name: string }).name) : parseToolCalls(text));
+      // a reply cut by max_tokens is "length" whatever it holds (OpenAI's contract), a cut tool call included
+      const finishReason = g.finishReason === "length" ? "length" : parsed.calls.length ? "tool_calls" : g.finishReason;
       return { index: i, text, content: parsed.content, toolCalls: parsed.calls, invalidToolCalls: parsed.invalid, finishReason, ids: g.ids, logprobs: g.logprobs, topLogprobs: g.topLogprobs };
     };
     const choices: ChatChoice[] = [];
-    const r = await this.generateIds(req.model, ids, req, { ...hooks, onGeneration: (i, g) => {
+    const r = await this.generateIds(req.model, ids, { ...req, guide }, { ...hooks, onGeneration: (i, g) => {
       choices[i] = choiceOf(i, g);
       hooks.onChoice?.(choices[i]);
-    } }, this.sharedPrefixLength(req, ids));
+    } }, ids === whole ? await this.sharedPrefixLengthAsync(req, ids) : 0);
     return { model: r.model, promptTokens: ids.length, promptIds: ids, completionTokens: r.generations.reduce((s, g) => s + g.ids.length, 0), choices };
   }
 
@@ -352,9 +320,19 @@ export class ChatEngine {
 
   /** Running and waiting sequences and the engines' counters, summed over the served models (removed ones included). */
   metrics(): EngineMetrics {
-    const total: EngineMetrics = { ...this.retired, ...this.load() };
-    for (const e of this.ready.values()) for (const k of COUNTERS) total[k] += e.metrics[k];
+    const total: EngineMetrics = { ...this.retired, ...this.load(), queueSeconds: { ...this.retired.queueSeconds } };
+    for (const e of this.ready.values()) {
+      for (const k of COUNTERS) total[k] += e.metrics[k];
+      total.queueSeconds.sum += e.metrics.queueSeconds.sum;
+      total.queueSeconds.count += e.metrics.queueSeconds.count;
+    }
     return total;
+  }
+
+  /** KV-cache usage over the started engines: token slots held / token slots there are. */
+  cacheUsage(): number {
+    const engines = [...this.ready.values()];
+    return engines.length ? engines.reduce((s, e) => s + e.cacheUsage(), 0) / engines.length : 0;
   }
 
   /** The served weights changed (a training step): engines drop what they derived from the old ones. */

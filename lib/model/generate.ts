@@ -5,7 +5,7 @@
  * from one stored copy.
  */
 import { T2sError } from "../core/errors.js";
-import { GenerationEngine } from "./engine/scheduler.js";
+import { GenerationEngine } from "./engine/generation-engine.js";
 import type { Generation, SequenceRequest } from "./engine/types.js";
 import type { CausalLM } from "./model.js";
 import { commonPrefix } from "./prefix.js";

@@ -108,3 +108,28 @@ export function topLogprobs(logits: Float32Array, temperature: number, n: number
   }
   return best.map((id) => ({ id, logprob: (logits[id] - max) / t - logZ }));
 }
+
+/**
+ * A copy of one row of logits with every token outside `allowed` (a bitmask: bit i % 32 of word i >> 5)
+ * set to -Infinity; the row itself when there is no mask. Guided decoding's mask, applied before sampling.
+ */
+export function maskedLogits(logits: Float32Array, allowed: Int32Array | undefined, copied = false): Float32Array {
+  if (!allowed) return logits;
+  const out = copied ? logits : new Float32Array(logits);
+  for (let w = 0; w * 32 < out.length; w++) {
+    const bits = allowed[w] ?? 0;
+    if (bits === -1) continue;
+    const end = Math.min(out.length, w * 32 + 32);
+    for (let i = w * 32; i < end; i++) if (((bits >>> (i & 31)) & 1) === 0) out[i] = -Infinity;
+  }
+  return out;
+}
+
+/** log_softmax(logits)[id]: the model's raw log-probability of a token (temperature 1, no bias, no mask). */
+export function rawLogprob(logits: Float32Array, id: number): number {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+  let z = 0;
+  for (let i = 0; i < logits.length; i++) z += Math.exp(logits[i] - max);
+  return logits[id] - max - Math.log(z);
+}

@@ -24,13 +24,15 @@ export interface ChatTokenizer {
   encode(text: string, opts?: { addSpecialTokens?: boolean }): number[];
   decode(ids: number[], opts?: { skipSpecialTokens?: boolean }): string;
   /** The prompt text for a conversation (with the assistant header when addGenerationPrompt, default true). */
-  applyChatTemplate(messages: TemplateMessage[], opts?: { tools?: unknown[]; addGenerationPrompt?: boolean }): string;
+  applyChatTemplate(messages: TemplateMessage[], opts?: { tools?: unknown[]; addGenerationPrompt?: boolean; extra?: Record<string, unknown> }): string;
   /** Ids that end a generation (the tokenizer's eos token plus the model's eos ids). */
   readonly eosIds: number[];
   readonly padId: number | null;
   readonly vocabSize: number;
   /** Whether the folder has a chat template. */
   readonly hasChatTemplate: boolean;
+  /** The vocabulary as stored in tokenizer.json (by id) and how its strings encode bytes: guided decoding's input. */
+  rawVocab?(): { tokens: string[]; type: "byte_level" | "byte_fallback" | "raw" };
 }
 
 function readJson(file: string): Record<string, unknown> {
@@ -101,7 +103,9 @@ export function loadTokenizer(dir: string, extraEos: number[] = []): ChatTokeniz
     decode: (ids, opts = {}) => (ids.length ? tok.decode(ids, { skip_special_tokens: opts.skipSpecialTokens ?? false }) : ""),
     applyChatTemplate(messages, opts = {}) {
       if (!template) throw new T2sError("no_chat_template", `${dir} has no chat template (tokenizer_config.json chat_template or chat_template.jinja)`);
+      // extra variables first (vLLM's chat_template_kwargs), so they never replace the messages or the tokens
       const ctx: Record<string, unknown> = {
+        ...opts.extra,
         messages,
         add_generation_prompt: opts.addGenerationPrompt ?? true,
         ...special,
@@ -113,9 +117,22 @@ export function loadTokenizer(dir: string, extraEos: number[] = []): ChatTokeniz
         throw new T2sError("chat_template_failed", `${dir}: rendering the chat template failed: ${(e as Error).message}`);
       }
     },
+    rawVocab: () => rawVocab(tokJson, vocabSize),
     eosIds: [...eos].sort((a, b) => a - b),
     padId,
     vocabSize,
     hasChatTemplate: template !== null,
   };
+}
+
+/** tokenizer.json's tokens by id (model vocabulary and added tokens) and their byte encoding. */
+function rawVocab(json: Record<string, unknown>, size: number): { tokens: string[]; type: "byte_level" | "byte_fallback" | "raw" } {
+  const tokens = new Array<string>(size).fill("");
+  const model = (json.model ?? {}) as { vocab?: unknown; byte_fallback?: boolean };
+  if (Array.isArray(model.vocab)) (model.vocab as [string, number][]).forEach(([t], i) => i < size && (tokens[i] = t));
+  else if (model.vocab && typeof model.vocab === "object") for (const [t, i] of Object.entries(model.vocab as Record<string, number>)) if (i < size) tokens[i] = t;
+  for (const a of (json.added_tokens ?? []) as { id: number; content: string }[]) if (a.id < size) tokens[a.id] = a.content;
+  const decoder = JSON.stringify(json.decoder ?? null);
+  const type = decoder.includes('"ByteLevel"') ? "byte_level" : model.byte_fallback || decoder.includes('"ByteFallback"') ? "byte_fallback" : "raw";
+  return { tokens, type };
 }

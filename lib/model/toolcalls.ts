@@ -230,3 +230,31 @@ function heldTail(text: string): number {
   for (let n = Math.min(OPEN.length - 1, text.length); n > 0; n--) if (OPEN.startsWith(text.slice(-n))) return n;
   return 0;
 }
+
+/** The opening a forced tool_choice writes into the assistant turn; guided decoding writes the call's JSON after it. */
+export const GUIDED_CALL_PREFILL = `${OPEN}\n`;
+
+/** An offered function: its name and the JSON Schema of its arguments (an empty object schema when none). */
+export interface ToolSchema {
+  name: string;
+  parameters: unknown;
+  strict?: boolean;
+}
+
+/** The offered functions of OpenAI-style `tools` (entries already checked to be functions with names). */
+export function toolSchemas(tools: unknown[]): ToolSchema[] {
+  return tools.map((t) => {
+    const f = (t as { function: { name: string; parameters?: unknown; strict?: unknown } }).function;
+    return { name: f.name, parameters: f.parameters ?? { type: "object", properties: {} }, strict: f.strict === true };
+  });
+}
+
+/**
+ * The JSON Schema of a hermes call body `{"name": ..., "arguments": {...}}` to one of `tools` (to `name`
+ * alone when given): what guided decoding holds a forced call to.
+ */
+export function toolCallSchema(tools: ToolSchema[], name?: string): Record<string, unknown> {
+  const one = (t: ToolSchema) => ({ type: "object", properties: { name: { const: t.name }, arguments: t.parameters }, required: ["name", "arguments"], additionalProperties: false });
+  const chosen = name === undefined ? tools : tools.filter((t) => t.name === name);
+  return chosen.length === 1 ? one(chosen[0]) : { anyOf: chosen.map(one) };
+}

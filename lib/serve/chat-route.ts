@@ -6,15 +6,24 @@
  */
 import type { FastifyReply } from "fastify";
 import type { ChatChoice, ChatEngine } from "../model/chat.js";
+import type { CausalLM } from "../model/model.js";
 import { newId, ToolCallStream, type ToolStreamEvent } from "../model/toolcalls.js";
 import type { ServeMetrics } from "./metrics.js";
 import { asRequestError } from "./errors.js";
 import { chunkBody, completionBody, errorBody, logprobsContent, parseChatBody, requestObject, toolCallsDelta, usageBody } from "./protocol.js";
 import { disconnectSignal, EventStream } from "./sse.js";
+import { checkGuide } from "../model/guided.js";
+import { RequestError } from "./params.js";
 
 export interface ServeContext {
   chat: ChatEngine;
   metrics: ServeMetrics;
+  /** Tokenizes a prompt of a served model off the event loop, behind the byte bound. */
+  encode(model: CausalLM, text: string, addSpecialTokens: boolean): Promise<number[]>;
+  /** Throws context_length_exceeded when `bytes` of text cannot fit the model's context (before any rendering). */
+  checkBytes(model: CausalLM, bytes: number): void;
+  /** Which logprobs requests report (the server's --logprobs-mode). */
+  logprobsMode: "raw" | "processed";
 }
 
 /** The outcome a failed request is counted under. */
@@ -26,31 +35,46 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
   const started = performance.now();
   const seconds = () => (performance.now() - started) / 1000;
   const model = ctx.chat.model(requestObject(raw).model);
-  const req = parseChatBody(raw, model.config.vocabSize);
+  const req = { ...parseChatBody(raw, model.config.vocabSize), logprobsMode: ctx.logprobsMode };
+  ctx.checkBytes(model, req.messages.reduce((n, m) => n + Buffer.byteLength(m.content ?? "") + Buffer.byteLength(JSON.stringify(m.tool_calls ?? "")), 0));
   const tok = model.requireTokenizer();
-  const tokenText = (t: number) => tok.decode([t]);
+  // a schema the grammar engine cannot use is a 400, found before any header goes out
+  const guide = ctx.chat.guideOf(req);
+  if (guide) await checkGuide(tok, model.config.vocabSize, guide).catch((e) => {
+    throw new RequestError(400, (e as Error).message, { param: req.toolChoice && req.toolChoice !== "auto" ? "tools" : "response_format" });
+  });
+  // vLLM's return_tokens_as_token_ids: logprob entries name tokens as "token_id:<id>"
+  const tokenText = (raw as { return_tokens_as_token_ids?: unknown }).return_tokens_as_token_ids === true ? (t: number) => `token_id:${t}` : (t: number) => tok.decode([t]);
   const id = newId("chatcmpl");
   const created = Math.floor(Date.now() / 1000);
   const signal = disconnectSignal(reply);
   if (!req.stream) {
     try {
-      const result = await ctx.chat.complete(req, { signal });
-      ctx.metrics.record({ seconds: seconds(), outcome: result.choices.map((c) => c.finishReason) });
+      let first: number | undefined;
+      const result = await ctx.chat.complete(req, { signal, onDelta: () => (first ??= seconds()) });
+      ctx.metrics.record({ model: req.model, seconds: seconds(), firstTokenSeconds: first, outputTokens: result.completionTokens, outcome: result.choices.map((c) => c.finishReason) });
       return completionBody(id, created, result, req.logprobs ? tokenText : undefined);
     } catch (e) {
-      ctx.metrics.record({ seconds: seconds(), outcome: failure(signal) });
+      ctx.metrics.record({ model: req.model, seconds: seconds(), outcome: failure(signal) });
       throw e;
     }
   }
   // everything that can be a 400 is checked before the 200 header goes out
-  ctx.chat.newTokenBudget(req.model, ctx.chat.promptIds(req).length, req);
+  ctx.chat.newTokenBudget(req.model, (await ctx.chat.promptIdsAsync(req)).length, req);
   const mode = !req.tools?.length || req.toolChoice === "none" ? "plain" : req.toolChoice === undefined || req.toolChoice === "auto" ? "auto" : "forced";
   const stream = new EventStream(reply);
   const n = req.n ?? 1;
   const splitters = Array.from({ length: n }, () => new ToolCallStream());
   const callsSent = new Array<number>(n).fill(0);
   let firstToken: number | undefined;
-  const send = (i: number, delta: Record<string, unknown>, finish: string | null = null, lp?: Record<string, unknown>[]) => stream.send(chunkBody(id, created, req.model, i, delta, finish, lp));
+  const promptTokens = (await ctx.chat.promptIdsAsync(req)).length;
+  let generated = 0;
+  const send = (i: number, delta: Record<string, unknown>, finish: string | null = null, lp?: Record<string, unknown>[]) => {
+    const body = chunkBody(id, created, req.model, i, delta, finish, lp);
+    // continuous_usage_stats: the usage so far on every chunk
+    if (req.continuousUsage) body.usage = { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
+    stream.send(body);
+  };
   const sendEvents = (i: number, events: ToolStreamEvent[], lp?: Record<string, unknown>[]) => {
     for (const ev of events) {
       if ("content" in ev) send(i, { content: ev.content }, null, lp);
@@ -65,6 +89,7 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
       signal,
       onDelta: (i, d) => {
         firstToken ??= seconds();
+        generated += d.ids.length;
         const lp = req.logprobs ? logprobsContent(d.ids, d.logprobs, d.top, tokenText) : undefined;
         if (mode === "plain") {
           if (d.text || lp) send(i, { content: d.text }, null, lp);
@@ -78,9 +103,9 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
       },
     });
     if (req.includeUsage) stream.send({ id, object: "chat.completion.chunk", created, model: req.model, choices: [], usage: usageBody(result) });
-    ctx.metrics.record({ seconds: seconds(), firstTokenSeconds: firstToken, outcome: result.choices.map((c) => c.finishReason) });
+    ctx.metrics.record({ model: req.model, seconds: seconds(), firstTokenSeconds: firstToken, outputTokens: result.completionTokens, outcome: result.choices.map((c) => c.finishReason) });
   } catch (e) {
-    ctx.metrics.record({ seconds: seconds(), outcome: failure(signal) });
+    ctx.metrics.record({ model: req.model, seconds: seconds(), outcome: failure(signal) });
     if (!signal.aborted) stream.send(errorBody(asRequestError(e)));
   }
   stream.end();

@@ -6,6 +6,8 @@
 import type { FastifyReply } from "fastify";
 import type { SamplingRequest } from "../model/chat.js";
 import type { Generation } from "../model/engine/types.js";
+import type { CausalLM } from "../model/model.js";
+import { rawLogprob, topLogprobs } from "../model/sampler.js";
 import type { ChatTokenizer } from "../model/tokenizer.js";
 import { failure, type ServeContext } from "./chat-route.js";
 import { asRequestError } from "./errors.js";
@@ -13,6 +15,8 @@ import { bad, optNumber, parseSampling, refuseUnsupported, SAMPLING_KEYS, type S
 import { newId } from "../model/toolcalls.js";
 import { errorBody, requestObject } from "./protocol.js";
 import { disconnectSignal, EventStream } from "./sse.js";
+import { checkGuide } from "../model/guided.js";
+import { RequestError } from "./params.js";
 
 const COMPLETION_KEYS = new Set([...SAMPLING_KEYS, "prompt", "echo", "best_of", "add_special_tokens"]);
 
@@ -21,6 +25,9 @@ interface Prompt {
   /** What echo prepends. */
   text: string;
 }
+
+/** Tokenizes one prompt text (the server's worker pool). */
+export type Encode = (text: string, addSpecialTokens: boolean) => Promise<number[]>;
 
 interface CompletionRequest extends SamplingRequest, StreamOptions {
   model: string;
@@ -33,12 +40,16 @@ function isIds(v: unknown): v is number[] {
 }
 
 /** The request a completions body describes, or a 400 naming the first bad field. */
-export function parseCompletionBody(raw: unknown, tok: ChatTokenizer, vocab: number): CompletionRequest {
+export async function parseCompletionBody(raw: unknown, tok: ChatTokenizer, vocab: number, encode: Encode = async (t, add) => tok.encode(t, { addSpecialTokens: add })): Promise<CompletionRequest> {
   const body = requestObject(raw);
   refuseUnsupported(body, COMPLETION_KEYS);
   const p = body.prompt;
   const addSpecial = body.add_special_tokens !== false;
-  const fromText = (t: string): Prompt => ({ ids: tok.encode(t, { addSpecialTokens: addSpecial }), text: t });
+  const texts: string[] = [];
+  const fromText = (t: string): Prompt => {
+    texts.push(t);
+    return { ids: [], text: t };
+  };
   const fromIds = (ids: number[]): Prompt => {
     if (ids.some((id) => !Number.isInteger(id) || id < 0 || id >= vocab)) throw bad("prompt", `token ids in 'prompt' must be integers in [0, ${vocab})`);
     return { ids, text: tok.decode(ids, { skipSpecialTokens: false }) };
@@ -49,18 +60,44 @@ export function parseCompletionBody(raw: unknown, tok: ChatTokenizer, vocab: num
   else if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === "string")) prompts = (p as string[]).map(fromText);
   else if (Array.isArray(p) && p.length > 0 && p.every(isIds)) prompts = (p as number[][]).map(fromIds);
   else throw bad("prompt", "'prompt' must be a string, a list of strings, a list of token ids, or a list of token-id lists");
+  const sampling = parseSampling(body, vocab);
+  // every field is checked before the prompts are tokenized (off the event loop, behind the byte bound)
+  if (texts.length) {
+    const ids = await Promise.all(texts.map((t) => encode(t, addSpecial)));
+    prompts.forEach((x, i) => (x.ids = ids[i]));
+  }
+  const truncate = optNumber(body, "truncate_prompt_tokens", 1, 1e9, true);
+  if (truncate !== undefined) for (const x of prompts) x.ids = x.ids.slice(-truncate);
   if (prompts.some((x) => x.ids.length === 0)) throw bad("prompt", "every prompt needs at least one token");
   const logprobs = optNumber(body, "logprobs", 0, 20, true);
   const echo = body.echo === true;
-  if (echo && logprobs !== undefined) throw bad("echo", "'echo' with 'logprobs' needs the prompt's log-probabilities, which this server does not compute");
-  const sampling = parseSampling(body, vocab);
   const bestOf = optNumber(body, "best_of", 1, 64, true);
   if (bestOf !== undefined && bestOf !== (sampling.n ?? 1)) throw bad("best_of", `'best_of' = ${bestOf} is not supported (only best_of = n: every sampled row is returned)`);
   // the completions protocol's default is 16 new tokens
   return { ...sampling, maxTokens: sampling.maxTokens ?? 16, topLogprobs: logprobs, model: body.model, prompts, echo };
 }
 
-type Row = { ids: number[]; logprobs: number[]; top?: { id: number; logprob: number }[][] };
+type Row = { ids: number[]; logprobs: (number | null)[]; top?: ({ id: number; logprob: number }[] | null)[] };
+
+/**
+ * The prompt's own log-probabilities (echo with logprobs: lm-eval's log-likelihood scoring): each token's
+ * raw log_softmax under the tokens before it, null for the first, with the `top` most likely at each
+ * position. One forward pass over the prompt, outside the engine.
+ */
+async function promptLogprobs(model: CausalLM, ids: number[], top: number): Promise<Row> {
+  const rows = await model.logitsOf(ids);
+  const logprobs: (number | null)[] = [null];
+  const tops: ({ id: number; logprob: number }[] | null)[] = [null];
+  for (let i = 1; i < ids.length; i++) {
+    logprobs.push(rawLogprob(rows[i - 1], ids[i]));
+    tops.push(top > 0 ? topLogprobs(rows[i - 1], 1, top) : []);
+  }
+  return { ids, logprobs, top: tops };
+}
+
+function joinRows(a: Row, b: Row): Row {
+  return { ids: [...a.ids, ...b.ids], logprobs: [...a.logprobs, ...b.logprobs], top: [...(a.top ?? a.ids.map(() => [])), ...(b.top ?? b.ids.map(() => []))] };
+}
 
 /** The OpenAI completions `logprobs` object of sampled tokens, offsets counted from `offset`. */
 function logprobsBody(row: Row, tokenText: (id: number) => string, offset: number): Record<string, unknown> {
@@ -73,7 +110,7 @@ function logprobsBody(row: Row, tokenText: (id: number) => string, offset: numbe
   return {
     tokens,
     token_logprobs: row.logprobs,
-    top_logprobs: row.top ? row.top.map((step) => Object.fromEntries(step.map((t) => [tokenText(t.id), t.logprob]))) : null,
+    top_logprobs: row.top ? row.top.map((step) => (step ? Object.fromEntries(step.map((t) => [tokenText(t.id), t.logprob])) : null)) : null,
     text_offset: textOffset,
   };
 }
@@ -83,9 +120,12 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
   const seconds = () => (performance.now() - started) / 1000;
   const model = ctx.chat.model(requestObject(raw).model);
   const tok = model.requireTokenizer();
-  const req = parseCompletionBody(raw, tok, model.config.vocabSize);
+  const req = { ...(await parseCompletionBody(raw, tok, model.config.vocabSize, (t, add) => ctx.encode(model, t, add))), logprobsMode: ctx.logprobsMode };
   for (const p of req.prompts) ctx.chat.newTokenBudget(req.model, p.ids.length, req);
-  const tokenText = (t: number) => tok.decode([t]);
+  if (req.guide) await checkGuide(tok, model.config.vocabSize, req.guide).catch((e) => {
+    throw new RequestError(400, (e as Error).message, { param: "response_format" });
+  });
+  const tokenText = (raw as { return_tokens_as_token_ids?: unknown }).return_tokens_as_token_ids === true ? (t: number) => `token_id:${t}` : (t: number) => tok.decode([t]);
   const n = req.n ?? 1;
   const id = newId("cmpl");
   const created = Math.floor(Date.now() / 1000);
@@ -97,12 +137,16 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
     return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   };
   const stream = req.stream ? new EventStream(reply) : null;
+  const promptTokens = req.prompts.reduce((s, p) => s + p.ids.length, 0);
+  let generated = 0;
   const chunk = (index: number, text: string, finish: string | null, logprobs: Record<string, unknown> | null = null) =>
-    stream!.send({ id, object: "text_completion", created, model: req.model, choices: [{ index, text, logprobs, finish_reason: finish }] });
+    stream!.send({ id, object: "text_completion", created, model: req.model, choices: [{ index, text, logprobs, finish_reason: finish }], ...(req.continuousUsage ? { usage: { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated } } : {}) });
   let firstToken: number | undefined;
   const offsets = new Array<number>(req.prompts.length * n).fill(0);
   try {
-    if (stream && req.echo) req.prompts.forEach((p, pi) => Array.from({ length: n }, (_, i) => chunk(pi * n + i, p.text, null)));
+    const echoed = req.echo && wantLogprobs ? await Promise.all(req.prompts.map((p) => promptLogprobs(model, p.ids, req.topLogprobs ?? 0))) : null;
+    if (stream && req.echo) req.prompts.forEach((p, pi) => Array.from({ length: n }, (_, i) => chunk(pi * n + i, p.text, null, echoed ? logprobsBody(echoed[pi], tokenText, 0) : null)));
+    if (echoed) offsets.forEach((_, k) => (offsets[k] = req.prompts[Math.floor(k / n)].text.length));
     const gens = await Promise.all(
       req.prompts.map(async (p, pi) => {
         const r = await ctx.chat.generateIds(req.model, p.ids, { ...req, topLogprobs: req.topLogprobs || undefined }, {
@@ -110,18 +154,19 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
           onDelta: stream
             ? (i, d) => {
                 firstToken ??= seconds();
+                generated += d.ids.length;
                 const index = pi * n + i;
                 const lp = wantLogprobs ? logprobsBody({ ids: d.ids, logprobs: d.logprobs, top: d.top }, tokenText, offsets[index]) : null;
                 offsets[index] += d.ids.map(tokenText).join("").length;
                 if (d.text || lp) chunk(index, d.text, null, lp);
               }
-            : undefined,
+            : () => (firstToken ??= seconds()),
           onGeneration: stream ? (i, g) => chunk(pi * n + i, "", g.finishReason) : undefined,
         });
         return r.generations;
       }),
     );
-    ctx.metrics.record({ seconds: seconds(), firstTokenSeconds: firstToken, outcome: gens.flat().map((g) => g.finishReason) });
+    ctx.metrics.record({ model: req.model, seconds: seconds(), firstTokenSeconds: firstToken, outputTokens: gens.flat().reduce((n, g) => n + g.ids.length, 0), outcome: gens.flat().map((g) => g.finishReason) });
     if (stream) {
       if (req.includeUsage) stream.send({ id, object: "text_completion", created, model: req.model, choices: [], usage: usage(gens) });
       stream.end();
@@ -135,13 +180,15 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
       choices: gens.flatMap((rows, pi) =>
         rows.map((g, i) => {
           const lead = req.echo ? req.prompts[pi].text : "";
-          return { index: pi * n + i, text: lead + g.text, logprobs: wantLogprobs ? logprobsBody({ ids: g.ids, logprobs: g.logprobs, top: g.topLogprobs }, tokenText, lead.length) : null, finish_reason: g.finishReason };
+          const own: Row = { ids: g.ids, logprobs: g.logprobs, top: g.topLogprobs };
+          const lp = !wantLogprobs ? null : echoed ? logprobsBody(joinRows(echoed[pi], own), tokenText, 0) : logprobsBody(own, tokenText, lead.length);
+          return { index: pi * n + i, text: lead + g.text, logprobs: lp, finish_reason: g.finishReason };
         }),
       ),
       usage: usage(gens),
     };
   } catch (e) {
-    ctx.metrics.record({ seconds: seconds(), outcome: failure(signal) });
+    ctx.metrics.record({ model: req.model, seconds: seconds(), outcome: failure(signal) });
     if (!stream) throw e;
     if (!signal.aborted) stream.send(errorBody(asRequestError(e)));
     stream.end();

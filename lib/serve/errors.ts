@@ -2,9 +2,18 @@
 import { isT2sError } from "../core/errors.js";
 import { RequestError } from "./params.js";
 
-/** Maps any failure to the RequestError the client sees. */
+/** An absolute file path inside a message (a model folder, a tokenizer file). */
+const SERVER_PATH = /(^|[\s'"(])\/(?:[^\s'"():]+\/)*[^\s'"():]*/g;
+
+/** A kit error's message without the server's file paths (the client named none of them). */
+function scrub(message: string): string {
+  return message.replace(SERVER_PATH, "$1<server path>");
+}
+
+/** Maps any failure to the RequestError the client sees (messages of the kit's own errors lose server paths). */
 export function asRequestError(e: unknown): RequestError {
   if (e instanceof RequestError) return e;
+  if (isT2sError(e)) e.message = scrub(e.message);
   if (isT2sError(e, "model_not_found")) return new RequestError(404, e.message, { param: "model", code: "model_not_found" });
   if (isT2sError(e, "context_length_exceeded")) return new RequestError(400, e.message, { param: "max_tokens", code: "context_length_exceeded" });
   if (isT2sError(e, "cancelled")) return new RequestError(503, `${e.message} (the model was unloaded or the server is stopping)`, { code: "cancelled" });
@@ -13,5 +22,5 @@ export function asRequestError(e: unknown): RequestError {
   // errors of the framework itself (a body over the limit, a bad content type) carry their status
   const status = (e as { statusCode?: unknown })?.statusCode;
   if (typeof status === "number" && status >= 400 && status < 500) return new RequestError(status, (e as Error).message);
-  return new RequestError(500, e instanceof Error ? e.message : String(e));
+  return new RequestError(500, scrub(e instanceof Error ? e.message : String(e)));
 }

@@ -8,31 +8,45 @@ import type { ChatEngine } from "../model/chat.js";
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320];
 
 class Histogram {
-  readonly counts = new Array<number>(LATENCY_BUCKETS.length).fill(0);
+  readonly counts: number[];
   sum = 0;
   n = 0;
+  constructor(readonly buckets: number[] = LATENCY_BUCKETS) {
+    this.counts = new Array<number>(buckets.length).fill(0);
+  }
   observe(v: number): void {
     this.sum += v;
     this.n++;
-    const i = LATENCY_BUCKETS.findIndex((b) => v <= b);
+    const i = this.buckets.findIndex((b) => v <= b);
     if (i >= 0) this.counts[i]++;
   }
 }
 
 /** How long a finished request took and how it ended. */
 export interface RequestRecord {
+  /** The served model (the base or an adapter). */
+  model: string;
   seconds: number;
-  /** Seconds to the first streamed token (streaming requests). */
+  /** Seconds to the first new token (every request that made one). */
   firstTokenSeconds?: number;
+  /** New tokens over all choices. */
+  outputTokens?: number;
   /** "stop", "length", "tool_calls" (per choice), "cancelled" or "error". */
   outcome: string[];
 }
+
+const TPOT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5];
 
 /** Request-level counters and histograms, plus a rolling rate of generated tokens. */
 export class ServeMetrics {
   private readonly e2e = new Histogram();
   private readonly ttft = new Histogram();
+  private readonly tpot = new Histogram(TPOT_BUCKETS);
   private readonly outcomes = new Map<string, number>();
+  /** Finished requests by the one reason each is counted under (vLLM counts requests, not choices). */
+  private readonly requests = new Map<string, number>();
+  /** Requests per served adapter. */
+  private readonly loraRequests = new Map<string, number>();
   /** (ms, generated tokens) once a second over the last 10 s, for tokens/s. */
   private readonly samples: [number, number][] = [];
   private readonly timer: NodeJS.Timeout;
@@ -51,7 +65,12 @@ export class ServeMetrics {
   record(r: RequestRecord): void {
     this.e2e.observe(r.seconds);
     if (r.firstTokenSeconds !== undefined) this.ttft.observe(r.firstTokenSeconds);
+    if (r.firstTokenSeconds !== undefined && (r.outputTokens ?? 0) > 1) this.tpot.observe((r.seconds - r.firstTokenSeconds) / (r.outputTokens! - 1));
     for (const o of r.outcome) this.outcomes.set(o, (this.outcomes.get(o) ?? 0) + 1);
+    // a request is counted once: cut if any choice was cut, else as its first choice ended
+    const one = r.outcome.includes("length") ? "length" : r.outcome[0] ?? "error";
+    this.requests.set(one, (this.requests.get(one) ?? 0) + 1);
+    if (r.model !== this.chat.baseName) this.loraRequests.set(r.model, (this.loraRequests.get(r.model) ?? 0) + 1);
   }
 
   /** New tokens per second over the last (up to) 10 s. */
@@ -78,15 +97,24 @@ export class ServeMetrics {
     one("vllm:prompt_tokens_total", "counter", "Prompt tokens prefilled.", m.promptTokens);
     one("vllm:generation_tokens_total", "counter", "Tokens generated.", m.generatedTokens);
     const byOutcome = (keep: (o: string) => boolean, key: string) => [...this.outcomes].filter(([o]) => keep(o)).map(([o, n]) => `{${label},${key}="${o}"} ${n}`);
-    metric("vllm:request_success_total", "counter", "Finished choices by finish reason.", byOutcome((o) => o !== "cancelled" && o !== "error", "finished_reason").map((l) => `vllm:request_success_total${l}`));
+    const byRequest = [...this.requests].filter(([o]) => o !== "cancelled" && o !== "error").map(([o, n]) => `vllm:request_success_total{${label},finished_reason="${o}"} ${n}`);
+    metric("vllm:request_success_total", "counter", "Finished requests by finish reason (a request with a cut choice counts as length).", byRequest);
+    metric("t2s_choices_finished_total", "counter", "Finished choices by finish reason.", byOutcome((o) => o !== "cancelled" && o !== "error", "finished_reason").map((l) => `t2s_choices_finished_total${l}`));
+    one("vllm:kv_cache_usage_perc", "gauge", "Fraction of the KV-cache token slots of the running engines in use (1 = full).", this.chat.cacheUsage());
+    const q = m.queueSeconds;
+    metric("vllm:request_queue_time_seconds", "summary", "Seconds sequences waited for a slot.", [`vllm:request_queue_time_seconds_sum{${label}} ${q.sum}`, `vllm:request_queue_time_seconds_count{${label}} ${q.count}`]);
+    const loras = [...this.chat.models.keys()].filter((n) => n !== this.chat.baseName);
+    metric("vllm:lora_requests_info", "gauge", "Adapters served now (running_lora_adapters) and the cap.", [`vllm:lora_requests_info{${label},running_lora_adapters="${loras.join(",").replace(/["\\\n]/g, "_")}",waiting_lora_adapters=""} ${loras.length}`]);
+    metric("t2s_lora_requests_total", "counter", "Requests answered by each adapter.", [...this.loraRequests].map(([n, c]) => `t2s_lora_requests_total{${label},lora_name="${n.replace(/["\\\n]/g, "_")}"} ${c}`));
     const hist = (name: string, help: string, h: Histogram) => {
       let cum = 0;
-      const lines = LATENCY_BUCKETS.map((b, i) => `${name}_bucket{${label},le="${b}"} ${(cum += h.counts[i])}`);
+      const lines = h.buckets.map((b, i) => `${name}_bucket{${label},le="${b}"} ${(cum += h.counts[i])}`);
       lines.push(`${name}_bucket{${label},le="+Inf"} ${h.n}`, `${name}_sum{${label}} ${h.sum}`, `${name}_count{${label}} ${h.n}`);
       metric(name, "histogram", help, lines);
     };
     hist("vllm:e2e_request_latency_seconds", "Request latency, arrival to last byte.", this.e2e);
-    hist("vllm:time_to_first_token_seconds", "Time to the first streamed token.", this.ttft);
+    hist("vllm:time_to_first_token_seconds", "Time to the first new token, every request.", this.ttft);
+    hist("vllm:time_per_output_token_seconds", "Seconds per new token after the first, per request.", this.tpot);
     one("t2s_generation_tokens_per_second", "gauge", "Tokens generated per second over the last 10 s.", this.tokensPerSecond());
     one("t2s_mean_batch_size", "gauge", "Rows per decode step since the start.", m.steps ? m.batchRows / m.steps : 0);
     one("t2s_engine_steps_total", "counter", "Decode steps run.", m.steps);

@@ -6,6 +6,39 @@
  * (`repetition_penalty: 1`, `use_beam_search: false`) is accepted too, so clients that send defaults work.
  */
 import type { SamplingRequest } from "../model/chat.js";
+import type { Guide } from "../model/guided.js";
+
+/** OpenAI's response_format (text, json_object, json_schema) or vLLM's guided_json, as a guide. */
+export function parseGuide(body: Record<string, unknown>): Guide | undefined {
+  const schemaOf = (v: unknown, param: string): Guide => {
+    if (typeof v === "boolean" || (v && typeof v === "object" && !Array.isArray(v))) return { kind: "schema", schema: v };
+    throw bad(param, `'${param}' must be a JSON Schema (an object)`);
+  };
+  const rf = body.response_format;
+  if (rf !== undefined && rf !== null) {
+    if (typeof rf !== "object" || Array.isArray(rf)) throw bad("response_format", "'response_format' must be an object with a 'type'");
+    const type = (rf as { type?: unknown }).type;
+    if (type === "text") return undefined;
+    if (type === "json_object") return { kind: "json" };
+    if (type === "json_schema") {
+      const js = (rf as { json_schema?: { schema?: unknown } }).json_schema;
+      if (!js || typeof js !== "object") throw bad("response_format", "response_format 'json_schema' needs a 'json_schema' object with a 'schema'");
+      return schemaOf(js.schema ?? {}, "response_format.json_schema.schema");
+    }
+    throw bad("response_format", `response_format type must be "text", "json_object" or "json_schema", got ${JSON.stringify(type)}`);
+  }
+  const gj = body.guided_json;
+  if (gj !== undefined && gj !== null) return schemaOf(typeof gj === "string" ? safeJson(gj, "guided_json") : gj, "guided_json");
+  return undefined;
+}
+
+function safeJson(text: string, param: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw bad(param, `'${param}' is not valid JSON`);
+  }
+}
 
 /** A request problem the client can fix: answered with `status` and an OpenAI-style error body. */
 export class RequestError extends Error {
@@ -53,10 +86,14 @@ export function optTokenIds(body: Record<string, unknown>, key: string, vocab: n
 }
 
 /** Parameters that never change the output. */
-const HARMLESS = new Set(["user", "metadata", "store", "parallel_tool_calls", "service_tier", "stream_options", "request_id", "priority", "prompt_cache_key", "safety_identifier"]);
+const HARMLESS: ReadonlySet<string> = new Set(["user", "metadata", "store", "parallel_tool_calls", "service_tier", "stream_options", "request_id", "priority", "prompt_cache_key", "safety_identifier", "cache_salt", "kv_transfer_params", "vllm_xargs"]);
 
-/** Known parameters the engine does not implement, with the values that leave the output unchanged. */
-const NO_OP: Record<string, (v: unknown) => boolean> = {
+/**
+ * Known parameters the engine does not implement, with the values that leave the output unchanged. A Map,
+ * never a plain object: a body key such as `__proto__`, `constructor` or `valueOf` must not find
+ * Object.prototype's members.
+ */
+const NO_OP: ReadonlyMap<string, (v: unknown) => boolean> = new Map(Object.entries({
   repetition_penalty: (v) => v === 1,
   min_p: (v) => v === 0,
   top_a: (v) => v === 0,
@@ -64,15 +101,10 @@ const NO_OP: Record<string, (v: unknown) => boolean> = {
   length_penalty: (v) => v === 1,
   use_beam_search: (v) => v === false,
   early_stopping: (v) => v === false,
-  response_format: (v) => (v as { type?: unknown })?.type === "text",
-  skip_special_tokens: (v) => v === true,
   spaces_between_special_tokens: (v) => v === true,
-  include_stop_str_in_output: (v) => v === false,
   prompt_logprobs: (v) => v === 0,
   bad_words: (v) => Array.isArray(v) && v.length === 0,
   allowed_token_ids: () => false,
-  truncate_prompt_tokens: () => false,
-  guided_json: () => false,
   guided_regex: () => false,
   guided_choice: () => false,
   guided_grammar: () => false,
@@ -88,39 +120,51 @@ const NO_OP: Record<string, (v: unknown) => boolean> = {
   reasoning_effort: () => false,
   web_search_options: () => false,
   chat_template: () => false,
-  chat_template_kwargs: (v) => typeof v === "object" && v !== null && Object.keys(v).length === 0,
   mm_processor_kwargs: () => false,
   documents: () => false,
   continue_final_message: (v) => v === false,
   add_generation_prompt: (v) => v === true,
-  return_tokens_as_token_ids: (v) => v === false,
   suffix: () => false,
   echo: (v) => v === false,
   best_of: (v) => v === 1,
-};
+} satisfies Record<string, (v: unknown) => boolean>));
 
 /**
- * Refuses every field of `body` that is neither honoured by this route (`honoured`) nor harmless nor at a
- * no-op value; null counts as absent. The error names the parameter.
+ * Refuses the fields of `body` that are neither honoured by this route (`honoured`) nor harmless nor at a
+ * no-op value; null counts as absent. One 400 names every refused field (its `param` is the first), so a
+ * client fixes its request in one round.
  */
 export function refuseUnsupported(body: Record<string, unknown>, honoured: ReadonlySet<string>): void {
-  for (const [key, v] of Object.entries(body)) {
+  const unknown: string[] = [];
+  const unsupported: string[] = [];
+  for (const key of Object.keys(body)) {
+    const v = body[key];
     if (honoured.has(key) || HARMLESS.has(key) || v === null || v === undefined) continue;
-    const noOp = NO_OP[key];
-    if (noOp) {
-      if (noOp(v)) continue;
-      throw bad(key, `'${key}' = ${JSON.stringify(v)} is not supported by this server (it would change the output and the engine does not implement it); leave it out`);
-    }
-    throw bad(key, `'${key}' is not a parameter this server knows; it is refused rather than ignored, since it may be meant to change the output`);
+    const noOp = NO_OP.get(key);
+    if (noOp === undefined) unknown.push(key);
+    else if (!noOp(v)) unsupported.push(key);
   }
+  if (!unknown.length && !unsupported.length) return;
+  const parts: string[] = [];
+  const names = (keys: string[]) => keys.map((k) => `'${k}'`).join(", ");
+  if (unsupported.length) parts.push(`${names(unsupported)} ${unsupported.length > 1 ? "are" : "is"} not supported by this server at the value given (it would change the output and the engine does not implement it); leave ${unsupported.length > 1 ? "them" : "it"} out`);
+  if (unknown.length) parts.push(`${names(unknown)} ${unknown.length > 1 ? "are not parameters" : "is not a parameter"} this server knows; refused rather than ignored, since ${unknown.length > 1 ? "they" : "it"} may be meant to change the output`);
+  throw new RequestError(400, parts.join("; "), { param: [...unsupported, ...unknown][0] });
+}
+
+/** Reads an own field of a parsed body (never one inherited from Object.prototype). */
+export function field(body: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(body, key) ? body[key] : undefined;
 }
 
 /** Parameters every generating route honours. */
-export const SAMPLING_KEYS = ["model", "n", "temperature", "top_p", "top_k", "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos", "seed", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs", "stream"];
+export const SAMPLING_KEYS = ["include_stop_str_in_output", "skip_special_tokens", "response_format", "guided_json", "return_tokens_as_token_ids", "truncate_prompt_tokens", "model", "n", "temperature", "top_p", "top_k", "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos", "seed", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs", "stream"];
 
 export interface StreamOptions {
   stream: boolean;
   includeUsage: boolean;
+  /** vLLM's stream_options.continuous_usage_stats: every chunk carries the usage so far. */
+  continuousUsage: boolean;
 }
 
 /** The sampling part of a request body (stop strings, penalties, vLLM's extras); `vocab` bounds token ids. */
@@ -143,15 +187,19 @@ export function parseSampling(body: Record<string, unknown>, vocab: number): Sam
     }
   }
   const topK = optNumber(body, "top_k", -1, vocab, true);
-  const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
+  // 0 is allowed (vLLM): nothing is generated, which with echo and logprobs scores a prompt
+  const maxTokens = optNumber(body, "max_completion_tokens", 0, 1e9, true) ?? optNumber(body, "max_tokens", 0, 1e9, true);
+  const minTokens = optNumber(body, "min_tokens", 0, 1e9, true);
+  if (minTokens !== undefined && maxTokens !== undefined && minTokens > maxTokens) throw bad("min_tokens", `'min_tokens' (${minTokens}) is more than 'max_tokens' (${maxTokens})`);
+  const streamOptions = body.stream_options as { include_usage?: unknown; continuous_usage_stats?: unknown } | undefined;
   return {
     n: optNumber(body, "n", 1, 64, true),
     temperature: optNumber(body, "temperature", 0, 2),
     topP: optNumber(body, "top_p", Number.MIN_VALUE, 1),
     // vLLM: -1 (and 0) mean no top-k cut
     topK: topK === undefined || topK <= 0 ? undefined : topK,
-    maxTokens: optNumber(body, "max_completion_tokens", 1, 1e9, true) ?? optNumber(body, "max_tokens", 1, 1e9, true),
-    minTokens: optNumber(body, "min_tokens", 0, 1e9, true),
+    maxTokens,
+    minTokens,
     stop,
     stopTokenIds: optTokenIds(body, "stop_token_ids", vocab),
     ignoreEos: optBoolean(body, "ignore_eos"),
@@ -160,7 +208,11 @@ export function parseSampling(body: Record<string, unknown>, vocab: number): Sam
     presencePenalty: optNumber(body, "presence_penalty", -2, 2),
     frequencyPenalty: optNumber(body, "frequency_penalty", -2, 2),
     refuseOverlong: true,
+    includeStopStr: optBoolean(body, "include_stop_str_in_output"),
+    skipSpecialTokens: optBoolean(body, "skip_special_tokens"),
+    guide: parseGuide(body),
     stream: optBoolean(body, "stream") ?? false,
     includeUsage: streamOptions?.include_usage === true,
+    continuousUsage: streamOptions?.continuous_usage_stats === true,
   };
 }

@@ -20,7 +20,7 @@ export interface ParsedRequest extends ChatRequest, StreamOptions {
   logprobs: boolean;
 }
 
-const CHAT_KEYS = new Set([...SAMPLING_KEYS, "messages", "tools", "tool_choice", "top_logprobs", "max_completion_tokens"]);
+const CHAT_KEYS = new Set([...SAMPLING_KEYS, "messages", "tools", "tool_choice", "top_logprobs", "max_completion_tokens", "chat_template_kwargs", "add_special_tokens"]);
 
 /** The body as an object with a model name, or a 400. */
 export function requestObject(raw: unknown): Record<string, unknown> & { model: string } {
@@ -73,12 +73,29 @@ export function parseTools(body: Record<string, unknown>): unknown[] | undefined
   if (body.tools !== undefined && body.tools !== null) {
     if (!Array.isArray(body.tools)) throw bad("tools", "'tools' must be an array");
     body.tools.forEach((t, i) => {
-      const tool = t as { type?: string; function?: { name?: unknown } };
-      if (tool?.type !== "function" || typeof tool.function?.name !== "string") throw bad(`tools[${i}]`, `tools[${i}] must be {"type": "function", "function": {"name": ...}}`);
+      const tool = t as { type?: string; function?: { name?: unknown; parameters?: unknown; strict?: unknown } };
+      if (tool?.type !== "function" || typeof tool.function?.name !== "string" || tool.function.name === "") throw bad(`tools[${i}]`, `tools[${i}] must be {"type": "function", "function": {"name": ...}}`);
+      const params = tool.function.parameters;
+      if (params !== undefined && params !== null && (typeof params !== "object" || Array.isArray(params))) throw bad(`tools[${i}].function.parameters`, `tools[${i}].function.parameters must be a JSON Schema object`);
+      if (params && typeof params === "object" && "type" in params && typeof (params as { type: unknown }).type !== "string" && !Array.isArray((params as { type: unknown }).type)) throw bad(`tools[${i}].function.parameters`, `tools[${i}].function.parameters.type must be a JSON Schema type`);
+      if (tool.function.strict !== undefined && tool.function.strict !== null && typeof tool.function.strict !== "boolean") throw bad(`tools[${i}].function.strict`, "'strict' must be a boolean");
     });
     tools = body.tools.length ? body.tools : undefined;
   }
   return tools;
+}
+
+/** vLLM's chat_template_kwargs: extra variables for the chat template (undefined when absent). */
+export function parseTemplateKwargs(body: Record<string, unknown>): Record<string, unknown> | undefined {
+  const v = body.chat_template_kwargs;
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "object" || Array.isArray(v)) throw bad("chat_template_kwargs", "'chat_template_kwargs' must be an object of template variables");
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v)) {
+    if (k === "messages" || k === "tools" || k === "__proto__") throw bad("chat_template_kwargs", `chat_template_kwargs may not set '${k}'`);
+    out[k] = (v as Record<string, unknown>)[k];
+  }
+  return Object.keys(out).length ? out : undefined;
 }
 
 /** Returns the chat request a body describes, or throws RequestError(400) naming the first bad field. */
@@ -91,7 +108,7 @@ export function parseChatBody(raw: unknown, vocab: number): ParsedRequest {
   if (typeof logprobs !== "boolean") throw bad("logprobs", "'logprobs' must be a boolean (use top_logprobs for a count)");
   const topLogprobs = optNumber(body, "top_logprobs", 0, 20, true);
   if (topLogprobs && !logprobs) throw bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
-  return { model: body.model, messages, tools, toolChoice: parseToolChoice(body.tool_choice, tools), ...parseSampling(body, vocab), logprobs, topLogprobs: topLogprobs || undefined };
+  return { model: body.model, messages, tools, toolChoice: parseToolChoice(body.tool_choice, tools), ...parseSampling(body, vocab), logprobs, topLogprobs: topLogprobs || undefined, truncatePromptTokens: optNumber(body, "truncate_prompt_tokens", 1, 1e9, true), templateKwargs: parseTemplateKwargs(body), addSpecialTokens: body.add_special_tokens === true };
 }
 
 type Top = { id: number; logprob: number }[];
@@ -100,7 +117,8 @@ type Top = { id: number; logprob: number }[];
 export function logprobsContent(ids: number[], logprobs: number[], top: Top[] | undefined, tokenText: (id: number) => string): Record<string, unknown>[] {
   const entry = (id: number, logprob: number) => {
     const token = tokenText(id);
-    return { token, logprob, bytes: [...Buffer.from(token, "utf8")] };
+    // a banned token's -Infinity is no JSON number: vLLM's -9999.0 stands for it
+    return { token, logprob: Math.max(logprob, -9999), bytes: [...Buffer.from(token, "utf8")] };
   };
   return ids.map((id, j) => ({ ...entry(id, logprobs[j]), top_logprobs: (top?.[j] ?? []).map((t) => entry(t.id, t.logprob)) }));
 }

@@ -14,7 +14,10 @@ import { completions } from "./completions.js";
 import { asRequestError } from "./errors.js";
 import { ServeMetrics } from "./metrics.js";
 import { bad, optTokenIds, refuseUnsupported, RequestError } from "./params.js";
-import { errorBody, parseMessages, parseTools, requestObject } from "./protocol.js";
+import { errorBody, parseMessages, parseTemplateKwargs, parseTools, requestObject } from "./protocol.js";
+import { TokenizerPool } from "./tokenize-pool.js";
+import { isLoopback, jsonBodiesOnly, limitConnections, requireApiKey, type ConnectionLimits } from "./access.js";
+import { registerAdapterRoutes, runtimeLoraFromEnv } from "./adapters.js";
 
 export interface ServerOptions {
   model: CausalLM;
@@ -31,45 +34,81 @@ export interface ServerOptions {
   maxPrefillTokens?: number;
   /** Request bodies larger than this are refused (default 8 MiB). */
   maxBodyBytes?: number;
+  /** Every route but /health and /metrics needs `Authorization: Bearer <key>` (default: VLLM_API_KEY, else none). */
+  apiKey?: string;
+  /** Serve the runtime adapter routes (default: VLLM_ALLOW_RUNTIME_LORA_UPDATING). */
+  allowRuntimeLora?: boolean;
+  /** Adapters served at once at most (vLLM's --max-loras; default 8). */
+  maxLoras?: number;
+  /** Folders a runtime adapter must lie under (default: any folder holding adapter_config.json). */
+  loraRoots?: string[];
+  /** Open connections, keep-alive and header timeouts. */
+  connections?: ConnectionLimits;
+  /** How long close() waits for in-flight requests before cutting them (default 30 s). */
+  shutdownTimeoutMs?: number;
+  /** Logprobs reported: the model's raw ones (vLLM's default) or the processed ones the token was drawn from. */
+  logprobsMode?: "raw_logprobs" | "processed_logprobs";
+  /** Where warnings go (default stderr). */
+  warn?: (line: string) => void;
 }
 
 export interface RunningServer {
   url: string;
   engine: ChatEngine;
-  close(): Promise<void>;
+  /**
+   * Graceful stop: new requests get a 503 at once, in-flight ones may finish within the shutdown timeout
+   * (`timeoutMs` overrides it), then the rest are cut with a final error event and `[DONE]`, and the
+   * server closes.
+   */
+  close(timeoutMs?: number): Promise<void>;
+  /** Requests being answered now. */
+  inFlight(): number;
 }
 
 const ROUTES = "POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/{id}], POST /tokenize, POST /detokenize, POST /v1/load_lora_adapter, POST /v1/unload_lora_adapter, GET /metrics, GET /health";
-const TOKENIZE_KEYS = new Set(["model", "prompt", "messages", "tools", "add_generation_prompt", "add_special_tokens", "return_token_strs"]);
+const TOKENIZE_KEYS = new Set(["model", "prompt", "messages", "tools", "add_generation_prompt", "add_special_tokens", "return_token_strs", "chat_template_kwargs"]);
 
 /** Starts the server and returns its URL (port 0 picks a free port) and a close function. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const adapters = Array.isArray(opts.adapters) ? opts.adapters : Object.entries(opts.adapters ?? {}).map(([name, dir]) => mergedModel(opts.model, dir, { name }));
-  const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens });
-  const ctx: ServeContext = { chat, metrics: new ServeMetrics(chat) };
+  const baseTok = opts.model.requireTokenizer();
+  const pool = await TokenizerPool.start(baseTok, opts.model.dir);
+  const encode = (m: CausalLM, text: string, addSpecialTokens: boolean): Promise<number[]> => {
+    if (m.tokenizer === baseTok) return pool.encode(text, { addSpecialTokens, maxPositions: m.config.maxPositions });
+    try {
+      pool.checkBytes(Buffer.byteLength(text), m.config.maxPositions);
+      return Promise.resolve(m.requireTokenizer().encode(text, { addSpecialTokens }));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  };
+  const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens, tokenize: encode });
+  const ctx: ServeContext = { chat, metrics: new ServeMetrics(chat), encode, checkBytes: (m, bytes) => pool.checkBytes(bytes, m.config.maxPositions), logprobsMode: opts.logprobsMode === "processed_logprobs" ? "processed" : "raw" };
   const created = Math.floor(Date.now() / 1000);
-  const loading = new Set<string>();
   const app = Fastify({
     bodyLimit: opts.maxBodyBytes ?? 8 * 1024 * 1024,
-    // clients keep connections open between requests while their episodes wait; Node's 5 s keep-alive
-    // default closes such a socket just as a client reuses it, and a request may queue for minutes
-    keepAliveTimeout: 65_000,
     requestTimeout: 0,
     forceCloseConnections: true,
     routerOptions: { ignoreTrailingSlash: true },
     logger: false,
   });
-  app.server.headersTimeout = 66_000;
-  // every body is JSON whatever its content type says (curl -d sends form encoding)
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => {
-    const text = String(body);
-    if (text.trim() === "") return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch (e) {
-      done(new RequestError(400, `the request body is not valid JSON: ${(e as Error).message}`, { param: "body" }), undefined);
+  const conns = limitConnections(app.server, opts.connections);
+  const warn = opts.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const apiKey = opts.apiKey ?? (process.env.VLLM_API_KEY || undefined);
+  if (apiKey) requireApiKey(app, apiKey);
+  const host = opts.host ?? "127.0.0.1";
+  if (!apiKey && !isLoopback(host)) warn(`warning: t2s serve listens on ${host} without an API key: anyone who can reach it can generate${opts.allowRuntimeLora ?? runtimeLoraFromEnv() ? " and load adapters" : ""}; give --api-key (or VLLM_API_KEY)`);
+  jsonBodiesOnly(app);
+  // graceful shutdown: once draining, every new request is a 503; in-flight ones are counted
+  let draining = false;
+  let inFlight = 0;
+  app.addHook("onRequest", async (req, reply) => {
+    if (draining) {
+      reply.header("connection", "close");
+      return reply.code(503).send(errorBody(new RequestError(503, "the server is shutting down", { code: "shutting_down" })));
     }
+    inFlight++;
+    reply.raw.once("close", () => inFlight--);
   });
   app.setErrorHandler((e, _req, reply) => {
     const err = asRequestError(e);
@@ -94,10 +133,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const tok = model.requireTokenizer();
     let ids: number[];
     if (body.messages !== undefined) {
-      const text = renderChat(tok, parseMessages(body), { tools: parseTools(body), addGenerationPrompt: body.add_generation_prompt !== false });
-      ids = tok.encode(text, { addSpecialTokens: body.add_special_tokens === true });
+      const messages = parseMessages(body);
+      ctx.checkBytes(model, messages.reduce((n, m) => n + Buffer.byteLength(m.content ?? ""), 0));
+      const text = renderChat(tok, messages, { tools: parseTools(body), addGenerationPrompt: body.add_generation_prompt !== false, extra: parseTemplateKwargs(body) });
+      ids = await encode(model, text, body.add_special_tokens === true);
     } else if (typeof body.prompt === "string") {
-      ids = tok.encode(body.prompt, { addSpecialTokens: body.add_special_tokens !== false });
+      ids = await encode(model, body.prompt, body.add_special_tokens !== false);
     } else throw bad("prompt", "give 'prompt' (a string) or 'messages'");
     return { count: ids.length, max_model_len: model.config.maxPositions, tokens: ids, ...(body.return_token_strs === true ? { token_strs: ids.map((t) => tok.decode([t], { skipSpecialTokens: false })) } : {}) };
   });
@@ -110,43 +151,29 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return { prompt: model.requireTokenizer().decode(ids, { skipSpecialTokens: false }) };
   });
 
-  // vLLM's runtime adapter routes: an adapter is merged into a copy of the base weights and served by name
-  app.post("/v1/load_lora_adapter", async (req, reply) => {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const name = body.lora_name;
-    const path = body.lora_path;
-    if (typeof name !== "string" || name === "") throw bad("lora_name", "'lora_name' is required");
-    if (typeof path !== "string" || path === "") throw bad("lora_path", "'lora_path' is required (a PEFT adapter folder)");
-    if (chat.models.has(name) || loading.has(name)) throw new RequestError(400, `The lora adapter '${name}' has already been loaded.`, { param: "lora_name" });
-    loading.add(name);
-    try {
-      chat.addModel(mergedModel(opts.model, path, { name }));
-    } finally {
-      loading.delete(name);
-    }
-    return reply.type("text/plain; charset=utf-8").send(`Success: LoRA adapter '${name}' added successfully.`);
-  });
-  app.post("/v1/unload_lora_adapter", async (req, reply) => {
-    const name = ((req.body ?? {}) as Record<string, unknown>).lora_name;
-    if (typeof name !== "string" || name === "") throw bad("lora_name", "'lora_name' is required");
-    if (name === chat.baseName) throw bad("lora_name", `'${name}' is the base model, not an adapter`);
-    if (!chat.models.has(name)) throw new RequestError(404, `The lora adapter '${name}' cannot be found.`, { param: "lora_name", code: "model_not_found" });
-    (await chat.removeModel(name)).dispose();
-    return reply.type("text/plain; charset=utf-8").send(`Success: LoRA adapter '${name}' removed successfully.`);
-  });
+  if (opts.allowRuntimeLora ?? runtimeLoraFromEnv()) registerAdapterRoutes(app, chat, opts.model, { maxAdapters: opts.maxLoras, roots: opts.loraRoots });
 
-  await app.listen({ port: opts.port ?? 8000, host: opts.host ?? "127.0.0.1" });
+  await app.listen({ port: opts.port ?? 8000, host });
   const addr = app.server.address() as AddressInfo;
-  const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+  const shown = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+  let closing: Promise<void> | null = null;
+  const close = async (timeoutMs = opts.shutdownTimeoutMs ?? 30_000) => {
+    draining = true;
+    const until = performance.now() + Math.max(0, timeoutMs);
+    while (inFlight > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
+    // what is still running is cut: each stream gets its error event and [DONE], each plain request a 503
+    await chat.close();
+    const flushBy = performance.now() + 2000;
+    while (inFlight > 0 && performance.now() < flushBy) await new Promise((r) => setTimeout(r, 10));
+    await app.close();
+    ctx.metrics.close();
+    await pool.close();
+    for (const m of chat.models.values()) if (m !== opts.model) m.dispose();
+  };
   return {
-    url: `http://${host}:${addr.port}`,
+    url: `http://${shown}:${addr.port}`,
     engine: chat,
-    close: async () => {
-      // connections are closed at once (their generations are cancelled), then the engines stop
-      await app.close();
-      ctx.metrics.close();
-      await chat.close();
-      for (const m of chat.models.values()) if (m !== opts.model) m.dispose();
-    },
+    close: (timeoutMs?: number) => (closing ??= close(timeoutMs)),
+    inFlight: () => inFlight,
   };
 }

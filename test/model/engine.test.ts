@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { loadModel } from "../../lib/model/load.js";
 import { attachAdapter } from "../../lib/model/lora.js";
-import { GenerationEngine } from "../../lib/model/engine/scheduler.js";
+import { GenerationEngine } from "../../lib/model/engine/generation-engine.js";
 import type { Generation, SequenceRequest } from "../../lib/model/engine/types.js";
 import { isT2sError } from "../../lib/core/errors.js";
 import { tf } from "../../lib/backend/tf.js";

@@ -12,7 +12,7 @@ let client: OpenAI;
 
 before(async () => {
   model = await loadModel(fixtureDir("qwen2"), { backend: "cpu", name: "tiny", contextLength: 512 });
-  server = await startServer({ model, adapters: { sql: fixtureDir("qwen2-lora") }, port: 0 });
+  server = await startServer({ model, adapters: { sql: fixtureDir("qwen2-lora") }, port: 0, allowRuntimeLora: true });
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "none", maxRetries: 0 });
 });
 
@@ -51,12 +51,15 @@ test("max_tokens beyond the context is a 400, as in vLLM; one that fits is serve
 });
 
 test("parameters that would change the output and are not honoured are 400s naming them; harmless ones are accepted", async () => {
-  for (const [key, value] of [["repetition_penalty", 1.2], ["min_p", 0.1], ["guided_json", { type: "object" }], ["response_format", { type: "json_object" }], ["best_of", 3], ["use_beam_search", true], ["typical_p", 0.5], ["frobnicate", 1]] as const) {
+  for (const [key, value] of [["repetition_penalty", 1.2], ["min_p", 0.1], ["guided_regex", "a+"], ["response_format", { type: "yaml" }], ["best_of", 3], ["use_beam_search", true], ["typical_p", 0.5], ["frobnicate", 1]] as const) {
     const r = await post("/v1/chat/completions", { model: "tiny", messages: MSGS, max_tokens: 2, [key]: value });
     assert.equal(r.status, 400, key);
     assert.equal(r.json.error.param, key);
     assert.match(r.json.error.message, new RegExp(key));
   }
+  const badSchema = await post("/v1/chat/completions", { model: "tiny", messages: MSGS, max_tokens: 2, tools: [{ type: "function", function: { name: "f", parameters: "notaschema" } }] });
+  assert.equal(badSchema.status, 400);
+  assert.equal(badSchema.json.error.param, "tools[0].function.parameters");
   for (const [key, value] of [["suffix", "x"], ["best_of", 3], ["min_p", 0.2]] as const) {
     const r = await post("/v1/completions", { model: "tiny", prompt: "a", max_tokens: 2, [key]: value });
     assert.equal(r.status, 400, key);
@@ -145,6 +148,15 @@ test("GET /metrics is Prometheus text with vLLM's request gauges and the kit's o
   assert.ok(value("vllm:e2e_request_latency_seconds_count") >= 1);
   assert.match(text, /# TYPE vllm:e2e_request_latency_seconds histogram/);
   assert.match(text, /vllm:e2e_request_latency_seconds_bucket\{model_name="tiny",le="\+Inf"\} \d+/);
+  for (const name of ["vllm:kv_cache_usage_perc", "vllm:request_queue_time_seconds_count", "vllm:time_per_output_token_seconds_count", "vllm:time_to_first_token_seconds_count", "vllm:lora_requests_info"]) assert.ok(Number.isFinite(value(name)), name);
+  // request_success_total counts requests (n = 3 is one), and TTFT is recorded for non-streamed requests too
+  const successes = (t: string) => [...t.matchAll(/^vllm:request_success_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+  const before = successes(text);
+  const ttftBefore = value("vllm:time_to_first_token_seconds_count");
+  await client.chat.completions.create({ model: "tiny", messages: MSGS as never, max_tokens: 3, n: 3 });
+  const after = await (await fetch(`${server.url}/metrics`)).text();
+  assert.equal(successes(after), before + 1);
+  assert.equal(Number(/^vllm:time_to_first_token_seconds_count\{[^}]*\} (\S+)$/m.exec(after)?.[1]), ttftBefore + 1);
 });
 
 test("runtime adapters: load_lora_adapter serves a merged copy by name, unload_lora_adapter removes it", async () => {
@@ -157,7 +169,7 @@ test("runtime adapters: load_lora_adapter serves a merged copy by name, unload_l
   assert.equal((await post("/v1/load_lora_adapter", { lora_name: "sql2", lora_path: fixtureDir("qwen2-lora") })).status, 400);
   const missing = await post("/v1/load_lora_adapter", { lora_name: "x", lora_path: "/nonexistent/adapter" });
   assert.equal(missing.status, 400);
-  assert.match(missing.json.error.message, /adapter_config\.json/);
+  assert.match(missing.json.error.message, /no adapter folder at .\/nonexistent\/adapter./);
   assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "sql2" })).status, 200);
   assert.equal((await post("/v1/chat/completions", { model: "sql2", messages: MSGS })).status, 404);
   assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "sql2" })).status, 404);

@@ -21,6 +21,13 @@ export interface RowSampling {
   bias?: ReadonlyMap<number, number>;
   /** How many of the most likely tokens to report with their log-probabilities (0 = none). */
   topLogprobs?: number;
+  /** Report the model's raw log_softmax(logits) (before bias, mask and temperature) instead of the processed ones. */
+  rawLogprobs?: boolean;
+  /**
+   * Guided decoding: the tokens allowed next, as a bitmask of ceil(V / 32) words (bit i % 32 of word i >> 5);
+   * every other token is banned before sampling. Undefined: no mask.
+   */
+  allowed?: Int32Array;
 }
 
 /** A sampled token with its log-probability under softmax((logits + bias) / T) before the top-k/top-p cuts. */

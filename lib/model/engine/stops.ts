@@ -21,13 +21,13 @@ export class StopWatcher {
   /** The final text when a stop string ended the sequence (cut before it). */
   private cut: string | null = null;
 
-  constructor(private readonly tok: ChatTokenizer | null, private readonly stops: string[], private readonly streaming: boolean) {
+  constructor(private readonly tok: ChatTokenizer | null, private readonly stops: string[], private readonly streaming: boolean, private readonly skipSpecial = true, private readonly keepStop = false) {
     this.stops = stops.filter((s) => s.length > 0);
     this.longest = this.stops.length ? Math.max(...this.stops.map((s) => s.length)) : 0;
   }
 
   private decode(ids: number[]): string {
-    return this.tok && ids.length ? this.tok.decode(ids, { skipSpecialTokens: true }) : "";
+    return this.tok && ids.length ? this.tok.decode(ids, { skipSpecialTokens: this.skipSpecial }) : "";
   }
 
   /** Extends `decoded` by the tokens since the last complete piece (none while a character is unfinished). */
@@ -58,7 +58,8 @@ export class StopWatcher {
       }
     }
     if (at < 0) return null;
-    this.cut = full.slice(0, at);
+    // include_stop_str_in_output: the text ends with the stop string instead of before it
+    this.cut = full.slice(0, at) + (this.keepStop ? by : "");
     return { stop: by, delta: this.release(this.cut) };
   }
 

@@ -15,7 +15,7 @@ import { gatherRows } from "../packed.js";
 import { linear, rmsNorm, shareCache, disposeCache, type SharedPrefix } from "../decoder.js";
 import type { CausalLM } from "../model.js";
 import { rotaryTables } from "../rope.js";
-import { biasedLogits, sampleToken, topLogprobs } from "../sampler.js";
+import { biasedLogits, maskedLogits, rawLogprob, sampleToken, topLogprobs } from "../sampler.js";
 import { SlotCache } from "./slot-cache.js";
 import type { DecodeRow, PrefillRow, RowSampling, SampledToken, StepRunner } from "./runner.js";
 
@@ -375,6 +375,9 @@ function rotateInPlace(x: Float32Array, heads: number, hd: number, cos: Float32A
 /** Samples one row of logits under its settings (bias first, then temperature, top-k, top-p). */
 export function sampleRow(logits: Float32Array, s: RowSampling): SampledToken {
   const biased = biasedLogits(logits, s.bias);
-  const { id, logprob } = sampleToken(biased, s, () => s.u);
-  return s.topLogprobs ? { id, logprob, top: topLogprobs(biased, s.temperature, s.topLogprobs) } : { id, logprob };
+  const processed = maskedLogits(biased, s.allowed, biased !== logits);
+  const { id, logprob } = sampleToken(processed, s, () => s.u);
+  // raw mode: the model's own distribution, whatever the temperature, bias or mask (vLLM's raw_logprobs)
+  if (s.rawLogprobs) return s.topLogprobs ? { id, logprob: rawLogprob(logits, id), top: topLogprobs(logits, 1, s.topLogprobs) } : { id, logprob: rawLogprob(logits, id) };
+  return s.topLogprobs ? { id, logprob, top: topLogprobs(processed, s.temperature, s.topLogprobs) } : { id, logprob };
 }

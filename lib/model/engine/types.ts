@@ -24,6 +24,30 @@ export interface SamplingSettings {
   frequencyPenalty?: number;
   /** Report the n most likely tokens at each step. */
   topLogprobs?: number;
+  /** Keep the stop string that ended the text at its end (vLLM's include_stop_str_in_output). */
+  includeStopStr?: boolean;
+  /** Drop special tokens from the text (default true; vLLM's skip_special_tokens). */
+  skipSpecialTokens?: boolean;
+  /**
+   * Which log-probabilities are reported: "processed" (default: under softmax((logits + bias) / T) with the
+   * guided mask applied, the distribution the token was drawn from, which GRPO's ratio uses) or "raw" (the
+   * model's own log_softmax(logits), independent of temperature, bias and masks: vLLM's raw_logprobs).
+   */
+  logprobsMode?: "raw" | "processed";
+}
+
+/**
+ * Guided decoding's state for one sequence (lib/model/guided.ts): the tokens allowed next as a bitmask
+ * (bit i % 32 of word i >> 5), advanced by each sampled token; a finished grammar ends the sequence.
+ */
+export interface TokenConstraint {
+  /** The mask for the next token, given the tokens the sequence may still have (a guide closes its text in time). */
+  nextMask(remaining: number): Promise<Int32Array>;
+  /** Advances by a sampled token; false when the grammar cannot take it. */
+  accept(id: number): boolean;
+  /** The grammar is complete: nothing more may follow. */
+  finished(): boolean;
+  dispose(): void;
 }
 
 /** One sequence to generate: a prompt (token ids) and its own limits and sampling settings. */
@@ -35,6 +59,8 @@ export interface SequenceRequest extends SamplingSettings {
   logitBias?: Iterable<[number, number]>;
   /** Leading tokens of `ids` that other requests share (a system prompt), attended to from one stored copy. */
   prefixLength?: number;
+  /** Guided decoding: only tokens it allows are sampled; the engine disposes it when the sequence ends. */
+  constraint?: TokenConstraint;
   /** Aborting frees the sequence's slot at the next step; the promise rejects with T2sError("cancelled"). */
   signal?: AbortSignal;
   /** Receives each step's new tokens and the text that became safe to show. */
@@ -60,7 +86,7 @@ export interface Generation {
   /** The most likely tokens at each step, when asked for. */
   topLogprobs?: { id: number; logprob: number }[][];
   finishReason: GenerationFinish;
-  /** The stop string, "eos", or "token:<id>" that ended it (stop only). */
+  /** The stop string, "eos", "token:<id>" or "grammar" (a guided reply completed) that ended it (stop only). */
   stoppedBy?: string;
   promptTokens: number;
 }

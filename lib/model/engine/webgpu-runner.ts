@@ -12,7 +12,7 @@ import type { DecodeRow, MultiStepRunner, PrefillRow, RowSampling, SampledToken 
 import { type Dispatch, GpuContext, Profiler } from "../../backend/webgpu/step/device.js";
 import { WebgpuForward } from "./webgpu-forward.js";
 import { prefixCopyWgsl } from "../../backend/webgpu/step/token-kernels.js";
-import { ADVANCE_WGSL, MAX_TOP, OUT_WORDS, PARAM_WORDS, samplerWgsl } from "../../backend/webgpu/step/sampling.js";
+import { ADVANCE_WGSL, FLAG_ALLOW_LIST, FLAG_RAW_LOGPROBS, MAX_TOP, OUT_WORDS, PARAM_WORDS, samplerWgsl } from "../../backend/webgpu/step/sampling.js";
 
 /** Token rows one forward pass holds; longer prefills run in chunks of this many tokens. */
 const PREFILL_CHUNK = 1024;
@@ -106,15 +106,25 @@ export class WebgpuRunner implements MultiStepRunner {
         pf[o + 3] = Math.min(Math.max(p.u, 0), 1);
         params[o + 4] = Math.min(Math.max(0, Math.floor(p.topLogprobs ?? 0)), MAX_TOP);
         params[o + 5] = bias.length / 2;
-        let n = 0;
-        for (const [id, b] of p.bias ?? []) {
-          if (!Number.isInteger(id) || id < 0 || id >= V) throw new RangeError(`bias token ${id} is outside the vocabulary [0, ${V})`);
-          if (b === 0 || Number.isNaN(b)) continue;
+        for (const [id] of p.bias ?? []) if (!Number.isInteger(id) || id < 0 || id >= V) throw new RangeError(`bias token ${id} is outside the vocabulary [0, ${V})`);
+        const before = bias.length;
+        const push = (id: number, b: number) => {
           f[0] = Math.max(BANNED, Math.min(3e38, b));
           bias.push(id, fBits[0]);
-          n++;
+        };
+        let flags = p.rawLogprobs ? FLAG_RAW_LOGPROBS : 0;
+        const mask = p.allowed;
+        if (mask && allowedCount(mask, V) <= V / 2) {
+          // guided decoding, few tokens allowed: the allow list, each with its bias
+          flags |= FLAG_ALLOW_LIST;
+          forEachBit(mask, V, true, (id) => push(id, p.bias?.get(id) ?? 0));
+        } else {
+          for (const [id, b] of p.bias ?? []) if (b !== 0 && !Number.isNaN(b) && (!mask || isSet(mask, id))) push(id, b);
+          // most tokens allowed: the banned ones, as bias
+          if (mask) forEachBit(mask, V, false, (id) => push(id, BANNED));
         }
-        params[o + 6] = n;
+        params[o + 6] = (bias.length - before) / 2;
+        params[o + 7] = flags;
       }),
     );
     return { params, bias: new Uint32Array(bias.length ? bias : [0, 0]) };
@@ -314,4 +324,32 @@ export async function createWebgpuRunner(model: CausalLM, opts: { adapter: strin
   const err = await ctx.device.popErrorScope();
   if (err) throw new Error(`WebGPU runner setup failed: ${err.message}`);
   return runner;
+}
+
+/** Whether token `id` is set in a guided-decoding bitmask. */
+function isSet(mask: Int32Array, id: number): boolean {
+  return ((mask[id >> 5] >>> (id & 31)) & 1) === 1;
+}
+
+/** Tokens a bitmask allows among the first V. */
+function allowedCount(mask: Int32Array, V: number): number {
+  let n = 0;
+  for (let w = 0; w * 32 < V; w++) {
+    let x = mask[w] ?? 0;
+    if (w * 32 + 32 > V) x &= (1 << (V - w * 32)) - 1;
+    x -= (x >>> 1) & 0x55555555;
+    x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+    n += (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+  }
+  return n;
+}
+
+/** Calls `f` for each of the first V tokens whose bit is `set` (or clear). */
+function forEachBit(mask: Int32Array, V: number, set: boolean, f: (id: number) => void): void {
+  for (let w = 0; w * 32 < V; w++) {
+    const bits = set ? mask[w] ?? 0 : ~(mask[w] ?? 0);
+    if (bits === 0) continue;
+    const end = Math.min(V, w * 32 + 32);
+    for (let id = w * 32; id < end; id++) if ((bits >>> (id & 31)) & 1) f(id);
+  }
 }

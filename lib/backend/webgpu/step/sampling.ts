@@ -7,7 +7,11 @@
  * row's u, in index order. That is a different token than the CPU's sorted order picks for the same u, but a
  * sample of the same distribution. The log-probability is taken before the cuts; the top-n most likely tokens
  * are found by n passes of an argmax over the tokens after the previous pick in (logit desc, index asc)
- * order. Only ids and log-probabilities are written out. In decode mode the sampled id and the next position
+ * order. Flags (settings word 7): ALLOW_LIST, the row's bias entries are the only tokens allowed (guided
+ * decoding's mask, sent as whichever of the allowed or banned list is shorter; the others are banned);
+ * RAW_LOGPROBS, the reported log-probabilities are the model's log_softmax(logits) before bias, mask and
+ * temperature (each reported token's raw logit is its biased one less its bias entry; the top-n tokens are
+ * still ranked by the processed logits). Only ids and log-probabilities are written out. In decode mode the sampled id and the next position
  * are written into the row's token entry, so the next step runs on the device without a read-back.
  */
 import { DIMS_WGSL } from "./token-kernels.js";
@@ -16,8 +20,12 @@ import { DIMS_WGSL } from "./token-kernels.js";
 export const MAX_TOP = 20;
 /** u32 words of one row's result: id, logprob, then MAX_TOP (id, logprob) pairs. */
 export const OUT_WORDS = 2 + 2 * MAX_TOP;
-/** u32 words of one row's settings: temperature, topP, topK, u, topN, bias offset, bias count, unused. */
+/** u32 words of one row's settings: temperature, topP, topK, u, topN, bias offset, bias count, flags. */
 export const PARAM_WORDS = 8;
+/** Settings flag: the bias entries list the allowed tokens (each with its bias); every other token is banned. */
+export const FLAG_ALLOW_LIST = 1;
+/** Settings flag: report raw log-probabilities. */
+export const FLAG_RAW_LOGPROBS = 2;
 /** Bisection steps per cut: the threshold's interval shrinks to 2^-40 of the largest probability. */
 const BISECT = 40;
 
@@ -42,6 +50,21 @@ var<workgroup> ri : array<u32, 256>;
 var<workgroup> uni : array<u32, 8>;
 var<workgroup> uf : f32;
 var<workgroup> picked : u32;
+var<workgroup> rawBias : f32;
+
+// the bias entry of token i for this row (0 when none): how far its logit was moved before sampling
+fn biasOf(t : u32, boff : u32, bcount : u32, i : u32) -> f32 {
+  if (t == 0u) { rawBias = 0.0; }
+  workgroupBarrier();
+  for (var k = t; k < bcount; k = k + 256u) {
+    let e = Bias[boff + k];
+    if (e.x == i) { rawBias = bitcast<f32>(e.y); }
+  }
+  workgroupBarrier();
+  let b = rawBias;
+  workgroupBarrier();
+  return b;
+}
 
 fn sum256(t : u32, v : f32) -> f32 {
   rv[t] = v;
@@ -97,10 +120,47 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   let topN = min(workgroupUniformLoad(&uni[4]), ${MAX_TOP}u);
   let boff = workgroupUniformLoad(&uni[5]);
   let bcount = workgroupUniformLoad(&uni[6]);
+  let flags = workgroupUniformLoad(&uni[7]);
+  let raw = (flags & ${2}u) != 0u;
   let base = r * V;
-  for (var i = t; i < bcount; i = i + 256u) {
-    let e = Bias[boff + i];
-    Lg[base + e.x] = max(Lg[base + e.x] + bitcast<f32>(e.y), -3.0e38);
+  // the raw distribution's max and normaliser, before any bias or mask
+  var rmx = 0.0;
+  var rlogZ = 0.0;
+  if (raw) {
+    var rb = -3.4e38;
+    for (var i = t; i < V; i = i + 256u) { rb = max(rb, Lg[base + i]); }
+    rv[t] = rb;
+    workgroupBarrier();
+    for (var k = 128u; k > 0u; k = k >> 1u) {
+      if (t < k) { rv[t] = max(rv[t], rv[t + k]); }
+      workgroupBarrier();
+    }
+    rmx = rv[0];
+    workgroupBarrier();
+    var rz = 0.0;
+    for (var i = t; i < V; i = i + 256u) { rz = rz + exp(Lg[base + i] - rmx); }
+    rlogZ = log(sum256(t, rz));
+  }
+  if ((flags & ${1}u) != 0u) {
+    // allow list: keep the listed tokens (plus their bias) in P, ban the row, put them back
+    for (var i = t; i < bcount; i = i + 256u) {
+      let e = Bias[boff + i];
+      P[base + e.x] = max(Lg[base + e.x] + bitcast<f32>(e.y), -3.0e38);
+    }
+    storageBarrier();
+    workgroupBarrier();
+    for (var i = t; i < V; i = i + 256u) { Lg[base + i] = -3.0e38; }
+    storageBarrier();
+    workgroupBarrier();
+    for (var i = t; i < bcount; i = i + 256u) {
+      let e = Bias[boff + i];
+      Lg[base + e.x] = P[base + e.x];
+    }
+  } else {
+    for (var i = t; i < bcount; i = i + 256u) {
+      let e = Bias[boff + i];
+      Lg[base + e.x] = max(Lg[base + e.x] + bitcast<f32>(e.y), -3.0e38);
+    }
   }
   storageBarrier();
   workgroupBarrier();
@@ -177,9 +237,15 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     id = workgroupUniformLoad(&picked);
   }
   let o = (State[0] * dims.R + r) * ${OUT_WORDS}u;
+  var idBias = 0.0;
+  if (raw) { idBias = biasOf(t, boff, bcount, id); }
   if (t == 0u) {
     Out[o] = id;
-    Out[o + 1u] = bitcast<u32>((Lg[base + id] - mx) / T - logZ);
+    if (raw) {
+      Out[o + 1u] = bitcast<u32>(Lg[base + id] - idBias - rmx - rlogZ);
+    } else {
+      Out[o + 1u] = bitcast<u32>((Lg[base + id] - mx) / T - logZ);
+    }
     if (dims.decode == 1u) {
       Tok[r].x = id;
       Tok[r].z = Tok[r].z + 1u;
@@ -198,9 +264,15 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     let b = best256(t, cv, ci);
     pv = bitcast<f32>(b.x);
     pi = b.y;
+    var pb = 0.0;
+    if (raw) { pb = biasOf(t, boff, bcount, pi); }
     if (t == 0u) {
       Out[o + 2u + 2u * j] = pi;
-      Out[o + 3u + 2u * j] = bitcast<u32>((pv - mx) / T - logZ);
+      if (raw) {
+        Out[o + 3u + 2u * j] = bitcast<u32>(pv - pb - rmx - rlogZ);
+      } else {
+        Out[o + 3u + 2u * j] = bitcast<u32>((pv - mx) / T - logZ);
+      }
     }
   }
 }`;

@@ -42,6 +42,8 @@ export interface EngineMetrics {
   batchRows: number;
   finished: number;
   cancelled: number;
+  /** Seconds sequences waited from submission to their slot, summed, and how many were admitted. */
+  queueSeconds: { sum: number; count: number };
 }
 
 interface Sequence {
@@ -56,6 +58,10 @@ interface Sequence {
   /** The request's logit bias, read once (it may be any iterable). */
   bias: Map<number, number>;
   maxTokens: number;
+  /** performance.now() at submission. */
+  submitted: number;
+  /** Guided decoding: the tokens allowed next (refreshed before each step). */
+  mask?: Int32Array;
   resolve: (g: Generation) => void;
   reject: (e: unknown) => void;
   done: boolean;
@@ -67,7 +73,7 @@ export class GenerationEngine {
   private readonly freeSlots: number[];
   private loop: Promise<void> | null = null;
   private closed = false;
-  readonly metrics: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0 };
+  readonly metrics: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0, queueSeconds: { sum: 0, count: 0 } };
   readonly maxBatch: number;
   private readonly eos: Set<number>;
 
@@ -106,13 +112,14 @@ export class GenerationEngine {
         req,
         rand: sequenceRandom(req.seed ?? 0, req.sampleIndex ?? 0),
         slot: -1,
-        stops: new StopWatcher(this.model.tokenizer, req.stop ?? [], req.onDelta !== undefined),
+        stops: new StopWatcher(this.model.tokenizer, req.stop ?? [], req.onDelta !== undefined, req.skipSpecialTokens ?? true, req.includeStopStr ?? false),
         out: [],
         logprobs: [],
         top: [],
         counts: new Map(),
         bias: new Map(req.logitBias ?? []),
         maxTokens: Math.max(0, Math.min(req.maxTokens ?? ENGINE_MAX_TOKENS, room)),
+        submitted: performance.now(),
         resolve,
         reject,
         done: false,
@@ -123,6 +130,13 @@ export class GenerationEngine {
       this.waiting.push(seq);
       this.kick();
     });
+  }
+
+  /** The fraction of the engine's cache token slots (slots x tokens per slot) the running sequences hold. */
+  cacheUsage(): number {
+    const perSlot = Math.min(this.model.config.maxPositions, this.runner.maxLength ?? Infinity);
+    const held = this.running.reduce((n, s) => n + s.req.ids.length + s.out.length, 0);
+    return held / (this.maxBatch * perSlot);
   }
 
   /** Sequences decoding now and waiting for a slot. */
@@ -193,7 +207,13 @@ export class GenerationEngine {
       tokens += own;
     }
     if (!batch.length) return;
+    const now = performance.now();
+    for (const s of batch) {
+      this.metrics.queueSeconds.sum += (now - s.submitted) / 1000;
+      this.metrics.queueSeconds.count++;
+    }
     this.running.push(...batch);
+    await this.refreshMasks(batch);
     this.metrics.promptTokens += batch.reduce((n, s) => n + s.req.ids.length, 0);
     const sampled = await this.runner.prefill(batch.map((s) => ({ slot: s.slot, ids: s.req.ids, prefixLength: s.req.prefixLength ?? 0, sampling: this.sampling(s) })));
     batch.forEach((s, i) => this.accept(s, sampled[i]));
@@ -204,6 +224,7 @@ export class GenerationEngine {
     const rows = this.running.filter((s) => !s.done && s.out.length > 0);
     if (!rows.length) return;
     const feed = rows.map((s) => ({ slot: s.slot, id: s.out[s.out.length - 1], position: s.req.ids.length + s.out.length - 1 }));
+    await this.refreshMasks(rows);
     const chain = this.chainLength(rows);
     if (chain > 1 && isMultiStep(this.runner)) {
       const plan = Array.from({ length: chain }, () => rows.map((s) => this.sampling(s)));
@@ -230,10 +251,21 @@ export class GenerationEngine {
     let n = want;
     for (const s of rows) {
       const r = s.req;
-      if (r.presencePenalty || r.frequencyPenalty || (r.minTokens ?? 0) > s.out.length) return 1;
+      // a guided row's mask depends on the token just sampled
+      if (r.presencePenalty || r.frequencyPenalty || r.constraint || (r.minTokens ?? 0) > s.out.length) return 1;
       n = Math.min(n, s.maxTokens - s.out.length);
     }
     return Math.max(1, n);
+  }
+
+  /** Guided rows' masks of the tokens allowed next (a row whose grammar fails is failed). */
+  private async refreshMasks(rows: Sequence[]): Promise<void> {
+    await Promise.all(
+      rows.map(async (s) => {
+        if (!s.req.constraint || s.done) return;
+        s.mask = await s.req.constraint.nextMask(s.maxTokens - s.out.length);
+      }),
+    );
   }
 
   /** This token's sampling for a sequence: its settings, its next uniform number and its logit bias. */
@@ -256,6 +288,8 @@ export class GenerationEngine {
       u: temperature > 0 ? s.rand() : 0,
       bias: bias.size ? bias : undefined,
       topLogprobs: r.topLogprobs ?? 0,
+      rawLogprobs: r.logprobsMode === "raw" || undefined,
+      allowed: s.mask,
     };
   }
 
@@ -268,6 +302,7 @@ export class GenerationEngine {
     s.counts.set(t.id, (s.counts.get(t.id) ?? 0) + 1);
     this.metrics.generatedTokens++;
     const r = s.req;
+    if (r.constraint && !r.constraint.accept(t.id)) return this.fail(s, new T2sError("guided_decoding", `token ${t.id} was sampled outside the grammar's mask`));
     const endsOnId = (!r.ignoreEos && this.eos.has(t.id)) || (r.stopTokenIds?.includes(t.id) ?? false);
     const textStop = endsOnId ? null : s.stops.push(t.id);
     const delta: TokenDelta = { ids: [t.id], logprobs: [t.logprob], text: "" };
@@ -281,6 +316,11 @@ export class GenerationEngine {
       delta.text = textStop.delta;
       this.emit(s, delta);
       return this.finish(s, "stop", textStop.stop);
+    }
+    if (r.constraint?.finished()) {
+      delta.text = s.stops.flush(false);
+      this.emit(s, delta);
+      return this.finish(s, "stop", "grammar");
     }
     if (s.out.length >= s.maxTokens) {
       delta.text = s.stops.flush(false);
@@ -302,6 +342,7 @@ export class GenerationEngine {
 
   private leave(s: Sequence): void {
     s.done = true;
+    s.req.constraint?.dispose();
     const i = this.running.indexOf(s);
     if (i >= 0) this.running.splice(i, 1);
     const w = this.waiting.indexOf(s);

@@ -1,0 +1,92 @@
+/**
+ * vLLM's runtime adapter routes, POST /v1/load_lora_adapter and /v1/unload_lora_adapter: an adapter is
+ * merged into a copy of the base weights and served by name. They exist only when runtime updating is
+ * enabled (`--enable-lora-updating` or VLLM_ALLOW_RUNTIME_LORA_UPDATING, as in vLLM): unloading cancels the
+ * adapter's in-flight requests, and each adapter is a whole copy of the weights. A path must be a folder
+ * holding adapter_config.json (under one of `roots` when roots are given), and at most `maxAdapters` are
+ * served at once. Errors name the path as the client gave it, never the server's resolved one.
+ */
+import { existsSync, realpathSync, statSync } from "node:fs";
+import { isAbsolute, join, relative, resolve } from "node:path";
+import type { FastifyInstance } from "fastify";
+import type { ChatEngine } from "../model/chat.js";
+import { mergedModel } from "../model/lora.js";
+import type { CausalLM } from "../model/model.js";
+import { bad, RequestError } from "./params.js";
+
+export interface AdapterRouteOptions {
+  /** Adapters served at once at most, startup ones included (vLLM's --max-loras; default 8). */
+  maxAdapters?: number;
+  /** Folders an adapter path must lie under (none: any folder holding adapter_config.json). */
+  roots?: string[];
+}
+
+/** Whether vLLM's environment variable enables runtime adapter updates. */
+export function runtimeLoraFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
+  return /^(1|true|yes|on)$/i.test(env.VLLM_ALLOW_RUNTIME_LORA_UPDATING ?? "");
+}
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
+
+/** The adapter folder a client named, checked: a real folder with adapter_config.json, under a root if any. */
+export function adapterFolder(path: string, roots: string[] = []): string {
+  // eslint-disable-next-line no-control-regex
+  if (path.length > 4096 || /[\u0000-\u001f]/.test(path)) throw bad("lora_path", "'lora_path' must be a plain folder path");
+  let real: string;
+  try {
+    real = realpathSync(resolve(path));
+  } catch {
+    throw bad("lora_path", `no adapter folder at '${path}'`);
+  }
+  if (!statSync(real).isDirectory()) throw bad("lora_path", `'${path}' is not a folder`);
+  if (roots.length) {
+    const inside = roots.some((r) => {
+      let root: string;
+      try {
+        root = realpathSync(resolve(r));
+      } catch {
+        return false;
+      }
+      const rel = relative(root, real);
+      return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+    });
+    if (!inside) throw bad("lora_path", `'${path}' is not under the server's adapter folders (--lora-root)`);
+  }
+  if (!existsSync(join(real, "adapter_config.json"))) throw bad("lora_path", `'${path}' holds no adapter_config.json (a PEFT adapter folder is expected)`);
+  return real;
+}
+
+export function registerAdapterRoutes(app: FastifyInstance, chat: ChatEngine, base: CausalLM, opts: AdapterRouteOptions = {}): void {
+  const loading = new Set<string>();
+  const cap = opts.maxAdapters ?? 8;
+  app.post("/v1/load_lora_adapter", async (req, reply) => {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const name = body.lora_name;
+    const path = body.lora_path;
+    if (typeof name !== "string" || name === "") throw bad("lora_name", "'lora_name' is required");
+    if (!NAME.test(name)) throw bad("lora_name", "'lora_name' must be 1-128 letters, digits and ._:/- (starting with a letter or digit)");
+    if (typeof path !== "string" || path === "") throw bad("lora_path", "'lora_path' is required (a PEFT adapter folder)");
+    if (chat.models.has(name) || loading.has(name)) throw new RequestError(400, `The lora adapter '${name}' has already been loaded.`, { param: "lora_name" });
+    if (chat.models.size - 1 + loading.size >= cap) throw new RequestError(400, `this server serves at most ${cap} adapters at once (--max-loras); unload one first`, { param: "lora_name", code: "too_many_adapters" });
+    const dir = adapterFolder(path, opts.roots);
+    loading.add(name);
+    try {
+      chat.addModel(mergedModel(base, dir, { name }));
+    } catch (e) {
+      // the loader's messages carry the resolved folder; the client gets its own path back
+      const msg = e instanceof Error ? e.message.split(dir).join(path) : String(e);
+      throw new RequestError(400, `cannot load the adapter '${name}': ${msg}`, { param: "lora_path", code: (e as { code?: string }).code });
+    } finally {
+      loading.delete(name);
+    }
+    return reply.type("text/plain; charset=utf-8").send(`Success: LoRA adapter '${name}' added successfully.`);
+  });
+  app.post("/v1/unload_lora_adapter", async (req, reply) => {
+    const name = ((req.body ?? {}) as Record<string, unknown>).lora_name;
+    if (typeof name !== "string" || name === "") throw bad("lora_name", "'lora_name' is required");
+    if (name === chat.baseName) throw bad("lora_name", `'${name}' is the base model, not an adapter`);
+    if (!chat.models.has(name)) throw new RequestError(404, `The lora adapter '${name}' cannot be found.`, { param: "lora_name", code: "model_not_found" });
+    (await chat.removeModel(name)).dispose();
+    return reply.type("text/plain; charset=utf-8").send(`Success: LoRA adapter '${name}' removed successfully.`);
+  });
+}
