@@ -8,6 +8,7 @@ import { kitPath } from "../core/paths.js";
 import type { Task } from "../tasks/types.js";
 import { addGradingOptions, defaultsFrom } from "./grade.js";
 import { collect, intOption, oneOf } from "./options.js";
+import { MAX_IDLE_CONNECTIONS } from "../envserve/access.js";
 import { MAX_TOOL_CALLS, QUERY_TIMEOUT_MS, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
 interface EnvServeFlags {
@@ -56,7 +57,7 @@ export function registerEnv(program: Command): void {
   addGradingOptions(serve)
     .option("--workers <n>", "SQL worker processes (default: number of CPUs, at most 4)", intOption("--workers", 1))
     .option("--tool-workers <n>", "SQL worker processes of tool queries, apart from grading's", intOption("--tool-workers", 1), 1)
-    .option("--max-idle-connections <n>", "open connections with no request in flight kept at most; the oldest idle ones are closed past it", intOption("--max-idle-connections", 1), 256)
+    .option("--max-idle-connections <n>", "open connections with no request in flight kept at most; the oldest idle ones are closed past it", intOption("--max-idle-connections", 1), MAX_IDLE_CONNECTIONS)
     .option("--concurrency <n>", "grades in flight at once (default 8 per worker)", intOption("--concurrency", 1))
     .option("--style <style>", "prompt the service renders: single or tool", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")

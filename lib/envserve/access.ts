@@ -10,6 +10,9 @@ import { timingSafeEqual } from "node:crypto";
 import { UsageError } from "../core/errors.js";
 import { BadRequest } from "./errors.js";
 
+/** Connections with no request in flight env serve keeps at most (the oldest idle ones are closed past it). */
+export const MAX_IDLE_CONNECTIONS = 256;
+
 /** The real path of `p`, or its absolute path when it does not exist (so a missing file is still judged by place). */
 function real(p: string): string {
   try {

@@ -14,7 +14,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { isT2sError } from "../core/errors.js";
-import { hasKey } from "./access.js";
+import { hasKey, MAX_IDLE_CONNECTIONS } from "./access.js";
 import { BadRequest } from "./errors.js";
 import type { EnvService } from "./service.js";
 
@@ -82,7 +82,7 @@ const ROUTES: Record<string, "GET" | "POST"> = {
 export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnvServer> {
   const { service } = opts;
   const limit = opts.maxBodyBytes ?? 32 * 1024 * 1024;
-  const maxIdle = opts.maxIdleConnections ?? 256;
+  const maxIdle = opts.maxIdleConnections ?? MAX_IDLE_CONNECTIONS;
   let inflight = 0;
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<[string, number]> => {
     const path = (req.url ?? "/").split("?")[0];

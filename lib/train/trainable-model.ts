@@ -76,15 +76,15 @@ export class ModelTrainable implements TrainableLM {
   private readonly params: NamedVariable[];
 
   /**
-   * `adapter`: the name of a trainable adapter attached to the model (createAdapter, or attachAdapter with
-   * trainable: true); null trains all weights (converted to variables here).
-   */
-  /**
-   * `recompute`: each decoder layer's activations are recomputed in the backward instead of kept
-   * (gradient checkpointing): the update holds one layer's activations at a time, for one more forward.
+   * Each decoder layer's activations are recomputed in the backward instead of kept (gradient
+   * checkpointing): the update holds one layer's activations at a time, for one more forward.
    */
   recompute: boolean;
 
+  /**
+   * `adapter`: the name of a trainable adapter attached to the model (createAdapter, or attachAdapter with
+   * trainable: true); null trains all weights (converted to variables here). `recompute`: see above.
+   */
   constructor(readonly model: CausalLM, readonly adapter: string | null, opts: { recompute?: boolean } = {}) {
     this.recompute = opts.recompute === true;
     ensureGradients();
