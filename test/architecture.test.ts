@@ -262,3 +262,10 @@ test("the Imports check fails on an import its paragraph does not state, and the
   const fixed = graph.slice(0, -1).map((e) => ({ from: e.from === gpu ? gpuInEngine : e.from, to: e.to === gpu ? gpuInEngine : e.to }));
   assert.deepEqual(backArrows([...all, gpuInEngine], fixed, runners, contract), []);
 });
+
+test("the chat message, its role and its tool call are declared once in lib/ (lib/core/messages.ts)", () => {
+  for (const name of ["ChatMessage", "ChatRole", "ToolCall"]) {
+    const homes = sourceFiles(LIB).filter((f) => new RegExp(`\\b(interface|type)\\s+${name}\\b(?!\\s*[,}])`).test(readFileSync(f, "utf8").replace(/import type \{[^}]*\}[^;]*;|export type \{[^}]*\}[^;]*;/g, "")));
+    assert.deepEqual(homes.map((f) => relative(ROOT, f)), ["lib/core/messages.ts"], `${name} declared in more than one place`);
+  }
+});

@@ -4,6 +4,7 @@ import { UsageError } from "../core/errors.js";
 import { intOption, numberOption, printJson } from "./options.js";
 import { SAMPLING_TEMPERATURE, TOP_P } from "../core/defaults.js";
 import { WEIGHTS_DTYPE_HELP, weightsDtypeOption, type WeightsDtype } from "../model/weights-dtype.js";
+import type { ChatMessage } from "../core/messages.js";
 
 interface ModelFlags {
   model: string;
@@ -82,7 +83,7 @@ export function registerModel(program: Command): void {
       const tok = model.requireTokenizer();
       let text = opts.prompt;
       if (!opts.raw && tok.hasChatTemplate) {
-        const messages = [...(opts.system ? [{ role: "system", content: opts.system }] : []), { role: "user", content: opts.prompt }];
+        const messages: ChatMessage[] = [...(opts.system ? [{ role: "system" as const, content: opts.system }] : []), { role: "user", content: opts.prompt }];
         text = renderChat(tok, messages);
       }
       const ids = tok.encode(text, { addSpecialTokens: opts.raw ?? !tok.hasChatTemplate });

@@ -1,10 +1,10 @@
 /** Messages to chat-template text, and a guided reply back to its tool call (lib/model/chat.ts). */
-import type { ChatMessageIn } from "./chat-types.js";
+import type { ChatMessage } from "./chat-types.js";
 import type { ChatTokenizer, TemplateMessage } from "./tokenizer.js";
 import type { ParsedToolCall } from "./toolcalls.js";
 
 /** Tool call arguments arrive as JSON text; templates expect objects, so parse what parses. */
-function templateMessages(messages: ChatMessageIn[]): TemplateMessage[] {
+function templateMessages(messages: ChatMessage[]): TemplateMessage[] {
   return messages.map((m) => {
     const out: TemplateMessage = { role: m.role, content: m.content ?? "" };
     if (m.tool_calls?.length) {
@@ -17,7 +17,8 @@ function templateMessages(messages: ChatMessageIn[]): TemplateMessage[] {
             // keep the text: templates print strings as they are
           }
         }
-        return { id: c.id, type: "function", function: { name: c.function.name, arguments: args } };
+        // an id the client left out stays out of the template
+        return { id: c.id || undefined, type: "function", function: { name: c.function.name, arguments: args } };
       });
     }
     if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
@@ -31,7 +32,7 @@ function templateMessages(messages: ChatMessageIn[]): TemplateMessage[] {
  * chat engine's prompts, the server's /tokenize, SFT examples and conversations, `t2s generate`). With
  * `addGenerationPrompt` the text ends where the assistant's reply starts.
  */
-export function renderChat(tok: ChatTokenizer, messages: ChatMessageIn[], opts: { tools?: unknown[]; addGenerationPrompt?: boolean; extra?: Record<string, unknown> } = {}): string {
+export function renderChat(tok: ChatTokenizer, messages: ChatMessage[], opts: { tools?: unknown[]; addGenerationPrompt?: boolean; extra?: Record<string, unknown> } = {}): string {
   return tok.applyChatTemplate(templateMessages(messages), opts);
 }
 

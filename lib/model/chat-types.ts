@@ -1,16 +1,11 @@
 /** The chat layer's request, result and hook types (lib/model/chat.ts runs them). */
+import type { ChatMessage } from "../core/messages.js";
 import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js";
 import type { Guide } from "./guided.js";
 import type { CausalLM } from "./model.js";
 import type { ParsedToolCall } from "./toolcalls.js";
 
-export interface ChatMessageIn {
-  role: string;
-  content: string | null;
-  tool_calls?: { id?: string; type?: string; function: { name: string; arguments: string | Record<string, unknown> } }[];
-  tool_call_id?: string;
-  name?: string;
-}
+export type { ChatMessage, ChatRole, ToolCall } from "../core/messages.js";
 
 /**
  * Whether and which tool the reply must call: "auto" (default with tools: the model decides, calls are
@@ -33,7 +28,7 @@ export interface SamplingRequest extends SamplingSettings {
 /** A chat request in the engine's terms (the HTTP layer maps OpenAI/vLLM bodies onto it). */
 export interface ChatRequest extends SamplingRequest {
   model: string;
-  messages: ChatMessageIn[];
+  messages: ChatMessage[];
   tools?: unknown[];
   toolChoice?: ToolChoice;
   /** Let the tokenizer add its special tokens (a BOS) to the rendered prompt (vLLM's add_special_tokens; default false: the template writes them). */

@@ -15,7 +15,7 @@ import { GUIDED_CALL_PREFILL, parseForcedToolCalls, parseToolCalls, TOOL_CALL_CL
 import type { ChatChoice, ChatEngineOptions, ChatHooks, ChatRequest, ChatResult, IdsResult, PromptPart, SamplingRequest } from "./chat-types.js";
 import { guidedCall, renderChat } from "./chat-prompt.js";
 
-export type { ChatChoice, ChatEngineOptions, ChatHooks, ChatMessageIn, ChatRequest, ChatResult, IdsResult, PromptPart, SamplingRequest, ToolChoice } from "./chat-types.js";
+export type { ChatChoice, ChatEngineOptions, ChatHooks, ChatMessage, ChatRequest, ToolCall, ChatResult, IdsResult, PromptPart, SamplingRequest, ToolChoice } from "./chat-types.js";
 export { renderChat } from "./chat-prompt.js";
 
 /** Rendered prompts kept (a GRPO step has prompts_per_step distinct ones, an eval a few hundred). */

@@ -4,24 +4,9 @@
  * episodes never know which one they talk to.
  */
 
-/** A tool call as the OpenAI protocol carries it; `arguments` is the raw JSON text the model wrote. */
-export interface ToolCall {
-  id: string;
-  type: "function";
-  function: { name: string; arguments: string };
-}
-
-export type ChatRole = "system" | "user" | "assistant" | "tool";
-
-export interface ChatMessage {
-  role: ChatRole;
-  content: string | null;
-  /** Assistant turns that called tools natively. */
-  tool_calls?: ToolCall[];
-  /** Tool results answer the call with this id. */
-  tool_call_id?: string;
-  name?: string;
-}
+/** The message types are the kit's one chat message (lib/core/messages.ts). */
+import type { ChatMessage, ToolCall } from "../core/messages.js";
+export type { ChatMessage, ChatRole, ToolCall } from "../core/messages.js";
 
 /** An OpenAI-style function tool definition. */
 export interface ToolSpec {

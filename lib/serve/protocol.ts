@@ -2,6 +2,7 @@
  * The OpenAI chat-completions wire format: validating a request body (every problem is a 400 naming the
  * field) and shaping responses, stream chunks and errors.
  */
+import type { ChatMessage, ToolCall } from "../core/messages.js";
 import type { ChatRequest, ChatResult, ToolChoice } from "../model/chat.js";
 import { openAiToolCalls } from "../model/toolcalls.js";
 import { bad, optNumber, parseSampling, refuseUnsupported, RequestError, SAMPLING_KEYS, type StreamOptions } from "./params.js";
@@ -49,8 +50,18 @@ export function parseMessages(body: Record<string, unknown>): ChatRequest["messa
     if (content !== null && content !== undefined && typeof content !== "string") throw bad(`messages[${i}].content`, `messages[${i}].content must be a string`);
     if ((content === null || content === undefined) && !(msg.role === "assistant" && Array.isArray(msg.tool_calls))) throw bad(`messages[${i}].content`, `messages[${i}].content is required`);
     if (msg.tool_calls !== undefined && !Array.isArray(msg.tool_calls)) throw bad(`messages[${i}].tool_calls`, "tool_calls must be an array");
-    return { role: msg.role === "developer" ? "system" : msg.role, content: (content as string | null | undefined) ?? null, tool_calls: msg.tool_calls as ChatRequest["messages"][number]["tool_calls"], tool_call_id: typeof msg.tool_call_id === "string" ? msg.tool_call_id : undefined, name: typeof msg.name === "string" ? msg.name : undefined };
+    const role = (msg.role === "developer" ? "system" : msg.role) as ChatMessage["role"];
+    const toolCalls = msg.tool_calls === undefined ? undefined : (msg.tool_calls as unknown[]).map((c, j) => wireToolCall(c, `messages[${i}].tool_calls[${j}]`));
+    return { role, content: (content as string | null | undefined) ?? null, tool_calls: toolCalls, tool_call_id: typeof msg.tool_call_id === "string" ? msg.tool_call_id : undefined, name: typeof msg.name === "string" ? msg.name : undefined };
   });
+}
+
+/** One tool call of a request's history: clients send arguments as JSON text or as an object, ids optional. */
+function wireToolCall(raw: unknown, where: string): ToolCall {
+  const c = raw as { id?: unknown; function?: { name?: unknown; arguments?: unknown } } | null;
+  if (!c || typeof c !== "object" || !c.function || typeof c.function.name !== "string") throw bad(where, `${where} must be {"function": {"name": ..., "arguments": ...}}`);
+  const args = c.function.arguments;
+  return { id: typeof c.id === "string" ? c.id : "", type: "function", function: { name: c.function.name, arguments: typeof args === "string" ? args : JSON.stringify(args ?? {}) } };
 }
 
 function parseToolChoice(v: unknown, tools: unknown[] | undefined): ToolChoice | undefined {

@@ -15,6 +15,7 @@
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Task } from "./types.js";
+import type { ChatMessage } from "../core/messages.js";
 
 /** The tool name verl's agent loop looks up in tools_kwargs; the kit's SQL tool (lib/episode/tools.ts). */
 const SQL_TOOL = "execute_sql_query";
@@ -25,11 +26,6 @@ export const EXPORT_FORMATS: ExportFormat[] = ["verl", "trl"];
 /** verl's registered name of its multi-turn tool loop (verl/experimental/agent_loop/tool_agent_loop.py). */
 export const VERL_TOOL_AGENT = "tool_agent";
 
-export interface ChatMessageLike {
-  role: string;
-  content: string | null;
-}
-
 /** The episode an export is for: tool style carries the tool schemas sent with the prompt. */
 export interface ExportEpisode {
   style: "single" | "tool";
@@ -37,7 +33,7 @@ export interface ExportEpisode {
 }
 
 /** One exported record for a task in a format; `messages` is the prompt the policy would see. */
-export function exportRecord(task: Task, format: ExportFormat, messages: ChatMessageLike[], index: number, episode: ExportEpisode = { style: "single" }): Record<string, unknown> {
+export function exportRecord(task: Task, format: ExportFormat, messages: ChatMessage[], index: number, episode: ExportEpisode = { style: "single" }): Record<string, unknown> {
   const tool = episode.style === "tool";
   const toolInfo = tool ? { episode_style: "tool", tools: episode.tools ?? [] } : {};
   const info = {
@@ -69,7 +65,7 @@ export function exportTasks(
   tasks: Task[],
   format: ExportFormat,
   outDir: string,
-  messagesFor: (task: Task) => ChatMessageLike[],
+  messagesFor: (task: Task) => ChatMessage[],
   episode: ExportEpisode = { style: "single" },
 ): { files: Record<string, string>; counts: Record<string, number> } {
   const dir = join(outDir, format);

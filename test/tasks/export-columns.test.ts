@@ -3,9 +3,10 @@ import assert from "node:assert/strict";
 import { SQL_TOOL_NAME } from "../../lib/episode/tools.js";
 import { exportRecord } from "../../lib/tasks/export.js";
 import type { Task } from "../../lib/tasks/types.js";
+import type { ChatMessage } from "../../lib/core/messages.js";
 
 const task: Task = { id: "t1", db_id: "shop", db_path: "/data/shop.sqlite", question: "How many?", gold_sql: "SELECT 1", difficulty: "easy", archetype: "count", style: "terse", split: "train", source: "test" };
-const messages = [{ role: "user", content: "How many?" }];
+const messages: ChatMessage[] = [{ role: "user", content: "How many?" }];
 
 test("the trl export carries the columns integrations/python trl_reward reads", () => {
   const r = exportRecord(task, "trl", messages, 0) as Record<string, unknown>;
