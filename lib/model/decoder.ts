@@ -7,6 +7,7 @@ import { tf } from "../backend/tf.js";
 import type { ModelConfig } from "./config.js";
 import { matMulWeightT, prefersPlainMatMul } from "./layout.js";
 import { rotaryTables } from "./rope.js";
+import { packFlat, recomputedInBackward, unpackFlat } from "./recompute.js";
 import { dense, gatherRows, weightShape, type WeightMatrix } from "./packed.js";
 import { attendChunk, attendOneRow, attendWithShared, attentionBias, type SharedPrefix } from "./attention.js";
 
@@ -166,43 +167,6 @@ function trainableTensors(l: LayerWeights, adapter: string | null): tf.Variable[
 }
 
 /**
- * f(x) whose backward recomputes f instead of keeping its activations: the tape holds x alone, and the
- * gradients of x and `params` come from running f again under a tape of its own. (tfjs runs a custom
- * gradient's forward without recording it; the inner tape replaces the engine's active one while it
- * runs, so the outer tape is put back afterwards.)
- */
-function recomputedInBackward(f: (x: tf.Tensor, k: LayerConstants) => tf.Tensor, x: tf.Tensor, k: LayerConstants, params: tf.Variable[]): tf.Tensor {
-  // the step's constants are saved with x: the step's scope frees its own before the backward runs
-  const names = (Object.keys(k) as (keyof LayerConstants)[]).filter((n) => k[n] !== null);
-  const rebuild = (ts: tf.Tensor[]): LayerConstants => {
-    const out: LayerConstants = { cosT: ts[0], sinT: ts[0], rot: ts[0] as tf.Tensor2D, bias: null, keyMask: null };
-    names.forEach((n, i) => ((out as unknown as Record<string, tf.Tensor>)[n] = ts[i]));
-    return out;
-  };
-  const run = tf.customGrad((...args: unknown[]) => {
-    const save = args.pop() as (ts: tf.Tensor[]) => void;
-    const input = args[0] as tf.Tensor;
-    save([input, ...names.map((n) => k[n] as tf.Tensor)]);
-    const value = tf.tidy(() => f(input, k));
-    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const k2 = rebuild(saved.slice(1));
-      const engine = tf.engine() as unknown as { state: { activeTape: unknown } } & { gradients: (f: () => tf.Tensor, xs: tf.Tensor[], dy: tf.Tensor, allowNoGradients: boolean) => { value: tf.Tensor; grads: (tf.Tensor | undefined)[] } };
-      const outer = engine.state.activeTape;
-      try {
-        const xs = [saved[0], ...params];
-        const r = engine.gradients(() => f(saved[0], k2), xs, dy, true);
-        r.value.dispose();
-        return xs.map((t, i) => r.grads[i] ?? tf.zerosLike(t));
-      } finally {
-        engine.state.activeTape = outer;
-      }
-    };
-    return { value, gradFunc };
-  });
-  return (run as unknown as (...ts: tf.Tensor[]) => tf.Tensor)(x, ...params);
-}
-
-/**
  * Runs the decoder on one step of new tokens after `cache` (none for a fresh batch). Returns the logits
  * ([B, T, V], or [B, V] of the last position when `lastOnly`; the hidden states [B, T, D] instead with
  * `hiddenOnly`) and the grown cache. The caller owns both
@@ -214,7 +178,7 @@ export function decoderStep(
   invFreq: Float32Array,
   input: StepInput,
   cache: KvCache | null,
-  opts: { lastOnly?: boolean; adapter?: string | null; chunkScores?: number; hiddenOnly?: boolean; recompute?: boolean } = {},
+  opts: { lastOnly?: boolean; adapter?: string | null; chunkScores?: number; hiddenOnly?: boolean; recompute?: boolean; cacheOut?: boolean } = {},
 ): { logits: tf.Tensor; cache: KvCache } {
   const B = input.ids.length;
   const T = input.ids[0].length;
@@ -244,12 +208,13 @@ export function decoderStep(
   const seen = S + (shared ? shared.length : 0);
   const chunk = Math.max(1, Math.min(T, Math.floor((opts.chunkScores ?? CHUNK_SCORES) / Math.max(1, B * H * seen))));
   const plain = prefersPlainMatMul();
-  // recompute: only each layer's input outlives the forward; the backward runs the layer again (no cache
-  // comes in or goes out then, which is how the trainer calls it)
-  const recompute = opts.recompute === true && !cache;
+  // recompute: only each layer's input and the past keys/values it reads outlive the forward; the backward
+  // runs the layer again. The new keys/values come out only with `cacheOut` (the trainer's shared prompt
+  // prefix); a serving cache with a shared part is never trained through.
+  const recompute = opts.recompute === true && !shared;
   const constants: LayerConstants = { cosT, sinT, rot, bias, keyMask };
   w.layers.forEach((l, i) => {
-    const layer = (x: tf.Tensor, consts: LayerConstants) => {
+    const layer = (x: tf.Tensor, consts: LayerConstants, pastK: tf.Tensor4D | null, pastV: tf.Tensor4D | null) => {
       const { cosT, sinT, rot, bias, keyMask } = consts;
       const h = rmsNorm(x, l.inputNorm, c.rmsNormEps);
       let q = tf.reshape(linear(h, l.q, adapter), [B, T, H, hd]);
@@ -264,9 +229,9 @@ export function decoderStep(
       if (!keyMask) q = tf.transpose(q, [0, 2, 1, 3]);
       let kk = tf.transpose(rotate(k, cosT, sinT, rot), [0, 2, 1, 3]) as tf.Tensor4D;
       let vv = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
-      if (cache && ownPast) {
-        kk = tf.concat([cache.keys[i], kk], 2);
-        vv = tf.concat([cache.values[i], vv], 2);
+      if (pastK && pastV) {
+        kk = tf.concat([pastK, kk], 2);
+        vv = tf.concat([pastV, vv], 2);
       }
       // keys laid out [B, KV, hd, S] where a transposed matmul is slow (see layout.ts)
       const kT = plain && !keyMask ? tf.transpose(kk, [0, 1, 3, 2]) : null;
@@ -298,12 +263,25 @@ export function decoderStep(
       y = tf.add(y, linear(act, l.down, adapter));
       return { y, kk, vv };
     };
+    const pastK = ownPast ? cache!.keys[i] : null;
+    const pastV = ownPast ? cache!.values[i] : null;
     if (recompute) {
-      x = recomputedInBackward((input, k) => layer(input, k).y, x, constants, trainableTensors(l, adapter));
+      const inputs = pastK && pastV ? [x, pastK, pastV] : [x];
+      const run = (ins: tf.Tensor[], k: LayerConstants) => layer(ins[0], k, (ins[1] as tf.Tensor4D) ?? null, (ins[2] as tf.Tensor4D) ?? null);
+      const params = trainableTensors(l, adapter);
+      if (!opts.cacheOut) {
+        x = recomputedInBackward((ins, k) => run(ins, k).y, inputs, constants, params);
+        return;
+      }
+      const kvShape = [B, KV, S, hd];
+      const [y, kk, vv] = unpackFlat(recomputedInBackward((ins, k) => { const o = run(ins, k); return packFlat([o.y, o.kk, o.vv]); }, inputs, constants, params), [[B, T, c.hiddenSize], kvShape, kvShape]);
+      x = y;
+      keys.push(kk as tf.Tensor4D);
+      values.push(vv as tf.Tensor4D);
       return;
     }
     // each layer in its own scope: only the residual stream and the new keys/values outlive it
-    const out = tf.tidy(() => layer(x, constants));
+    const out = tf.tidy(() => layer(x, constants, pastK, pastV));
     x = out.y;
     keys.push(out.kk);
     values.push(out.vv);

@@ -23,6 +23,8 @@ export interface PlanInput {
   microBatchRows: number;
   rowTokens: number;
   scoredTokens: number;
+  /** Tokens of the largest row group a micro-batch runs in one piece (activations stay under max_tensor_elements); absent: the whole micro-batch. */
+  groupTokens?: number;
   /** The sampler's cache (GRPO): sequences decoded together and tokens per sequence. */
   sampler: { slots: number; maxLength: number } | null;
   /** beta > 0: a reference forward per micro-batch (no tape). */
@@ -75,17 +77,20 @@ function updateBytes(i: PlanInput, recompute: boolean): { lines: PlanLine[]; tot
   const c = i.config;
   const tokens = i.microBatchRows * i.rowTokens;
   const perLayer = tokens * activationFloats(c) * F32;
+  // a recomputed layer runs again for one row group at a time
+  const groupTokens = Math.min(tokens, i.groupTokens ?? tokens);
+  const perGroupLayer = groupTokens * activationFloats(c) * F32;
   const widened = i.packed ? layerMatrixValues(c) * F32 : 0;
   const lines: PlanLine[] = [];
   if (recompute) {
     lines.push({ what: "layer inputs kept", bytes: tokens * c.hiddenSize * F32 * c.numLayers, note: `${tokens} tokens x ${c.numLayers} layers` });
-    lines.push({ what: "one layer recomputed", bytes: perLayer + widened, note: i.packed ? "activations + its float32 weights" : "activations" });
+    lines.push({ what: "one layer recomputed", bytes: perGroupLayer + widened, note: `${groupTokens < tokens ? `${groupTokens} tokens' ` : ""}activations${i.packed ? " + its float32 weights" : ""}` });
   } else {
     lines.push({ what: "activations", bytes: perLayer * c.numLayers, note: `${tokens} tokens x ${c.numLayers} layers` });
     if (widened) lines.push({ what: "widened weights on the tape", bytes: widened * c.numLayers, note: "16-bit matrices widened per use, kept for the backward" });
   }
   lines.push({ what: "logits", bytes: i.microBatchRows * i.scoredTokens * c.vocabSize * F32 * 3, note: `${i.microBatchRows} rows x ${i.scoredTokens} scored x vocab ${c.vocabSize}, forward and backward` });
-  if (i.reference) lines.push({ what: "reference forward", bytes: perLayer + widened, note: "beta > 0, no tape" });
+  if (i.reference) lines.push({ what: "reference forward", bytes: perGroupLayer + widened, note: "beta > 0, no tape" });
   return { lines, total: lines.reduce((s, l) => s + l.bytes, 0) };
 }
 

@@ -53,15 +53,16 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
     scored = rowTokens;
     rows = Math.min(cfg.batch_size, cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * c.vocabSize))));
   }
-  // no activation of a micro-batch may pass max_tensor_elements either (WebGPU binds at most 2 GiB): the
-  // MLP's [tokens, intermediate] tensors are the widest (a 7B model at 64 rows x 640 tokens makes 3 GB ones)
+  // no activation may pass max_tensor_elements either (WebGPU binds at most 2 GiB): the MLP's [tokens,
+  // intermediate] tensors are the widest, so a micro-batch runs its rows in groups under that (the trainer
+  // does it; a 7B model's would reach 3 GB at 64 rows x 640 tokens in one piece)
   const widest = Math.max(c.intermediateSize, (c.numHeads + 2 * c.numKvHeads) * c.headDim, c.hiddenSize);
-  rows = Math.max(1, Math.min(rows, Math.floor(cfg.max_tensor_elements / (rowTokens * widest))));
+  const groupTokens = Math.max(rowTokens, Math.floor(cfg.max_tensor_elements / widest));
   const info = model.loadInfo;
   const weightBytes = info?.weightBytes ?? model.tensors().reduce((s, t) => s + t.size * 4, 0);
   const input: PlanInput = {
     config: c, weightBytes, packed: (info?.packedBytes ?? 0) > 0, trainable, fullWeights: cfg.adapter === null,
-    microBatchRows: rows, rowTokens, scoredTokens: scored, sampler, reference: cfg.mode === "grpo" && cfg.beta > 0, gradientCheckpointing: cfg.gradient_checkpointing,
+    microBatchRows: rows, rowTokens, groupTokens, scoredTokens: scored, sampler, reference: cfg.mode === "grpo" && cfg.beta > 0, gradientCheckpointing: cfg.gradient_checkpointing,
   };
   // the device's memory matters on a GPU; the CPU backends use the host's, which the plan does not check
   const limit = model.backend === "webgpu" ? deviceMemoryBytes() : null;

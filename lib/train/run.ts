@@ -231,6 +231,7 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
   }
   assertPlanFits(planned.plan, planned.input);
   lm.recompute = planned.plan.recompute;
+  lm.maxActivationElements = cfg.max_tensor_elements;
   const common = {
     lr: cfg.lr, schedule: cfg.schedule, warmupSteps: cfg.warmup_steps, minLrRatio: cfg.min_lr_ratio, weightDecay: cfg.weight_decay, maxGradNorm: cfg.max_grad_norm,
     outDir: cfg.output_dir, checkpointEvery: cfg.checkpoint_every, keepCheckpoints: cfg.keep_checkpoints, onStep: hooks.onStep, onWarning: hooks.onWarning, checkpointFiles: () => lm.checkpointFiles(), maxSeconds: hooks.maxSeconds,

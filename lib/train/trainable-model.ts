@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
+import { MAX_TENSOR_ELEMENTS } from "../core/defaults.js";
 import { configToJson } from "../model/config.js";
 import { decoderStep, type KvCache, type LayerWeights, type Linear } from "../model/decoder.js";
 import { matMulWeightT } from "../model/layout.js";
@@ -82,11 +83,20 @@ export class ModelTrainable implements TrainableLM {
   recompute: boolean;
 
   /**
-   * `adapter`: the name of a trainable adapter attached to the model (createAdapter, or attachAdapter with
-   * trainable: true); null trains all weights (converted to variables here). `recompute`: see above.
+   * The most values one activation of the decoder may hold (WebGPU binds at most 2 GiB): a micro-batch
+   * whose [tokens, intermediate] MLP tensors would pass it runs its rows in groups that do not, under one
+   * tape. The trainer sets it from max_tensor_elements.
    */
-  constructor(readonly model: CausalLM, readonly adapter: string | null, opts: { recompute?: boolean } = {}) {
+  maxActivationElements: number;
+
+  /**
+   * `adapter`: the name of a trainable adapter attached to the model (createAdapter, or attachAdapter with
+   * trainable: true); null trains all weights (converted to variables here). `recompute` and
+   * `maxActivationElements`: see above.
+   */
+  constructor(readonly model: CausalLM, readonly adapter: string | null, opts: { recompute?: boolean; maxActivationElements?: number } = {}) {
     this.recompute = opts.recompute === true;
+    this.maxActivationElements = opts.maxActivationElements ?? MAX_TENSOR_ELEMENTS;
     ensureGradients();
     this.vocabSize = model.config.vocabSize;
     this.hasReference = adapter !== null;
@@ -112,25 +122,28 @@ export class ModelTrainable implements TrainableLM {
     const plain = (rows: number[][], start: number) => ({ ids: rows, positions: rows.map((r) => Array.from({ length: r.length }, (_, i) => start + i)), valid: rows.map((r) => new Array<boolean>(r.length).fill(true)) });
     // the rows' common prompt prefix (system prompt + schema) is run once and its keys/values broadcast to
     // every row; only positions from `from` on are scored, so the prefix may reach up to there
-    // (a recomputed layer takes no cache, so the prefix is not shared then)
     const recompute = this.recompute;
-    const shared = B > 1 && !recompute ? Math.min(commonPrefix(ids), from) : 0;
-    if (from === 0 && shared < MIN_SHARED_PREFIX) return tf.tidy(() => decoderStep(m.config, m.weights, m.invFreq, plain(ids, 0), null, { adapter, recompute }).logits) as tf.Tensor3D;
+    const common = B > 1 ? Math.min(commonPrefix(ids), from) : 0;
+    const start = common >= MIN_SHARED_PREFIX ? common : 0;
+    const c = m.config;
+    const widest = Math.max(c.intermediateSize, (c.numHeads + 2 * c.numKvHeads) * c.headDim, c.hiddenSize);
+    const group = Math.max(1, Math.floor(this.maxActivationElements / ((T - start) * widest)));
+    if (from === 0 && start === 0 && B <= group) return tf.tidy(() => decoderStep(c, m.weights, m.invFreq, plain(ids, 0), null, { adapter, recompute }).logits) as tf.Tensor3D;
     // the decoder gives the final hidden states; only positions from.. are projected onto the vocabulary
-    const D = m.config.hiddenSize;
+    const D = c.hiddenSize;
     return tf.tidy(() => {
-      let hidden: tf.Tensor;
-      let start = 0;
-      if (shared >= MIN_SHARED_PREFIX) {
-        const pre = decoderStep(m.config, m.weights, m.invFreq, plain([ids[0].slice(0, shared)], 0), null, { adapter, lastOnly: true, hiddenOnly: true });
-        const grow = <R extends tf.Tensor4D>(t: R) => tf.broadcastTo(t, [B, t.shape[1], t.shape[2], t.shape[3]]) as R;
-        const cache: KvCache = { keys: pre.cache.keys.map(grow), values: pre.cache.values.map(grow), valid: ids.map(() => new Array<boolean>(shared).fill(true)) };
-        hidden = decoderStep(m.config, m.weights, m.invFreq, plain(ids.map((r) => r.slice(shared)), shared), cache, { adapter, hiddenOnly: true }).logits;
-        start = shared;
-      } else hidden = decoderStep(m.config, m.weights, m.invFreq, plain(ids, 0), null, { adapter, hiddenOnly: true, recompute }).logits;
+      const pre = start ? decoderStep(c, m.weights, m.invFreq, plain([ids[0].slice(0, start)], 0), null, { adapter, lastOnly: true, hiddenOnly: true, recompute, cacheOut: true }) : null;
+      const parts: tf.Tensor[] = [];
+      for (let r0 = 0; r0 < B; r0 += group) {
+        const rows = ids.slice(r0, r0 + group);
+        const grow = <R extends tf.Tensor4D>(t: R) => tf.broadcastTo(t, [rows.length, t.shape[1], t.shape[2], t.shape[3]]) as R;
+        const cache: KvCache | null = pre ? { keys: pre.cache.keys.map(grow), values: pre.cache.values.map(grow), valid: rows.map(() => new Array<boolean>(start).fill(true)) } : null;
+        parts.push(decoderStep(c, m.weights, m.invFreq, plain(rows.map((r) => r.slice(start)), start), cache, { adapter, hiddenOnly: true, recompute }).logits);
+      }
+      const hidden = parts.length === 1 ? parts[0] : tf.concat(parts, 0);
       const kept = tf.reshape(tf.slice(hidden, [0, from - start, 0], [B, T - from, D]), [B * (T - from), D]) as tf.Tensor2D;
       const head = m.weights.lmHead ?? m.weights.embed;
-      return tf.reshape(matMulWeightT(kept, dense(head)), [B, T - from, m.config.vocabSize]);
+      return tf.reshape(matMulWeightT(kept, dense(head)), [B, T - from, c.vocabSize]);
     }) as tf.Tensor3D;
   }
 

@@ -77,7 +77,8 @@ grpo() { # shape, GB the plan targets, steps: LoRA r16 on the 7 projections, 32 
   "sampling": { "temperature": 1.0, "max_tokens": 128, "max_batch": 256 }, "reward_preset": "binary", "seed": 1,
   "output_dir": "/tmp/grpo-$s" }
 JSON
-  T2S_GPU_MEMORY_GB="$gb" run "grpo $s plan ${gb}GB" t2s train grpo --config "/tmp/grpo-$s.json" --plan --backend webgpu
+  # the run prints its plan too; PLAN=1 also prints it alone first (a model load more)
+  [ "${PLAN:-0}" = 1 ] && T2S_GPU_MEMORY_GB="$gb" run "grpo $s plan ${gb}GB" t2s train grpo --config "/tmp/grpo-$s.json" --plan --backend webgpu
   T2S_GPU_MEMORY_GB="$gb" run "grpo $s ${gb}GB" t2s train grpo --config "/tmp/grpo-$s.json" --backend webgpu ${MAXS:+--max-seconds $MAXS} $( [ -d "/tmp/grpo-$s" ] && ls /tmp/grpo-$s | grep -q step- && echo --resume )
   [ -f "/tmp/grpo-$s/train_log.jsonl" ] && python3 - "$s" >> "$OUT/summary.jsonl" <<'PY'
 import json, sys
@@ -85,7 +86,7 @@ s = sys.argv[1]
 for l in open(f"/tmp/grpo-{s}/train_log.jsonl"):
     r = json.loads(l)
     if "step" in r and "step_time_s" in r:
-        print(json.dumps({"what": f"grpo step {s}", **{k: r.get(k) for k in ("step", "step_time_s", "sample_time_s", "update_time_s", "micro_batches", "completion_length_mean")}}))
+        print(json.dumps({"what": f"grpo step {s}", **{k: r.get(k) for k in ("step", "step_time_s", "sample_time_s", "train_time_s", "micro_batches", "tokens_per_s", "completion_length_mean")}}))
 PY
 }
 
