@@ -162,11 +162,12 @@ export function usePoolSizeClasses(): void {
 
 /**
  * Trims the WebGPU backend's pool of freed buffers after a training step (see above): sizes the step
- * did not ask for are destroyed, the rest kept up to T2S_GPU_POOL_MB. No-op on other backends.
+ * did not ask for are destroyed, the rest kept up to `budgetBytes` (default T2S_GPU_POOL_MB; a memory plan
+ * passes less, and 0 empties the pool). No-op on other backends.
  */
-export function trimGpuBufferPool(): void {
+export function trimGpuBufferPool(budgetBytes: number = poolBudgetBytes()): void {
   if (tf.getBackend() !== "webgpu") return;
   const pool = (tf.backend() as unknown as { bufferManager?: BufferPoolLike }).bufferManager;
   if (!pool?.freeBuffers) return;
-  trimPool(pool, poolBudgetBytes());
+  trimPool(pool, budgetBytes);
 }

@@ -43,6 +43,8 @@ export interface RunOptions {
   checkpointFiles?: () => SaveOptions;
   /** Wall-clock budget in seconds: the step running when it passes is finished and checkpointed, then training stops. */
   maxSeconds?: number;
+  /** Bytes of freed buffers the WebGPU pool may keep between micro-batches and steps (default T2S_GPU_POOL_MB; the memory plan passes its room). */
+  poolBudgetBytes?: number;
 }
 
 export class TrainerCore {
@@ -83,7 +85,7 @@ export class TrainerCore {
         acc.add(new Map(this.params.map((p) => [p.name, grads[p.variable.name] ?? tf.zerosLike(p.variable)])));
         // micro-batches of one step differ in shape too: a step of many long micro-batches (multi-turn GRPO
         // rows) would otherwise pool every one's activations at once and run the device out of memory
-        if (i < microBatches - 1) trimGpuBufferPool();
+        if (i < microBatches - 1) trimGpuBufferPool(this.run.poolBudgetBytes);
       }
       const gradNorm = await globalGradNorm(acc.grads);
       if (!Number.isFinite(gradNorm)) throw new T2sError("non_finite", `gradient norm is ${gradNorm} at step ${this.step}; lower the learning rate or check the rewards`);
@@ -93,7 +95,7 @@ export class TrainerCore {
     } finally {
       acc.dispose();
       // micro-batches change shape every step; WebGPU's pool would keep every freed size (see lib/backend/gpu-pool.ts)
-      trimGpuBufferPool();
+      trimGpuBufferPool(this.run.poolBudgetBytes);
     }
   }
 

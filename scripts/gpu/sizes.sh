@@ -18,8 +18,9 @@ log() { echo "$*" | tee -a "$OUT/log.txt"; }
 note() { echo "$1" >> "$OUT/summary.jsonl"; }
 
 # device memory in use, sampled every 200 ms while a command runs; the peak is noted
-mon_start() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > /tmp/mem.log 2>/dev/null & MON=$!; }
-mon_stop() { kill "$MON" 2>/dev/null; wait "$MON" 2>/dev/null; sort -n /tmp/mem.log | tail -1; }
+# (the series, with timestamps, is kept as $OUT/mem-N.csv, N the measurement's line in summary.jsonl)
+mon_start() { nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 200 > /tmp/mem.log 2>/dev/null & MON=$!; }
+mon_stop() { kill "$MON" 2>/dev/null; wait "$MON" 2>/dev/null; cp /tmp/mem.log "$OUT/mem-$(( $(cat "$OUT/summary.jsonl" 2>/dev/null | wc -l) + 1 )).csv"; cut -d, -f2 /tmp/mem.log | sort -n | tail -1 | tr -d ' '; }
 
 run() { # label, command...: runs it with the memory monitor, notes seconds and peak MiB
   local label="$1"; shift
@@ -79,7 +80,7 @@ grpo() { # shape, GB the plan targets, steps: LoRA r16 on the 7 projections, 32 
 JSON
   # the run prints its plan too; PLAN=1 also prints it alone first (a model load more)
   [ "${PLAN:-0}" = 1 ] && T2S_GPU_MEMORY_GB="$gb" run "grpo $s plan ${gb}GB" t2s train grpo --config "/tmp/grpo-$s.json" --plan --backend webgpu
-  T2S_GPU_MEMORY_GB="$gb" run "grpo $s ${gb}GB" t2s train grpo --config "/tmp/grpo-$s.json" --backend webgpu ${MAXS:+--max-seconds $MAXS} $( [ -d "/tmp/grpo-$s" ] && ls /tmp/grpo-$s | grep -q step- && echo --resume )
+  T2S_GPU_MEMORY_GB="$gb" run "grpo $s ${gb}GB" t2s train grpo --config "/tmp/grpo-$s.json" --backend webgpu ${MAXS:+--max-seconds $MAXS} $( [ -d "/tmp/grpo-$s" ] && ls -R /tmp/grpo-$s | grep -q step- && echo --resume )
   [ -f "/tmp/grpo-$s/train_log.jsonl" ] && python3 - "$s" >> "$OUT/summary.jsonl" <<'PY'
 import json, sys
 s = sys.argv[1]
