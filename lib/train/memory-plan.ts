@@ -150,3 +150,12 @@ export function assertPlanFits(p: MemoryPlan, i: PlanInput): void {
   ].filter(Boolean);
   throw new T2sError("memory_plan", `the run needs about ${gb(p.peak)} of device memory but the device has ${gb(p.limit)}; lower ${hints.join(", ")} (t2s train --plan prints the plan)`);
 }
+
+/**
+ * What the WebGPU pool may keep of freed buffers between micro-batches and steps: `budget` (T2S_GPU_POOL_MB),
+ * but no more than the room the plan leaves on the device (the pool's 24 GB default kept the sampler's
+ * freed KV cache through a 7B update and took the peak from 77 to 88 GB).
+ */
+export function poolRoom(p: MemoryPlan, budget: number): number {
+  return p.limit === null ? budget : Math.min(budget, Math.max(0, p.limit - p.peak));
+}

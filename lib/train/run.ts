@@ -16,7 +16,7 @@ import { renderChat } from "../model/chat.js";
 import { assertTokenizerFile, describeLoad, loadModel } from "../model/load.js";
 import { freeIdleRunners } from "../model/engine/runners.js";
 import { poolBudgetBytes, trimGpuBufferPool } from "../backend/gpu-pool.js";
-import { assertPlanFits, formatPlan, type MemoryPlan } from "./memory-plan.js";
+import { assertPlanFits, formatPlan, poolRoom } from "./memory-plan.js";
 import { planRun } from "./run-plan.js";
 import { attachAdapter, createAdapter } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
@@ -235,7 +235,7 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
   const common = {
     lr: cfg.lr, schedule: cfg.schedule, warmupSteps: cfg.warmup_steps, minLrRatio: cfg.min_lr_ratio, weightDecay: cfg.weight_decay, maxGradNorm: cfg.max_grad_norm,
     outDir: cfg.output_dir, checkpointEvery: cfg.checkpoint_every, keepCheckpoints: cfg.keep_checkpoints, onStep: hooks.onStep, onWarning: hooks.onWarning, checkpointFiles: () => lm.checkpointFiles(), maxSeconds: hooks.maxSeconds,
-    poolBudgetBytes: poolRoom(planned.plan),
+    poolBudgetBytes: poolRoom(planned.plan, poolBudgetBytes()),
     maxTensorElements: cfg.max_tensor_elements, maxMicroBatchRows: planned.microBatchRows, seed: cfg.seed,
   };
   let executor: ExecutorPool | null = null;
@@ -315,14 +315,4 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
     lm.dispose();
     model.dispose();
   }
-}
-
-/**
- * What the WebGPU pool may keep of freed buffers between micro-batches and steps: T2S_GPU_POOL_MB, but no
- * more than the room the memory plan leaves on the device (the pool's 24 GB default kept the sampler's
- * freed KV cache through a 7B update and took the peak past the plan).
- */
-function poolRoom(p: MemoryPlan): number {
-  const budget = poolBudgetBytes();
-  return p.limit === null ? budget : Math.min(budget, Math.max(0, p.limit - p.peak));
 }

@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
-import { assertPlanFits, formatPlan, planMemory, type PlanInput } from "../../lib/train/memory-plan.js";
+import { assertPlanFits, formatPlan, planMemory, poolRoom, type PlanInput } from "../../lib/train/memory-plan.js";
 import { isT2sError } from "../../lib/core/errors.js";
 import { MODEL_SHAPES } from "../../lib/model/shapes.js";
 
@@ -73,4 +73,15 @@ test("t2s train --plan prints the plan and writes nothing", () => {
   assert.match(r.stdout, /sampler KV cache .* 8 sequences x \d+ tokens/);
   assert.match(r.stdout, /peak/);
   assert.equal(existsSync(join(dir, "out")), false, "--plan claims no output folder");
+});
+
+test("a row group bounds the recomputed layer's line, and the pool keeps no more than the plan's room", () => {
+  const whole = planMemory(input("qwen2.5-7b", { microBatchRows: 128, rowTokens: 640, gradientCheckpointing: "on" }), 80 * GB);
+  const grouped = planMemory(input("qwen2.5-7b", { microBatchRows: 128, rowTokens: 640, groupTokens: 14169, gradientCheckpointing: "on" }), 80 * GB);
+  const line = (p: typeof whole) => p.lines.find((l) => l.what === "update: one layer recomputed")!;
+  assert.ok(line(grouped).bytes < line(whole).bytes / 4, `${line(grouped).bytes} vs ${line(whole).bytes}`);
+  assert.match(line(grouped).note, /14169 tokens' activations/);
+  assert.equal(poolRoom(grouped, 24 * GB), Math.min(24 * GB, 80 * GB - grouped.peak));
+  assert.equal(poolRoom({ ...grouped, limit: null }, 24 * GB), 24 * GB);
+  assert.equal(poolRoom({ ...grouped, limit: grouped.peak - 1 }, 24 * GB), 0);
 });
