@@ -56,6 +56,11 @@ const F32 = 4;
  */
 const SLACK = 0.25;
 
+/** Values per token of a decoder layer's widest activation (the MLP's [tokens, intermediate] tensors, usually): what row groups are sized by. */
+export function widestActivation(c: ModelConfig): number {
+  return Math.max(c.intermediateSize, (c.numHeads + 2 * c.numKvHeads) * c.headDim, c.hiddenSize);
+}
+
 /** Values of one decoder layer's matrices. */
 function layerMatrixValues(c: ModelConfig): number {
   const D = c.hiddenSize;

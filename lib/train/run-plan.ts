@@ -9,7 +9,7 @@ import type { CausalLM } from "../model/model.js";
 import type { ChatMessage } from "../policy/types.js";
 import { deviceMemoryBytes } from "../backend/device-memory.js";
 import type { TrainConfig } from "./config.js";
-import { planMemory, type MemoryPlan, type PlanInput } from "./memory-plan.js";
+import { planMemory, widestActivation, type MemoryPlan, type PlanInput } from "./memory-plan.js";
 import type { ModelTrainable } from "./trainable-model.js";
 
 /** Prompts rendered to find the longest (a GRPO band holds hundreds of tasks of similar length). */
@@ -56,8 +56,7 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
   // no activation may pass max_tensor_elements either (WebGPU binds at most 2 GiB): the MLP's [tokens,
   // intermediate] tensors are the widest, so a micro-batch runs its rows in groups under that (the trainer
   // does it; a 7B model's would reach 3 GB at 64 rows x 640 tokens in one piece)
-  const widest = Math.max(c.intermediateSize, (c.numHeads + 2 * c.numKvHeads) * c.headDim, c.hiddenSize);
-  const groupTokens = Math.max(rowTokens, Math.floor(cfg.max_tensor_elements / widest));
+  const groupTokens = Math.max(rowTokens, Math.floor(cfg.max_tensor_elements / widestActivation(c)));
   const info = model.loadInfo;
   const weightBytes = info?.weightBytes ?? model.tensors().reduce((s, t) => s + t.size * 4, 0);
   const input: PlanInput = {

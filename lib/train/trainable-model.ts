@@ -17,6 +17,7 @@ import { commonPrefix } from "../model/prefix.js";
 import type { CausalLM } from "../model/model.js";
 import { adapterTensors, peftAdapterConfig } from "../model/lora.js";
 import type { SaveOptions } from "./checkpoint.js";
+import { widestActivation } from "./memory-plan.js";
 import { ensureGradients } from "../backend/gradients.js";
 import type { NamedVariable, TrainableLM } from "./lm.js";
 
@@ -126,8 +127,7 @@ export class ModelTrainable implements TrainableLM {
     const common = B > 1 ? Math.min(commonPrefix(ids), from) : 0;
     const start = common >= MIN_SHARED_PREFIX ? common : 0;
     const c = m.config;
-    const widest = Math.max(c.intermediateSize, (c.numHeads + 2 * c.numKvHeads) * c.headDim, c.hiddenSize);
-    const group = Math.max(1, Math.floor(this.maxActivationElements / ((T - start) * widest)));
+    const group = Math.max(1, Math.floor(this.maxActivationElements / ((T - start) * widestActivation(c))));
     if (from === 0 && start === 0 && B <= group) return tf.tidy(() => decoderStep(c, m.weights, m.invFreq, plain(ids, 0), null, { adapter, recompute }).logits) as tf.Tensor3D;
     // the decoder gives the final hidden states; only positions from.. are projected onto the vocabulary
     const D = c.hiddenSize;

@@ -17,11 +17,11 @@ import { SeededRandom } from "../../lib/core/random.js";
 await useCpu();
 const IDS = [[5, 17, 33, 2, 90, 41, 9, 12], [7, 7, 120, 64, 3, 0, 44, 1]];
 
-/** A weighted sum of the sequences' log-probabilities from position 2 on, and its gradients. */
-function lossAndGrads(lm: ModelTrainable): { loss: number; grads: Map<string, Float32Array> } {
+/** A weighted sum of the sequences' log-probabilities from position `from` on, and its gradients. */
+function lossAndGrads(lm: ModelTrainable, ids = IDS, rows = [[0.3, -1, 0.5, 2, 1], [1, 0.2, -0.4, 0.7, -2]], from = 2): { loss: number; grads: Map<string, Float32Array> } {
   const params = lm.trainableParams();
-  const weights = tf.tensor2d([[0.3, -1, 0.5, 2, 1], [1, 0.2, -0.4, 0.7, -2]]);
-  const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(sequenceLogprobs(lm, IDS, { from: 2 }).logp, weights)) as tf.Scalar, params.map((p) => p.variable));
+  const weights = tf.tensor2d(rows);
+  const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(sequenceLogprobs(lm, ids, { from }).logp, weights)) as tf.Scalar, params.map((p) => p.variable));
   const out = new Map<string, Float32Array>();
   for (const p of params) out.set(p.name, grads[p.variable.name].dataSync() as Float32Array);
   const loss = value.dataSync()[0];
@@ -101,13 +101,7 @@ for (const mode of ["lora", "full"] as const) {
       const lm = new ModelTrainable(model, mode === "lora" ? "train" : null, { recompute, ...(cap ? { maxActivationElements: cap } : {}) });
       const rng = new SeededRandom(3);
       for (const p of lm.trainableParams()) if (p.name.includes("lora_B")) p.variable.assign(tf.tensor(Array.from({ length: p.variable.size }, () => rng.normal() * 0.2), p.variable.shape));
-      const params = lm.trainableParams();
-      const weights = tf.tensor2d([[0.3, -1, 0.5, 2, 1], [1, 0.2, -0.4, 0.7, -2], [0.5, 0.5, -1, 1, 0.1]]);
-      const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(sequenceLogprobs(lm, SHARED_IDS, { from: PREFIX.length }).logp, weights)) as tf.Scalar, params.map((p) => p.variable));
-      const out = new Map<string, Float32Array>();
-      for (const p of params) out.set(p.name, grads[p.variable.name].dataSync() as Float32Array);
-      results.push({ loss: value.dataSync()[0], grads: out, label: `recompute ${recompute}, cap ${cap}` });
-      tf.dispose([value, weights, ...Object.values(grads)]);
+      results.push({ ...lossAndGrads(lm, SHARED_IDS, [[0.3, -1, 0.5, 2, 1], [1, 0.2, -0.4, 0.7, -2], [0.5, 0.5, -1, 1, 0.1]], PREFIX.length), label: `recompute ${recompute}, cap ${cap}` });
       model.dispose();
     }
     const [plain, ...others] = results;
