@@ -62,7 +62,7 @@ export interface TrainConfig {
   mask_truncated: boolean;
   reward_preset: "shaped" | "binary" | "tool-rl";
   sampling: Required<Pick<Sampling, "temperature" | "top_p" | "max_tokens">> & { max_batch: number };
-  episode: { style: "single" | "tool"; protocol: "native" | "hermes"; max_tool_calls: number; max_context_tokens: number; tool_rows: number };
+  episode: { style: "single" | "tool"; protocol: "native" | "hermes"; max_tool_calls: number; min_tool_calls: number; max_context_tokens: number; tool_rows: number };
   eval: { every: number; split: "train" | "holdout"; limit: number; samples: number } | null;
   // sft
   /** A conversations file (JSONL of {messages, tools?}) to train on instead of the tasks' gold replies. */

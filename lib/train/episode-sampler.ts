@@ -141,9 +141,19 @@ export function episodeSampler(o: EpisodeSamplerOptions): Sampler<Task> {
   };
 }
 
-/** The grader that goes with episodeSampler: the verifier already graded each episode inside the loop. */
-export const episodeGrader: Grader<Task> = async (_task, rollout) => {
-  const info = rollout.info as EpisodeInfo;
-  if (!info?.result) return { reward: NaN, correct: false };
-  return { reward: info.result.grade.reward, correct: info.result.grade.correct };
-};
+/**
+ * The grader that goes with episodeSampler: the verifier already graded each episode inside the loop.
+ * With `minToolCalls`, an episode that made fewer valid tool calls earns at most 0, so a correct answer
+ * written without probing is not rewarded: the reward then asks for the exploration it is meant to study,
+ * which a policy that can also answer in one shot otherwise drops. `correct` stays the verifier's.
+ */
+export function episodeGrader(opts: { minToolCalls?: number } = {}): Grader<Task> {
+  const min = opts.minToolCalls ?? 0;
+  return async (_task, rollout) => {
+    const info = rollout.info as EpisodeInfo;
+    if (!info?.result) return { reward: NaN, correct: false };
+    const { grade, n_tool_calls, invalid_tool_calls } = info.result;
+    const probed = n_tool_calls - invalid_tool_calls >= min;
+    return { reward: probed ? grade.reward : Math.min(grade.reward, 0), correct: grade.correct };
+  };
+}

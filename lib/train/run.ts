@@ -278,7 +278,7 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
         }
         return out;
       };
-      trainer = new GrpoTrainer(lm, tasks, sampleThenRelease, episodeGrader, {
+      trainer = new GrpoTrainer(lm, tasks, sampleThenRelease, episodeGrader({ minToolCalls: cfg.episode.min_tool_calls }), {
         ...common, steps: cfg.steps, promptsPerStep: cfg.prompts_per_step, groupSize: cfg.group_size, lossType: cfg.loss_type, epsilonLow: cfg.epsilon_low,
         epsilonHigh: cfg.epsilon_high, beta: cfg.beta, scale: cfg.scale_rewards, mu: cfg.mu, maskTruncated: cfg.mask_truncated,
         temperature: cfg.sampling.temperature, maxCompletionLength: cfg.sampling.max_tokens, evalEvery: ev?.every, onEval,

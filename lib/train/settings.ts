@@ -98,6 +98,7 @@ export const SETTINGS = [
       { name: "style", type: oneOf("single", "tool"), default: "single", doc: "one reply, or turns with the SQL tool" },
       { name: "protocol", type: oneOf("native", "hermes"), default: "native", doc: "how tool calls are written" },
       { name: "max_tool_calls", type: int(0), default: MAX_TOOL_CALLS, doc: "tool calls per episode at most" },
+      { name: "min_tool_calls", type: int(0), default: 0, doc: "GRPO, tool style: an episode with fewer valid tool calls earns at most 0 (its correct stays as graded)" },
       { name: "max_context_tokens", type: int(16), default: 4096, doc: "prompt and replies at most" },
       { name: "tool_rows", type: int(1), default: TOOL_ROWS, doc: "rows a tool result shows at most (the prompt says so)" },
     ),

@@ -6,9 +6,9 @@ import { useCpu } from "./tiny-lm.js";
 import { tinyTrainingWorld } from "./tiny-world.js";
 import { loadModel } from "../../lib/model/load.js";
 import { ChatEngine } from "../../lib/model/chat.js";
-import { readConfig } from "../../lib/train/config.js";
+import { readConfig, validateConfig } from "../../lib/train/config.js";
 import { runTraining } from "../../lib/train/run.js";
-import { ModelPolicy } from "../../lib/train/episode-sampler.js";
+import { episodeGrader, ModelPolicy } from "../../lib/train/episode-sampler.js";
 import type { ChatMessage } from "../../lib/policy/types.js";
 
 await useCpu();
@@ -68,4 +68,23 @@ test("a GRPO run samples every episode turn at its config's sampling.temperature
   assert.equal(value.steps, 1);
   assert.equal(seen.length, 2, "one turn per episode of the group");
   assert.deepEqual(seen, [{ temperature: 0.5, topP: 0.9 }, { temperature: 0.5, topP: 0.9 }]);
+});
+
+test("episodeGrader: with min_tool_calls an episode without enough valid calls earns at most 0; correct stays the verifier's", async () => {
+  const rollout = (reward: number, correct: boolean, calls: number, invalid: number) =>
+    ({ rows: [], truncated: false, info: { task: {}, result: { grade: { reward, correct }, n_tool_calls: calls, invalid_tool_calls: invalid } } }) as unknown as Parameters<ReturnType<typeof episodeGrader>>[1];
+  const task = {} as Parameters<ReturnType<typeof episodeGrader>>[0];
+  const probing = episodeGrader({ minToolCalls: 1 });
+  assert.deepEqual(await probing(task, rollout(1, true, 0, 0)), { reward: 0, correct: true }, "a correct one-shot answer is not rewarded");
+  assert.deepEqual(await probing(task, rollout(0.95, true, 1, 1)), { reward: 0, correct: true }, "an invalid call is not a probe");
+  assert.deepEqual(await probing(task, rollout(1, true, 1, 0)), { reward: 1, correct: true });
+  assert.deepEqual(await probing(task, rollout(-1, false, 0, 0)), { reward: -1, correct: false }, "a negative reward is kept");
+  assert.deepEqual(await episodeGrader()(task, rollout(1, true, 0, 0)), { reward: 1, correct: true }, "off by default");
+});
+
+test("episode.min_tool_calls is read from a GRPO config (default 0)", () => {
+  const base = { model: "m", tasks: "t", output_dir: "o", steps: 1 };
+  assert.equal(validateConfig(base, "grpo").episode.min_tool_calls, 0);
+  assert.equal(validateConfig({ ...base, episode: { style: "tool", min_tool_calls: 1 } }, "grpo").episode.min_tool_calls, 1);
+  assert.throws(() => validateConfig({ ...base, episode: { min_tool_calls: -1 } }, "grpo"), /min_tool_calls/);
 });
