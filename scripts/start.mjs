@@ -84,7 +84,7 @@ const runDir = join(outDir, "grpo");
 const policy = `tfjs:${model}`;
 
 // single style: the default model's card recommends it (data/models/shop-sql-4m/README.md); the tool-style
-// model and its round are data/models/shop-sql-4m-tool and reports/round-tool.md
+// model and its rounds are data/models/shop-sql-4m-tool and reports/round-tool.md
 process.stderr.write(`npm start: ${model} in single style (one reply per question, graded)\n`);
 notebook("01-benchmark", { policy, tasks: demoTasks, style: "single", split: "holdout", limit: holdoutLimit, k: 4, temperature: 0.7, max_tokens: 256, out: baseRows });
 notebook("02-headroom", { rows_path: trainRows, policy, tasks: demoTasks, split: "train", limit: trainLimit, k: 8, band_dir: join(outDir, "band") });
@@ -135,7 +135,7 @@ const lines = demoSummaryLines({
   candidates,
   heading: `demo finished in ${elapsed()} (${full ? "full" : "short CPU"} configuration)`,
   footer: [
-    `style:    single (the card's recommendation for ${model}); tool style: data/models/shop-sql-4m-tool + its adapter, reports/round-tool.md`,
+    `style:    single (the card's recommendation for ${model}); tool style: data/models/shop-sql-4m-tool + shop-sql-4m-tool-grpo-r1-probe (reports/round-tool.md: at this size the tool does not pay)`,
     `reports:  ${reportDir}/  (executed notebooks 01-05 as .ipynb and .html; figures/ as json, svg, png, pdf; tables/ as csv)`,
     `rows:     ${outDir}/  (base-holdout, base-train, grpo-holdout${withShipped ? ", shipped-r1-holdout" : ""} rows; band/; grpo/ with adapter, train_log.jsonl)`,
   ],

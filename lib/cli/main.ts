@@ -61,6 +61,12 @@ export function reportError(e: unknown): number {
     process.stderr.write(`error [${e.code}]: ${e.message}\n${debugStack(e)}`);
     return 1;
   }
+  // the wasm backend's heap (4 GiB at most) ran out: its allocator hands back nothing and the next write
+  // traps, so the trap, not an allocation error, is what arrives here
+  if (e instanceof Error && e.name === "RuntimeError" && /memory access out of bounds/.test(e.message)) {
+    process.stderr.write(`error [wasm_memory]: the wasm backend ran out of memory (its heap holds 4 GiB at most); run fewer rows at once (micro_batch_rows, batch_size, --max-batch, --concurrency) or use --backend webgpu\n${debugStack(e)}`);
+    return 1;
+  }
   // not a kit error: a bug or an unexpected system failure; still one line, the stack on request
   const sys = e as NodeJS.ErrnoException;
   const code = typeof sys?.code === "string" && /^E[A-Z]+$/.test(sys.code) ? sys.code.toLowerCase() : "internal";

@@ -4,6 +4,7 @@ import { cpSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { runCli, scratchDir } from "../helpers.js";
 import { fixtureDir } from "../model/fixtures.js";
+import { reportError } from "../../lib/cli/main.js";
 
 const env = { T2S_BACKEND: "cpu" };
 const model = fixtureDir("llama");
@@ -63,4 +64,20 @@ test("usage errors and failures are one line; T2S_DEBUG=1 adds the stack", async
   const debug = await runCli(["report", "--rows", "/no/such/rows.jsonl"], { env: { T2S_DEBUG: "1" } });
   assert.equal(debug.code, 1);
   assert.match(debug.stderr, /^error \[not_found\]: .*\n.*\n\s+at /);
+});
+
+test("a wasm heap trap is one line naming the memory and what to lower, exit 1", () => {
+  const written: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string) => (written.push(String(chunk)), true)) as typeof process.stderr.write;
+  let code: number;
+  try {
+    const wasm = (globalThis as unknown as { WebAssembly: { RuntimeError: new (m: string) => Error } }).WebAssembly;
+    code = reportError(new wasm.RuntimeError("memory access out of bounds"));
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.equal(code, 1);
+  assertOneLine(written.join(""), "wasm_memory", "wasm trap");
+  assert.match(written.join(""), /micro_batch_rows.*--backend webgpu/);
 });
