@@ -8,13 +8,9 @@
 # loader debs and torch_engine.py / torch_ref.py. Everything it prints goes to $OUT/log.txt; one JSON line
 # per measurement to $OUT/summary.jsonl.
 set -uo pipefail
-root="$(pwd)"
 OUT="${OUT:-/tmp/sizes-out}"
-mkdir -p "$OUT"
 CK="${CK:-/tmp/ck}"
-B=/tmp/gb/gpu-bundle
-export T2S_DEBS="$root/.gpu/debs" T2S_BACKEND=webgpu
-log() { echo "$*" | tee -a "$OUT/log.txt"; }
+source "$(dirname "$0")/host.sh"   # root, B, log, setup, t2s
 note() { echo "$1" >> "$OUT/summary.jsonl"; }
 
 # device memory in use, sampled every 200 ms while a command runs; the peak is noted
@@ -34,13 +30,6 @@ run() { # label, command...: runs it with the memory monitor, notes seconds and 
   log "== $label rc $rc ${ms} ms peak ${peak:-?} MiB"
 }
 
-setup() {
-  mkdir -p /tmp/gb && tar -xJf out/gpu-bundle.tar.xz -C /tmp/gb
-  [ -e "$B/data" ] || ln -s "$root/data" "$B/data"
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >> "$OUT/log.txt"
-}
-
-t2s() { bash "$B/run.sh" t2s.mjs "$@"; }
 
 ckpt() { run "checkpoints $*" python3 scripts/gpu/make_checkpoints.py "$CK" data/models/shop-sql-4m "$@"; grep -h '"shape"' "$OUT/log.txt" | tail -n "$#" >> "$OUT/summary.jsonl"; }
 

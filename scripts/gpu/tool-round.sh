@@ -16,16 +16,12 @@
 #     wait                                   waits for the serve-eval phases started before it
 # Needs: out/gpu-bundle.tar.xz (npm run bundle:gpu -- --node --pack --no-data) and .gpu/debs.
 set -uo pipefail
-root="$(pwd)"
 OUT="${OUT:-/tmp/tool-out}"
-mkdir -p "$OUT"
-B=/tmp/gb/gpu-bundle
 W=/tmp/tool-work
-export T2S_DEBS="$root/.gpu/debs" T2S_BACKEND=webgpu
-log() { echo "$*" | tee -a "$OUT/log.txt"; }
+source "$(dirname "$0")/host.sh"   # root, B, log, setup, t2s
 # LOCAL=1 runs the checkout's own t2s on the CPU (a smoke run of this script); LIMIT=n cuts every task list
 if [ "${LOCAL:-0}" = 1 ]; then t2s() { node "$root/bin/t2s.js" "$@"; }; export T2S_BACKEND=wasm; BACKEND=wasm
-else t2s() { bash "$B/run.sh" t2s.mjs "$@"; }; BACKEND=webgpu; fi
+else BACKEND=webgpu; fi
 LIM=${LIMIT:+--limit $LIMIT}   # BATCH=n: SFT batch (default 64)
 timed() { # label, command...: runs it, logs its seconds and exit status
   local label="$1"; shift
@@ -40,12 +36,6 @@ timed() { # label, command...: runs it, logs its seconds and exit status
 EVAL_TOOL=(--style tool --max-tokens 200 --max-context 2048 --preset tool-rl)
 EVAL_SINGLE=(--style single --max-tokens 200 --preset binary)
 style_args() { if [ "$1" = tool ]; then echo "${EVAL_TOOL[@]}"; else echo "${EVAL_SINGLE[@]}"; fi; }
-
-setup() {
-  mkdir -p /tmp/gb && tar -xJf out/gpu-bundle.tar.xz -C /tmp/gb
-  [ -e "$B/data" ] || ln -s "$root/data" "$B/data"
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >> "$OUT/log.txt"
-}
 
 sft() {
   local init="$1" conv="$2" steps="$3" maxs="$4"
@@ -67,6 +57,7 @@ JSON
 
 check() {
   local model="$1" style="$2" name; name="check-$(basename "$model")-$style"
+  rm -f "/tmp/$name.jsonl"*   # rows files resume: a file left by an earlier call would be taken as done
   timed "$name" t2s benchmark --policy "tfjs:$model" --tasks data/shop/tasks.jsonl --split holdout $LIM --k 4 --temperature 0.7 \
     $(style_args "$style") --concurrency 1328 --seed 1 --eval-run 0 --out "/tmp/$name.jsonl" --quiet --json
   gzip -c "/tmp/$name.jsonl" > "$OUT/$name.jsonl.gz"; cp "/tmp/$name.jsonl.meta.json" "$OUT/"
@@ -74,6 +65,7 @@ check() {
 
 band() {
   local model="$1" style="$2" name="$3"
+  rm -f "/tmp/$name.jsonl"*
   timed "band $name" t2s benchmark --policy "tfjs:$model" --tasks data/shop/tasks.jsonl --split train --limit ${LIMIT:-512} --k 8 \
     --temperature 1.0 --max-tokens 128 $( [ "$style" = tool ] && echo --style tool --max-context 2048 --preset tool-rl || echo --preset binary ) \
     --concurrency 1024 --seed 0 --eval-run 0 --out "/tmp/$name.jsonl" --quiet --json
@@ -100,6 +92,7 @@ serve_eval() { # PORT MODEL STYLE [band=ROWS] NAME[=ADAPTER]...
   done
   t2s serve --model "$model" "${adapters[@]}" --port "$port" --backend "$BACKEND" --max-batch 1024 >> "$OUT/serve-$port.log" 2>&1 &
   local srv=$! t0=$(date +%s) pids=() url="http://127.0.0.1:$port/v1"
+  for m in "${names[@]}"; do rm -f /tmp/$m-$style-holdout.r[123].jsonl* /tmp/serving-$m.jsonl*; done
   for m in "${names[@]}"; do for r in 1 2 3; do
     t2s benchmark --policy "openai:$m@$url" --tasks data/shop/tasks.jsonl --split holdout $LIM --k 4 --temperature 0.7 \
       $(style_args "$style") --concurrency 128 --workers 2 --seed 1 --eval-run "$r" --warmup 180 \
