@@ -200,6 +200,10 @@ export function validateConfig(raw: unknown, mode: TrainMode, file = "config"): 
   if (cfg.loss_type === "cispo" && cfg.epsilon_high < 1) f.fail("epsilon_high", "is the absolute cap on the importance weight for cispo (TRL convention) and must be >= 1", cfg.epsilon_high);
   if (cfg.beta > 0 && cfg.full_weights) f.fail("beta", "needs a reference policy; with full_weights there is none (train an adapter, or set beta 0)", cfg.beta);
   if (cfg.warmup_steps > Math.max(cfg.steps, 1) && mode === "grpo") f.fail("warmup_steps", `must not exceed steps (${cfg.steps})`, cfg.warmup_steps);
+  // a rule no episode can meet would zero every reward and leave GRPO nothing to learn from
+  const ep = cfg.episode;
+  if (ep.min_tool_calls > 0 && ep.style !== "tool") f.fail("episode.min_tool_calls", 'needs episode.style "tool" (single-style episodes make no tool calls)', ep.min_tool_calls);
+  if (ep.min_tool_calls > ep.max_tool_calls) f.fail("episode.min_tool_calls", `must not exceed episode.max_tool_calls (${ep.max_tool_calls})`, ep.min_tool_calls);
   return cfg;
 }
 

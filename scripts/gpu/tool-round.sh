@@ -36,6 +36,8 @@ timed() { # label, command...: runs it, logs its seconds and exit status
 EVAL_TOOL=(--style tool --max-tokens 200 --max-context 2048 --preset tool-rl)
 EVAL_SINGLE=(--style single --max-tokens 200 --preset binary)
 style_args() { if [ "$1" = tool ]; then echo "${EVAL_TOOL[@]}"; else echo "${EVAL_SINGLE[@]}"; fi; }
+# the episodes training samples (bands, the serving check): the rounds' configs, 128 tokens per turn besides
+train_args() { if [ "$1" = tool ]; then echo --style tool --max-context 2048 --preset tool-rl; else echo --preset binary; fi; }
 
 sft() {
   local init="$1" conv="$2" steps="$3" maxs="$4"
@@ -67,7 +69,7 @@ band() {
   local model="$1" style="$2" name="$3"
   rm -f "/tmp/$name.jsonl"*
   timed "band $name" t2s benchmark --policy "tfjs:$model" --tasks data/shop/tasks.jsonl --split train --limit ${LIMIT:-512} --k 8 \
-    --temperature 1.0 --max-tokens 128 $( [ "$style" = tool ] && echo --style tool --max-context 2048 --preset tool-rl || echo --preset binary ) \
+    --temperature 1.0 --max-tokens 128 $(train_args "$style") \
     --concurrency 1024 --seed 0 --eval-run 0 --out "/tmp/$name.jsonl" --quiet --json
   gzip -c "/tmp/$name.jsonl" > "$OUT/$name.jsonl.gz"; cp "/tmp/$name.jsonl.meta.json" "$OUT/"
 }
@@ -101,7 +103,7 @@ serve_eval() { # PORT MODEL STYLE [band=ROWS] NAME[=ADAPTER]...
   done
   # the serving check's rows: 128 band prompts x 4 at the training temperature (notebook 04)
   [ -n "$band" ] && { t2s benchmark --policy "openai:$m@$url" --tasks data/shop/tasks.jsonl --split train --band "$band:0.1:0.9" \
-      --limit 128 --k 4 --temperature 1.0 --max-tokens 128 $( [ "$style" = tool ] && echo --style tool --max-context 2048 --preset tool-rl || echo --preset binary ) \
+      --limit 128 --k 4 --temperature 1.0 --max-tokens 128 $(train_args "$style") \
       --concurrency 128 --workers 2 --seed 0 --eval-run serving --warmup 180 --out "/tmp/serving-$m.jsonl" --quiet --json > /dev/null 2>> "$OUT/log.txt" & pids+=($!); }
   done
   for p in "${pids[@]}"; do wait "$p"; done

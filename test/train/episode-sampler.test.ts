@@ -88,3 +88,9 @@ test("episode.min_tool_calls is read from a GRPO config (default 0)", () => {
   assert.equal(validateConfig({ ...base, episode: { style: "tool", min_tool_calls: 1 } }, "grpo").episode.min_tool_calls, 1);
   assert.throws(() => validateConfig({ ...base, episode: { min_tool_calls: -1 } }, "grpo"), /min_tool_calls/);
 });
+
+test("episode.min_tool_calls that no episode can meet is refused, naming the field", () => {
+  const base = { model: "m", tasks: "t", output_dir: "o", steps: 1 };
+  assert.throws(() => validateConfig({ ...base, episode: { min_tool_calls: 1 } }, "grpo"), /episode\.min_tool_calls.*style "tool"/);
+  assert.throws(() => validateConfig({ ...base, episode: { style: "tool", max_tool_calls: 2, min_tool_calls: 3 } }, "grpo"), /episode\.min_tool_calls.*max_tool_calls \(2\)/);
+});
