@@ -7,7 +7,7 @@
  *                                                          the default model's GRPO sampling step
  *   bash run.sh bench-decode-gpu.mjs --check                the same from the GPU bundle (scripts/bundle-gpu.mjs)
  * Flags: --model DIR | --shape NAME [--vocab N]  --weights-dtype auto|fp32|bf16  --backend webgpu  --batches 1,16,64  --prompt N  --new N  --chunk N (decode steps per read-back,
- * default 16)  --tfjs-batches 1 (batches also run through generate() on the tfjs-ops runner, T2S_WEBGPU_RUNNER=0;
+ * default 16)  --profile-batches 1,64 (batches profiled per kernel; default the largest)  --tfjs-batches 1 (batches also run through generate() on the tfjs-ops runner, T2S_WEBGPU_RUNNER=0;
  * "none" skips; batch 64 there takes about a minute on an H200)  --engine-batches 64 (through generate() on this runner: the engine's overhead)  --check (greedy
  * tokens of the runner against the tfjs path first)  --json
  * Sampling is temperature 1 with seeded uniforms; no stop token, so every row makes exactly --new tokens.
@@ -91,6 +91,8 @@ async function main(): Promise<void> {
   const promptLen = intFlag("--prompt", 128);
   const newTokens = intFlag("--new", 128);
   const chunk = intFlag("--chunk", 16);
+  // batches whose prefill and decode step get a per-kernel profile (default: the largest)
+  const profileBatches = (flag("--profile-batches") ?? String(batches[batches.length - 1])).split(",").map(Number);
   await model.logitsOf([1, 2, 3]);
   const out: string[] = [`backend ${choice.backend}; model ${dir ?? "qwen2-0.5b-shaped (random)"}; ${model.tensors().reduce((s, t) => s + t.size, 0)} parameters`];
   if (process.argv.includes("--check")) {
@@ -111,8 +113,8 @@ async function main(): Promise<void> {
     json.push(row);
     table.push(`runner   ${String(B).padStart(5)}  ${String(promptLen).padStart(6)}  ${String(newTokens).padStart(7)}  ${r.prefill.toFixed(3).padStart(9)}  ${r.decode.toFixed(3).padStart(8)}  ${total.toFixed(3).padStart(7)}  ${(made / total).toFixed(1).padStart(12)}`);
     process.stderr.write(`row ${JSON.stringify(row)}\n`);
-    if (B === batches[batches.length - 1] && runner.canProfile) {
-      // one profiled prefill and one profiled 1-step decode at the largest batch
+    if (profileBatches.includes(B) && runner.canProfile) {
+      // one profiled prefill and one profiled 1-step decode
       runner.profile();
       await runner.prefill(ps.map((ids, slot) => ({ slot, ids, prefixLength: 0, sampling: { temperature: 1, topP: 1, topK: 0, u: 0.5 } })));
       profiles.push(profileTable(`prefill, batch ${B} x ${promptLen}`, runner.lastProfile!));

@@ -5,6 +5,14 @@ mkdir -p "$OUT"
 B=/tmp/gb/gpu-bundle
 export T2S_DEBS="$root/.gpu/debs" T2S_BACKEND=webgpu
 log() { echo "$*" | tee -a "$OUT/log.txt"; }
+timed() { # label, command...: runs it into the log, then logs its seconds and exit status
+  local label="$1"; shift
+  local t0=$(date +%s)
+  "$@" >> "$OUT/log.txt" 2>&1
+  local rc=$?
+  log "== $label rc $rc $(( $(date +%s) - t0 )) s"
+  return $rc
+}
 
 # unpacks out/gpu-bundle.tar.xz, points its data/ at the checkout's, and records the GPU
 setup() {

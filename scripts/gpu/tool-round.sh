@@ -18,19 +18,11 @@
 set -uo pipefail
 OUT="${OUT:-/tmp/tool-out}"
 W=/tmp/tool-work
-source "$(dirname "$0")/host.sh"   # root, B, log, setup, t2s
+source "$(dirname "$0")/host.sh"   # root, B, log, timed, setup, t2s
 # LOCAL=1 runs the checkout's own t2s on the CPU (a smoke run of this script); LIMIT=n cuts every task list
 if [ "${LOCAL:-0}" = 1 ]; then t2s() { node "$root/bin/t2s.js" "$@"; }; export T2S_BACKEND=wasm; BACKEND=wasm
 else BACKEND=webgpu; fi
 LIM=${LIMIT:+--limit $LIMIT}   # BATCH=n: SFT batch (default 64)
-timed() { # label, command...: runs it, logs its seconds and exit status
-  local label="$1"; shift
-  local t0=$(date +%s)
-  "$@" >> "$OUT/log.txt" 2>&1
-  local rc=$?
-  log "== $label rc $rc $(( $(date +%s) - t0 )) s"
-  return $rc
-}
 
 # the holdout evaluation every style is compared on (reports/round-tool.md)
 EVAL_TOOL=(--style tool --max-tokens 200 --max-context 2048 --preset tool-rl)

@@ -37,12 +37,12 @@ async function load(base: string, adapter: string | null, backend: string): Prom
 }
 
 /** Greedy continuations on the CPU by full recomputation, with each step's logits. */
-async function cpuGreedy(model: CausalLM, adapter: string | null): Promise<{ ids: number[]; logprobs: number[]; logits: Float32Array[] }[]> {
+async function cpuGreedy(model: CausalLM, adapter: string | null, prompts: number[][] = PROMPTS, steps = NEW): Promise<{ ids: number[]; logprobs: number[]; logits: Float32Array[] }[]> {
   const out = [];
-  for (const p of PROMPTS) {
+  for (const p of prompts) {
     const ids = p.slice();
     const r = { ids: [] as number[], logprobs: [] as number[], logits: [] as Float32Array[] };
-    for (let s = 0; s < NEW; s++) {
+    for (let s = 0; s < steps; s++) {
       const rows = await model.logitsOf(ids, { adapter });
       const last = rows[rows.length - 1];
       const t = sampleToken(last, { temperature: 0, topP: 1, topK: 0 }, () => 0);
@@ -82,11 +82,16 @@ function keptCdf(logits: Float32Array, T: number, topK: number, topP: number): {
 
 let reason: string | null = null;
 const refs = new Map<string, Awaited<ReturnType<typeof cpuGreedy>>>();
+// one 300-token prompt (attention's 256-position blocks twice) and 11 short ones: a 586-row prefill runs
+// the 128-row register tile, the 12-row decode the 64-row one
+const LONG_PROMPTS = [Array.from({ length: 300 }, (_, i) => (i * 37 + 5) % 320), ...Array.from({ length: 11 }, (_, r) => Array.from({ length: 21 + r }, (_, i) => (r * 53 + i * 11 + 3) % 320))];
+let longRef: Awaited<ReturnType<typeof cpuGreedy>> = [];
 
 test("WebGPU runner: references on the CPU backend", async () => {
   for (const c of CASES) {
     const model = await load(c.base, c.adapter, "cpu");
     refs.set(c.name, await cpuGreedy(model, c.adapter ? "a" : null));
+    if (c.base === "qwen2" && !c.adapter) longRef = await cpuGreedy(model, null, LONG_PROMPTS, 3);
     model.dispose();
   }
   try {
@@ -123,6 +128,23 @@ for (const c of CASES) {
     model.dispose();
   });
 }
+
+test("WebGPU runner: many rows and a long prompt (both register tiles, attention over several blocks) match the CPU", async (t) => {
+  if (reason) return t.skip(reason);
+  const { createWebgpuRunner } = await import("../../lib/model/engine/webgpu-runner.js");
+  const prompts = LONG_PROMPTS;
+  const model = await load("qwen2", null, "webgpu");
+  const runner = await createWebgpuRunner(model, { adapter: null, slots: prompts.length, maxLength: 320 });
+  const first = await runner.prefill(prompts.map((ids, slot) => ({ slot, ids, prefixLength: 0, sampling: greedy() })));
+  const next = await runner.decodeSteps(prompts.map((p, slot) => ({ slot, id: first[slot].id, position: p.length })), [prompts.map(() => greedy()), prompts.map(() => greedy())]);
+  prompts.forEach((_, r) => {
+    const got = [first[r], ...next[r]];
+    assert.deepEqual(got.map((x) => x.id), longRef[r].ids, `row ${r} ids`);
+    got.forEach((x, s) => assert.ok(Math.abs(x.logprob - longRef[r].logprobs[s]) < 1e-4, `row ${r} step ${s}: logprob ${x.logprob} vs ${longRef[r].logprobs[s]}`));
+  });
+  runner.dispose();
+  model.dispose();
+});
 
 test("WebGPU runner: bias bans the argmax, top-n logprobs are the CPU's most likely tokens", async (t) => {
   if (reason) return t.skip(reason);

@@ -2,8 +2,9 @@
  * One forward pass of the decoder over a batch of token rows, as a list of WebGPU dispatches on buffers the
  * runner owns (activations, per-layer slot caches) and the model's own weight buffers (looked up on every
  * call: an optimizer may give a LoRA variable a new buffer between calls). Per layer: RMSNorm, the q/k/v
- * linears into one fused [M, (H + 2KV)·hd] buffer (bias in the epilogue), rotary + KV write, attention,
- * the o linear added into the residual stream, RMSNorm, gate|up into one [M, 2I] buffer, and the down linear
+ * linears as one launch into one [M, (H + 2KV)·hd] buffer (biases in the epilogue), rotary + KV write,
+ * attention, the o linear added into the residual stream, RMSNorm, gate|up as one launch into one [M, 2I]
+ * buffer, and the down linear
  * (SwiGLU applied while loading its input) added into the residual; an adapter's LoRA pairs add two small
  * linears each. Then the final norm of the rows to sample and the lm head over those rows only.
  */
@@ -13,7 +14,7 @@ import type { Linear } from "../decoder.js";
 import { isPacked, storage, weightShape, type WeightMatrix } from "../packed.js";
 import { tf } from "../../backend/tf.js";
 import { type Dispatch, GpuContext } from "../../backend/webgpu/step/device.js";
-import { GEMV_MAX_ROWS, type GemmSpec, gemmCode, gemmGroups, reduceWgsl, splitsFor } from "../../backend/webgpu/step/gemm.js";
+import { type GemmSpec, gemmCode, gemmGroups, kernelShape, reduceWgsl, splitsFor } from "../../backend/webgpu/step/gemm.js";
 import { embedWgsl, ropeTable, ropeWgsl, rmsNormWgsl } from "../../backend/webgpu/step/token-kernels.js";
 import { attentionWgsl } from "../../backend/webgpu/step/attention.js";
 
@@ -93,34 +94,41 @@ export class WebgpuForward {
     return p;
   }
 
-  private gemm(list: Dispatch[], label: string, spec: Omit<GemmSpec, "splits">, rows: number, a: GPUBuffer, weight: WeightMatrix, out: GPUBuffer, bias?: tf.Tensor): void {
+  /**
+   * One linear launch (plus its split-K sum): `weights` side by side as the output's columns (one, or the
+   * parts of a fused q|k|v or gate|up), each with its bias when the spec has biases.
+   */
+  private gemm(list: Dispatch[], label: string, spec: Omit<GemmSpec, "splits" | "w16" | "parts">, rows: number, a: GPUBuffer, weights: WeightMatrix[], out: GPUBuffer, biases: tf.Tensor[] = []): void {
     // a 16-bit weight is bound as its packed words and widened inside the kernel
-    const s: GemmSpec = { ...spec, splits: splitsFor(spec.K, spec.N, rows), ...(isPacked(weight) ? { w16: weight.dtype } : {}) };
-    const w = storage(weight);
-    // the pipeline depends on the spec and on the kernel shape (few rows or tiled), not on the exact count
-    const key = `${JSON.stringify(s)}|${rows <= GEMV_MAX_ROWS}`;
+    const first = weights[0];
+    const s: GemmSpec = {
+      ...spec,
+      splits: splitsFor(spec.K, spec.N, rows),
+      ...(isPacked(first) ? { w16: first.dtype } : {}),
+      ...(weights.length > 1 ? { parts: weights.map((w) => weightShape(w)[0]) } : {}),
+    };
+    const ws = weights.map((w) => this.ctx.bufferOf(storage(w)));
+    const bs = biases.map((b) => this.ctx.bufferOf(b));
+    // the pipeline depends on the spec and on the kernel shape (few rows or a tile), not on the exact count
+    const key = `${JSON.stringify(s)}|${kernelShape(rows)}`;
     let p = this.pipes.get(key);
     if (!p) {
       p = this.ctx.pipeline(gemmCode(s, rows));
       this.pipes.set(key, p);
     }
     if (s.splits === 1) {
-      const buffers = [this.bufs.dims, a, this.ctx.bufferOf(w), out];
-      if (bias) buffers.push(this.ctx.bufferOf(bias));
-      list.push({ label, pipeline: p, buffers, groups: gemmGroups(s, rows) });
+      list.push({ label, pipeline: p, buffers: [this.bufs.dims, a, ws[0], out, ...ws.slice(1), ...bs], groups: gemmGroups(s, rows) });
       return;
     }
     const part = this.scratch(s.splits * rows * s.N);
-    list.push({ label, pipeline: p, buffers: [this.bufs.dims, a, this.ctx.bufferOf(w), part], groups: gemmGroups(s, rows) });
+    list.push({ label, pipeline: p, buffers: [this.bufs.dims, a, ws[0], part, ...ws.slice(1)], groups: gemmGroups(s, rows) });
     const rkey = `reduce|${key}`;
     let rp = this.pipes.get(rkey);
     if (!rp) {
       rp = this.ctx.pipeline(reduceWgsl(s));
       this.pipes.set(rkey, rp);
     }
-    const buffers = [this.bufs.dims, part, out];
-    if (bias) buffers.push(this.ctx.bufferOf(bias));
-    list.push({ label, pipeline: rp, buffers, groups: GpuContext.groups1d(Math.ceil((rows * s.N) / 256)) });
+    list.push({ label, pipeline: rp, buffers: [this.bufs.dims, part, out, ...bs], groups: GpuContext.groups1d(Math.ceil((rows * s.N) / 256)) });
   }
 
   /** The split-K partial-sum buffer, grown to `floats` . */
@@ -134,17 +142,34 @@ export class WebgpuForward {
   }
 
   /**
-   * A linear layer (plus its LoRA pair under the runner's adapter) from input `a` into columns
-   * [off, off + out) of `out`, rows of stride `ldo`.
+   * Linear layers of one input side by side (q|k|v, gate|up; or one) into columns [off, off + Σ out) of
+   * `out`, rows of stride `ldo`, plus each one's LoRA pair under the runner's adapter. Layers of one storage
+   * and K run as one launch.
    */
-  private linear(list: Dispatch[], label: string, lin: Linear, rows: number, a: GPUBuffer, io: { lda: number; swiglu: boolean; out: GPUBuffer; ldo: number; off: number; mode: "store" | "add" }): void {
-    const [N, K] = weightShape(lin.weight);
-    this.gemm(list, label, { K, N, lda: io.lda, ldo: io.ldo, off: io.off, bias: lin.bias !== undefined, mode: io.mode, scale: 1, swiglu: io.swiglu, rows: "M" }, rows, a, lin.weight, io.out, lin.bias);
-    const pair = this.pair(lin);
-    if (!pair) return;
-    const r = pair.a.shape[0];
-    this.gemm(list, "lora", { K, N: r, lda: io.lda, ldo: this.loraRank, off: 0, bias: false, mode: "store", scale: 1, swiglu: io.swiglu, rows: "M" }, rows, a, pair.a, this.bufs.loraT);
-    this.gemm(list, "lora", { K: r, N, lda: this.loraRank, ldo: io.ldo, off: io.off, bias: false, mode: "add", scale: pair.scale, swiglu: false, rows: "M" }, rows, this.bufs.loraT, pair.b, io.out);
+  private linear(list: Dispatch[], label: string, lins: Linear[], rows: number, a: GPUBuffer, io: { lda: number; swiglu: boolean; out: GPUBuffer; ldo: number; off: number; mode: "store" | "add" }): void {
+    const shapes = lins.map((l) => weightShape(l.weight));
+    const K = shapes[0][1];
+    const dtypeOf = (l: Linear) => (isPacked(l.weight) ? l.weight.dtype : "float32");
+    const fused = lins.every((l, i) => shapes[i][1] === K && dtypeOf(l) === dtypeOf(lins[0]) && (l.bias === undefined) === (lins[0].bias === undefined));
+    const groups = fused ? [lins] : lins.map((l) => [l]);
+    let off = io.off;
+    for (const g of groups) {
+      const N = g.reduce((n, l) => n + weightShape(l.weight)[0], 0);
+      const biases = g.flatMap((l) => (l.bias ? [l.bias] : []));
+      this.gemm(list, label, { K, N, lda: io.lda, ldo: io.ldo, off, bias: biases.length > 0, mode: io.mode, scale: 1, swiglu: io.swiglu, rows: "M" }, rows, a, g.map((l) => l.weight), io.out, biases);
+      off += N;
+    }
+    off = io.off;
+    for (const lin of lins) {
+      const [N] = weightShape(lin.weight);
+      const pair = this.pair(lin);
+      if (pair) {
+        const r = pair.a.shape[0];
+        this.gemm(list, "lora", { K, N: r, lda: io.lda, ldo: this.loraRank, off: 0, bias: false, mode: "store", scale: 1, swiglu: io.swiglu, rows: "M" }, rows, a, [pair.a], this.bufs.loraT);
+        this.gemm(list, "lora", { K: r, N, lda: this.loraRank, ldo: io.ldo, off, bias: false, mode: "add", scale: pair.scale, swiglu: false, rows: "M" }, rows, this.bufs.loraT, [pair.b], io.out);
+      }
+      off += N;
+    }
   }
 
   /** The dispatches of one forward pass over M token rows, ending in logits for the R sampled rows. */
@@ -167,10 +192,7 @@ export class WebgpuForward {
     const attn = this.pipe(attentionWgsl({ H, KV, hd, L: this.L }));
     w.layers.forEach((l, i) => {
       list.push({ label: "rmsnorm", pipeline: norm, buffers: [bufs.dims, bufs.x, this.ctx.bufferOf(l.inputNorm), bufs.h], groups: rowsGroups });
-      const qkvIo = { lda: D, swiglu: false, out: bufs.qkv, ldo: width, mode: "store" as const };
-      this.linear(list, "qkv", l.q, M, bufs.h, { ...qkvIo, off: 0 });
-      this.linear(list, "qkv", l.k, M, bufs.h, { ...qkvIo, off: H * hd });
-      this.linear(list, "qkv", l.v, M, bufs.h, { ...qkvIo, off: (H + KV) * hd });
+      this.linear(list, "qkv", [l.q, l.k, l.v], M, bufs.h, { lda: D, swiglu: false, out: bufs.qkv, ldo: width, off: 0, mode: "store" });
       const ropeBufs = [bufs.dims, bufs.qkv, bufs.rope, bufs.tok, bufs.q, bufs.keys[i], bufs.values[i]];
       if (c.qkNorm) {
         if (!l.qNorm || !l.kNorm) throw new Error(`layer ${i} has no q/k norm weights`);
@@ -178,16 +200,14 @@ export class WebgpuForward {
       }
       list.push({ label: "rope+kv", pipeline: rope, buffers: ropeBufs, groups: [H + 2 * KV, M, 1] });
       list.push({ label: "attention", pipeline: attn, buffers: [bufs.dims, bufs.q, bufs.keys[i], bufs.values[i], bufs.tok, bufs.ctx], groups: [H, M, 1] });
-      this.linear(list, "o", l.o, M, bufs.ctx, { lda: H * hd, swiglu: false, out: bufs.x, ldo: D, off: 0, mode: "add" });
+      this.linear(list, "o", [l.o], M, bufs.ctx, { lda: H * hd, swiglu: false, out: bufs.x, ldo: D, off: 0, mode: "add" });
       list.push({ label: "rmsnorm", pipeline: norm, buffers: [bufs.dims, bufs.x, this.ctx.bufferOf(l.postNorm), bufs.h], groups: rowsGroups });
-      const guIo = { lda: D, swiglu: false, out: bufs.gu, ldo: 2 * I, mode: "store" as const };
-      this.linear(list, "gate|up", l.gate, M, bufs.h, { ...guIo, off: 0 });
-      this.linear(list, "gate|up", l.up, M, bufs.h, { ...guIo, off: I });
-      this.linear(list, "down", l.down, M, bufs.gu, { lda: 2 * I, swiglu: true, out: bufs.x, ldo: D, off: 0, mode: "add" });
+      this.linear(list, "gate|up", [l.gate, l.up], M, bufs.h, { lda: D, swiglu: false, out: bufs.gu, ldo: 2 * I, off: 0, mode: "store" });
+      this.linear(list, "down", [l.down], M, bufs.gu, { lda: 2 * I, swiglu: true, out: bufs.x, ldo: D, off: 0, mode: "add" });
     });
     list.push({ label: "final norm", pipeline: this.pipe(rmsNormWgsl(D, c.rmsNormEps, true)), buffers: [bufs.dims, bufs.x, this.ctx.bufferOf(w.norm), bufs.hs, bufs.srow], groups: GpuContext.groups1d(R) });
     const head = w.lmHead ?? w.embed;
-    this.gemm(list, "lm head", { K: D, N: c.vocabSize, lda: D, ldo: c.vocabSize, off: 0, bias: false, mode: "store", scale: 1, swiglu: false, rows: "R" }, R, bufs.hs, head, bufs.logits);
+    this.gemm(list, "lm head", { K: D, N: c.vocabSize, lda: D, ldo: c.vocabSize, off: 0, bias: false, mode: "store", scale: 1, swiglu: false, rows: "R" }, R, bufs.hs, [head], bufs.logits);
     return list;
   }
 

@@ -4,9 +4,12 @@
  * prompt token a row, after the rotary kernel has written all of the chunk's keys and values). Grouped
  * query: head h reads kv head floor(h / (H / KV)); nothing is repeated in memory.
  *
- * One workgroup per (row, head): keys are scored 64 positions at a time, and the softmax runs online (a
- * running max and denominator, the partial context rescaled when the max grows), so the cache length is not
- * bounded by workgroup memory.
+ * One workgroup of 256 threads per (row, head), over blocks of 256 cache positions: each thread scores one
+ * position (its key read in vec4s), the block's max and the weights exp(s - max) are computed once per
+ * position, and the weighted sum of values is split over 256 / hd groups of threads, each a share of the
+ * block's positions, summed at the end. The softmax runs online across blocks (a running max and
+ * denominator, the partial context rescaled when the max grows), so the cache length is not bounded by
+ * workgroup memory.
  */
 import { DIMS_WGSL } from "./token-kernels.js";
 
@@ -17,8 +20,93 @@ export interface AttentionShape {
   L: number;
 }
 
+/** Threads per workgroup, and cache positions per block. */
+const T = 256;
+/** Value rows a thread loads before it multiplies them in. */
+const UNROLL = 4;
+
 /** Bindings: 1 Q [M, H, hd], 2 Kc, 3 Vc ([slot, KV, L, hd]), 4 Tok, 5 Ctx [M, H, hd]. */
 export function attentionWgsl(s: AttentionShape): string {
+  const { H, KV, hd, L } = s;
+  if (hd % 4 !== 0 || T % hd !== 0) return attentionScalarWgsl(s);
+  const H4 = hd / 4;
+  // groups of hd threads, each summing values over every G-th position of a block
+  const G = T / hd;
+  const loads = Array.from({ length: UNROLL }, (_, u) => `let j${u} = jj + ${u * G}u; var v${u} = 0.0; var w${u} = 0.0; if (j${u} < cnt) { w${u} = sc[j${u}]; v${u} = Vc[base + (b0 + j${u}) * ${hd}u + d]; }`).join("\n      ");
+  const fmas = Array.from({ length: UNROLL }, (_, u) => `acc = acc + w${u} * v${u}; wsum = wsum + w${u};`).join(" ");
+  return `${DIMS_WGSL}
+@group(0) @binding(1) var<storage, read> Q : array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> Kc : array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> Vc : array<f32>;
+@group(0) @binding(4) var<storage, read> Tok : array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read_write> Ctx : array<f32>;
+var<workgroup> qs : array<vec4<f32>, ${H4}>;
+var<workgroup> sc : array<f32, ${T}>;
+var<workgroup> red : array<f32, ${T}>;
+var<workgroup> part : array<f32, ${T}>;
+var<workgroup> lenShared : u32;
+@compute @workgroup_size(${T})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) t : u32) {
+  let h = wg.x;
+  let m = wg.y;
+  if (m >= dims.M) { return; }
+  let tok = Tok[m];
+  let base = ((tok.y * ${KV}u + h / ${H / KV}u) * ${L}u) * ${hd}u;
+  if (t < ${H4}u) { qs[t] = Q[(m * ${H}u + h) * ${H4}u + t]; }
+  if (t == 0u) { lenShared = tok.z + 1u; }
+  // the loop bound must be uniform across the workgroup for the barriers inside it
+  let len = workgroupUniformLoad(&lenShared);
+  let d = t % ${hd}u;
+  let g = t / ${hd}u;
+  var mrun = -3.0e38;
+  var acc = 0.0;
+  var wsum = 0.0;
+  for (var b0 = 0u; b0 < len; b0 = b0 + ${T}u) {
+    let p = b0 + t;
+    var s = -3.0e38;
+    if (p < len) {
+      let kb = (base + p * ${hd}u) / 4u;
+      var dot = 0.0;
+      for (var i = 0u; i < ${H4}u; i = i + 1u) { dot = dot + dot4(qs[i], Kc[kb + i]); }
+      s = dot * ${(1 / Math.sqrt(hd)).toPrecision(9)};
+    }
+    red[t] = s;
+    workgroupBarrier();
+    for (var k = ${T / 2}u; k > 0u; k = k >> 1u) {
+      if (t < k) { red[t] = max(red[t], red[t + k]); }
+      workgroupBarrier();
+    }
+    let mnew = max(mrun, red[0]);
+    // a position past the end scores -3e38: its weight is exp(-huge) = 0
+    sc[t] = exp(s - mnew);
+    let corr = exp(mrun - mnew);
+    acc = acc * corr;
+    wsum = wsum * corr;
+    mrun = mnew;
+    workgroupBarrier();
+    let cnt = min(${T}u, len - b0);
+    for (var jj = g; jj < cnt; jj = jj + ${UNROLL * G}u) {
+      ${loads}
+      ${fmas}
+    }
+    workgroupBarrier();
+  }
+  // the groups' partial sums (every group saw the same max) into one
+  part[t] = acc;
+  red[t] = wsum;
+  workgroupBarrier();
+  if (g == 0u) {
+    var a = 0.0;
+    var l = 0.0;
+    for (var i = 0u; i < ${G}u; i = i + 1u) { a = a + part[i * ${hd}u + d]; l = l + red[i * ${hd}u + d]; }
+    Ctx[(m * ${H}u + h) * ${hd}u + d] = a / l;
+  }
+}
+fn dot4(a : vec4<f32>, b : vec4<f32>) -> f32 { return dot(a, b); }`;
+}
+
+/** The kernel for head sizes the vector one does not take (not a multiple of 4, or not dividing 256). */
+function attentionScalarWgsl(s: AttentionShape): string {
   const { H, KV, hd, L } = s;
   const per = Math.ceil(hd / 64);
   return `${DIMS_WGSL}

@@ -3,15 +3,16 @@
  * nn.Linear layout [N, K] as tfjs stores it. Two shapes of kernel, picked by the number of rows:
  *  - few rows (decode at small batch): memory-bound, so each weight is read once: 32 threads share one
  *    output column, reading its weight row coalesced, for all (up to 8) rows at once;
- *  - more rows: a 64x64 output tile per workgroup from 16-deep K slices staged in workgroup memory, each
- *    thread holding a 4x4 block of accumulators (strided so neighbouring threads touch neighbouring
- *    words in workgroup memory and in the output).
+ *  - more rows: compute-bound, so the register tiles of lib/backend/webgpu/register-tile.ts: 64 rows (up
+ *    to a 64-row decode batch) or 128 rows (prefill, larger batches) x 128 columns per workgroup, each
+ *    thread a 4x8 or 8x8 block of accumulators.
  * The input can be the SwiGLU of a [M, 2K] gate|up buffer (silu(g)·u computed while loading), which saves
  * the down projection a separate pass. Shapes are compiled in as constants; the row count comes from the
  * shared `Dims` uniform, so one pipeline serves every batch size.
  */
 import { DIMS_WGSL } from "./token-kernels.js";
 import { widenWgsl, type Half } from "../half.js";
+import { registerTile, type GemmTile } from "../register-tile.js";
 
 export interface GemmSpec {
   K: number;
@@ -40,25 +41,70 @@ export interface GemmSpec {
    * in the kernel, so a decode step streams half the bytes. Absent: float32.
    */
   w16?: Half;
+  /**
+   * The output columns come from several weights of the same K side by side (q|k|v, gate|up): the column
+   * counts of each, summing to N. One launch then does what one per weight would (at batch 1 the launches,
+   * not the bytes, are the cost). Absent: one weight.
+   */
+  parts?: number[];
+}
+
+/**
+ * Bindings of a linear's main kernel: 0 Dims, 1 A, 2 the first weight, 3 Out (or Part, split), then the
+ * other parts' weights, then (unsplit) one bias per part. The split-K sum binds 0 Dims, 1 Part, 2 Out, then
+ * the biases.
+ */
+export function weightBinding(part: number): number {
+  return part === 0 ? 2 : 3 + part;
+}
+
+function partsOf(s: GemmSpec): number[] {
+  return s.parts ?? [s.N];
+}
+
+/** WGSL statements returning body(i, col) for the part i that output column `n` falls in, col its own column. */
+function byPart(s: GemmSpec, body: (i: number, col: string) => string): string {
+  const parts = partsOf(s);
+  let start = 0;
+  return parts
+    .map((width, i) => {
+      const col = start ? `(n - ${start}u)` : "n";
+      start += width;
+      return i < parts.length - 1 ? `if (n < ${start}u) { return ${body(i, col)}; }` : `return ${body(i, col)};`;
+    })
+    .join(" ");
+}
+
+/** The bias of output column n (bias bindings from `first` on). */
+function biasWgsl(s: GemmSpec, first: number): string {
+  const parts = partsOf(s);
+  return `${parts.map((_, i) => `@group(0) @binding(${first + i}) var<storage, read> Bias${i} : array<f32>;`).join("\n")}
+fn biasAt(n : u32) -> f32 { ${byPart(s, (i, col) => `Bias${i}[${col}]`)} }`;
+}
+
+/** The weight bindings, as arrays of `type`. */
+function weightsWgsl(s: GemmSpec, type: string): string {
+  return partsOf(s).map((_, i) => `@group(0) @binding(${weightBinding(i)}) var<storage, read> W${i} : array<${type}>;`).join("\n");
 }
 
 /** Rows at or below which the weight-streaming kernel is used. */
 export const GEMV_MAX_ROWS = 8;
-const TILE = 64;
+/** K slices are cut at multiples of this (the register tiles' depth). */
 const BK = 16;
-const GEMV_COLS = 8;
 
 function f32(x: number): string {
   const s = Math.fround(x).toPrecision(9);
   return /[.e]/.test(s) ? s : `${s}.0`;
 }
 
-function common(s: GemmSpec): string {
+/** Declarations every kernel shape shares; with `ownW` the kernel binds the weight itself (vector loads). */
+function common(s: GemmSpec, ownW = false): string {
   const load = s.swiglu
     ? `fn loadA(m : u32, k : u32) -> f32 { let g = A[m * LDA + k]; return g / (1.0 + exp(-g)) * A[m * LDA + K + k]; }`
     : `fn loadA(m : u32, k : u32) -> f32 { return A[m * LDA + k]; }`;
-  const bias = s.bias ? " + Bias[n]" : "";
+  const bias = s.bias ? " + biasAt(n)" : "";
   const write = s.mode === "add" ? "Out[i] = Out[i] + v;" : "Out[i] = v;";
+  const P = partsOf(s).length;
   return `${DIMS_WGSL}
 const K = ${s.K}u;
 const N = ${s.N}u;
@@ -67,11 +113,12 @@ const LDO = ${s.ldo}u;
 const OFF = ${s.off}u;
 const KC = ${sliceOf(s)}u;
 @group(0) @binding(1) var<storage, read> A : array<f32>;
-${s.w16 ? `@group(0) @binding(2) var<storage, read> W : array<u32>;
-fn wAt(n : u32, k : u32) -> f32 { let e = n * K + k; let w = W[e >> 1u]; return ${widenWgsl(s.w16, "w", "(e & 1u)")}; }` : `@group(0) @binding(2) var<storage, read> W : array<f32>;
-fn wAt(n : u32, k : u32) -> f32 { return W[n * K + k]; }`}
+${ownW ? "" : s.w16 ? `${weightsWgsl(s, "u32")}
+${partsOf(s).map((_, i) => `fn w16_${i}(e : u32) -> f32 { let w = W${i}[e >> 1u]; return ${widenWgsl(s.w16!, "w", "(e & 1u)")}; }`).join("\n")}
+fn wAt(n : u32, k : u32) -> f32 { ${byPart(s, (i, col) => `w16_${i}(${col} * K + k)`)} }` : `${weightsWgsl(s, "f32")}
+fn wAt(n : u32, k : u32) -> f32 { ${byPart(s, (i, col) => `W${i}[${col} * K + k]`)} }`}
 @group(0) @binding(3) var<storage, read_write> Out : array<f32>;
-${s.bias && s.splits === 1 ? "@group(0) @binding(4) var<storage, read> Bias : array<f32>;" : ""}
+${s.bias && s.splits === 1 ? biasWgsl(s, 3 + P) : ""}
 ${load}
 fn store(m : u32, n : u32, acc : f32, z : u32) {
   ${s.splits > 1 ? `Out[(z * dims.${s.rows} + m) * N + n] = acc;` : `let v = acc * ${f32(s.scale)}${bias};
@@ -80,100 +127,121 @@ fn store(m : u32, n : u32, acc : f32, z : u32) {
 }`;
 }
 
-/** WGSL of the few-rows kernel: workgroup = 8 columns x 32 lanes over K. */
+/** Weight vec4 a lane loads per iteration of the few-rows kernel: loads in flight before the first use. */
+const GEMV_UNROLL = 4;
+
+/** The few-rows kernel's layout: lanes sharing one output column (a power of two, 32..256) and columns per workgroup. */
+export function gemvLayout(K: number): { vec: number; lanes: number; cols: number } {
+  // vec4 loads need rows of whole vec4s (every real shape; tiny test shapes and LoRA ranks may not)
+  const vec = K % 4 === 0 ? 4 : 1;
+  // enough lanes that each loads at least GEMV_UNROLL vectors of its weight row
+  let lanes = 32;
+  while (lanes < 256 && lanes * 2 * GEMV_UNROLL <= K / vec) lanes *= 2;
+  return { vec, lanes, cols: 256 / lanes };
+}
+
+/**
+ * WGSL of the few-rows kernel: a workgroup of 256 threads covers 256/lanes output columns; the lanes of a
+ * column stride over its weight row in vec4 loads (GEMV_UNROLL in flight), multiply them into every row's
+ * accumulator, and sum across lanes in workgroup memory. Nothing is split across workgroups, so there is
+ * no second pass.
+ */
 export function gemvWgsl(s: GemmSpec): string {
-  return `${common(s)}
+  const { vec, lanes, cols } = gemvLayout(s.K);
+  const V = s.K / vec;
+  const wv = vec === 1 ? `fn wv(n : u32, v : u32) -> vec4<f32> { return vec4<f32>(wAt(n, v), 0.0, 0.0, 0.0); }`
+    : s.w16 ? `${weightsWgsl(s, "vec2<u32>")}
+fn widen4(p : vec2<u32>) -> vec4<f32> { return vec4<f32>(${widenWgsl(s.w16, "p.x", "0u")}, ${widenWgsl(s.w16, "p.x", "1u")}, ${widenWgsl(s.w16, "p.y", "0u")}, ${widenWgsl(s.w16, "p.y", "1u")}); }
+fn wv(n : u32, v : u32) -> vec4<f32> { ${byPart(s, (i, col) => `widen4(W${i}[${col} * ${V}u + v])`)} }`
+    : `${weightsWgsl(s, "vec4<f32>")}
+fn wv(n : u32, v : u32) -> vec4<f32> { ${byPart(s, (i, col) => `W${i}[${col} * ${V}u + v]`)} }`;
+  const av = vec === 1 ? `fn av(m : u32, v : u32) -> vec4<f32> { return vec4<f32>(loadA(m, v), 0.0, 0.0, 0.0); }`
+    : `fn av(m : u32, v : u32) -> vec4<f32> { let k = 4u * v; return vec4<f32>(loadA(m, k), loadA(m, k + 1u), loadA(m, k + 2u), loadA(m, k + 3u)); }`;
+  const loads = Array.from({ length: GEMV_UNROLL }, (_, j) => `let v${j} = v + ${j * lanes}u; var w${j} = vec4<f32>(0.0); if (v${j} < ${V}u) { w${j} = wv(n, v${j}); }`).join("\n      ");
+  const fmas = Array.from({ length: GEMV_UNROLL }, (_, j) => `if (v${j} < ${V}u) { a = a + dot(av(r, v${j}), w${j}); }`).join("\n          ");
+  return `${common(s, vec === 4)}
+${wv}
+${av}
 const R = ${GEMV_MAX_ROWS}u;
 var<workgroup> red : array<f32, ${GEMV_MAX_ROWS * 256}>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) t : u32) {
   let M = min(dims.${s.rows}, R);
-  let lane = t % 32u;
-  let n = wg.x * ${GEMV_COLS}u + t / 32u;
+  let lane = t % ${lanes}u;
+  let n = wg.x * ${cols}u + t / ${lanes}u;
   var acc : array<f32, ${GEMV_MAX_ROWS}>;
   if (n < N) {
-    let kend = min(K, (wg.y + 1u) * KC);
-${s.w16 ? `    // a word per lane: the pair (k, k + 1) from one coalesced 4-byte load (K and KC are even)
-    for (var k = wg.y * KC + 2u * lane; k < kend; k = k + 64u) {
-      let word = W[(n * K + k) >> 1u];
-      let w0 = ${widenWgsl(s.w16, "word", "0u")};
-      let w1 = ${widenWgsl(s.w16, "word", "1u")};
+    for (var v = lane; v < ${V}u; v = v + ${lanes * GEMV_UNROLL}u) {
+      ${loads}
       for (var r = 0u; r < R; r = r + 1u) {
-        if (r < M) { acc[r] = acc[r] + loadA(r, k) * w0 + loadA(r, k + 1u) * w1; }
+        if (r < M) {
+          var a = acc[r];
+          ${fmas}
+          acc[r] = a;
+        }
       }
-    }` : `    for (var k = wg.y * KC + lane; k < kend; k = k + 32u) {
-      let w = wAt(n, k);
-      for (var r = 0u; r < R; r = r + 1u) {
-        if (r < M) { acc[r] = acc[r] + loadA(r, k) * w; }
-      }
-    }`}
+    }
   }
   for (var r = 0u; r < R; r = r + 1u) { red[r * 256u + t] = acc[r]; }
   workgroupBarrier();
-  for (var s = 16u; s > 0u; s = s >> 1u) {
+  for (var s = ${lanes / 2}u; s > 0u; s = s >> 1u) {
     if (lane < s) {
       for (var r = 0u; r < R; r = r + 1u) { red[r * 256u + t] = red[r * 256u + t] + red[r * 256u + t + s]; }
     }
     workgroupBarrier();
   }
   if (lane == 0u && n < N) {
-    for (var r = 0u; r < M; r = r + 1u) { store(r, n, red[r * 256u + t], wg.y); }
+    for (var r = 0u; r < M; r = r + 1u) { store(r, n, red[r * 256u + t], 0u); }
   }
 }`;
 }
 
-/** WGSL of the tiled kernel: a 64x64 tile per workgroup, 256 threads of 4x4 accumulators. */
-export function tiledWgsl(s: GemmSpec): string {
+/** The register tiles of more rows: a 64-row tile up to 64 rows (a decode batch), 128 rows above. */
+const TILE_ROWS64: GemmTile = { name: "step64", BM: 64, BN: 128, TM: 4, TN: 8, BK: 16 };
+const TILE_ROWS128: GemmTile = { name: "step128", BM: 128, BN: 128, TM: 8, TN: 8, BK: 16 };
+
+/** The tile a linear over `rows` rows (more than GEMV_MAX_ROWS) runs on. */
+export function tileFor(rows: number): GemmTile {
+  return rows <= 64 ? TILE_ROWS64 : TILE_ROWS128;
+}
+
+/** WGSL of the tiled kernel (lib/backend/webgpu/register-tile.ts): a BM x BN tile per workgroup of 256 threads. */
+export function tiledWgsl(s: GemmSpec, rows: number): string {
+  const t = tileFor(rows);
+  const tile = registerTile(t, (m, k) => `ldA(${m}, ${k}, kEnd)`, (k, n) => `ldW(${n}, ${k}, kEnd)`, "k", "k");
+  const store = tile.outputs.map((o) => `{ let m = ${o.m}; let n = ${o.n};
+    if (m < Mrows) { for (var q = 0u; q < 4u; q = q + 1u) { if (n + q < N) { store(m, n + q, ${o.acc}[q], wg.z); } } } }`);
   return `${common(s)}
-const BM = ${TILE}u;
-const BK = ${BK}u;
-var<workgroup> As : array<f32, ${TILE * BK}>;
-var<workgroup> Ws : array<f32, ${TILE * BK}>;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) t : u32) {
-  let M = dims.${s.rows};
-  let m0 = wg.y * BM;
-  let kend = min(K, (wg.z + 1u) * KC);
-  let n0 = wg.x * BM;
-  let tx = t % 16u;
-  let ty = t / 16u;
-  var acc : array<f32, 16>;
-  for (var k0 = wg.z * KC; k0 < kend; k0 = k0 + BK) {
-    for (var i = 0u; i < 4u; i = i + 1u) {
-      let e = t + 256u * i;
-      let row = e / BK;
-      let kk = e % BK;
-      let k = k0 + kk;
-      let m = m0 + row;
-      var a = 0.0;
-      if (m < M && k < kend) { a = loadA(m, k); }
-      As[kk * BM + row] = a;
-      let n = n0 + row;
-      var w = 0.0;
-      if (n < N && k < kend) { w = wAt(n, k); }
-      Ws[kk * BM + row] = w;
-    }
+${tile.shared}
+var<private> Mrows : u32;
+fn ldA(m : u32, k : u32, kEnd : u32) -> f32 { if (m < Mrows && k < kEnd) { return loadA(m, k); } return 0.0; }
+fn ldW(n : u32, k : u32, kEnd : u32) -> f32 { if (n < N && k < kEnd) { return wAt(n, k); } return 0.0; }
+@compute @workgroup_size(${tile.threads})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  Mrows = dims.${s.rows};
+  let tx = tid % ${tile.WX}u;
+  let ty = tid / ${tile.WX}u;
+  let n0 = wg.x * ${t.BN}u;
+  let m0 = wg.y * ${t.BM}u;
+  let kBegin = wg.z * KC;
+  let kEnd = min(K, kBegin + KC);
+  ${tile.locals}
+  var k0 = kBegin;
+  ${tile.load}
+  let tiles = (kEnd - kBegin + ${t.BK - 1}u) / ${t.BK}u;
+  for (var i = 0u; i < tiles; i = i + 1u) {
     workgroupBarrier();
-    for (var kk = 0u; kk < BK; kk = kk + 1u) {
-      var a : array<f32, 4>;
-      var b : array<f32, 4>;
-      for (var i = 0u; i < 4u; i = i + 1u) {
-        a[i] = As[kk * BM + ty + 16u * i];
-        b[i] = Ws[kk * BM + tx + 16u * i];
-      }
-      for (var i = 0u; i < 4u; i = i + 1u) {
-        for (var j = 0u; j < 4u; j = j + 1u) { acc[i * 4u + j] = acc[i * 4u + j] + a[i] * b[j]; }
-      }
-    }
+    ${tile.stage}
     workgroupBarrier();
-  }
-  for (var i = 0u; i < 4u; i = i + 1u) {
-    let m = m0 + ty + 16u * i;
-    for (var j = 0u; j < 4u; j = j + 1u) {
-      let n = n0 + tx + 16u * j;
-      if (m < M && n < N) { store(m, n, acc[i * 4u + j], wg.z); }
+    k0 = k0 + ${t.BK}u;
+    if (k0 < kEnd) {
+      ${tile.load}
+    }
+    for (var kk = 0u; kk < ${t.BK}u; kk = kk + 1u) {
+      ${tile.step}
     }
   }
+  ${store.join("\n  ")}
 }`;
 }
 
@@ -182,25 +250,31 @@ function sliceOf(s: GemmSpec): number {
   return Math.ceil(s.K / s.splits / BK) * BK;
 }
 
-/** Workgroups that keep the H200's 132 SMs busy; fewer tiles than this get K split across more. */
-const TARGET_GROUPS = 528;
+/**
+ * Workgroups that keep the H200's 132 SMs busy: a tiled linear with fewer gets K split across more (the
+ * few-rows kernel never splits: its lanes spread K within one workgroup). The register tiles hold 32-64
+ * accumulators a thread, so two of their workgroups fill a core.
+ */
+const TARGET_TILE_GROUPS = 264;
 
 /** How many K slices a linear over `rows` rows gets (1: none): enough workgroups, slices of at least 64. */
 export function splitsFor(K: number, N: number, rows: number): number {
-  const tiles = rows <= GEMV_MAX_ROWS ? Math.ceil(N / GEMV_COLS) : Math.ceil(N / TILE) * Math.ceil(rows / TILE);
-  return Math.max(1, Math.min(16, Math.floor(TARGET_GROUPS / tiles), Math.floor(K / 32)));
+  if (rows <= GEMV_MAX_ROWS) return 1;
+  const t = tileFor(rows);
+  const tiles = Math.ceil(N / t.BN) * Math.ceil(rows / t.BM);
+  return Math.max(1, Math.min(16, Math.floor(TARGET_TILE_GROUPS / tiles), Math.floor(K / 64)));
 }
 
 /**
  * out[m, off + n] (=|+=) scale · Σ_z Part[z, m, n] + bias[n], one thread per output. Bindings: 1 Part,
- * 2 Out, 3 Bias (when the spec has one).
+ * 2 Out, 3.. the biases (when the spec has them).
  */
 export function reduceWgsl(s: GemmSpec): string {
-  const bias = s.bias ? " + Bias[n]" : "";
+  const bias = s.bias ? " + biasAt(n)" : "";
   return `${DIMS_WGSL}
 @group(0) @binding(1) var<storage, read> Part : array<f32>;
 @group(0) @binding(2) var<storage, read_write> Out : array<f32>;
-${s.bias ? "@group(0) @binding(3) var<storage, read> Bias : array<f32>;" : ""}
+${s.bias ? biasWgsl(s, 3) : ""}
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g : vec3<u32>, @builtin(num_workgroups) nw : vec3<u32>) {
   let rows = dims.${s.rows};
@@ -216,13 +290,19 @@ fn main(@builtin(global_invocation_id) g : vec3<u32>, @builtin(num_workgroups) n
 }`;
 }
 
+/** The kernel shape a linear over `rows` rows runs (one pipeline per shape and spec). */
+export function kernelShape(rows: number): string {
+  return rows <= GEMV_MAX_ROWS ? "gemv" : tileFor(rows).name;
+}
+
 /** The WGSL of a linear layer over `rows` input rows (the kernel shape depends on the count). */
 export function gemmCode(s: GemmSpec, rows: number): string {
-  return rows <= GEMV_MAX_ROWS ? gemvWgsl(s) : tiledWgsl(s);
+  return rows <= GEMV_MAX_ROWS ? gemvWgsl(s) : tiledWgsl(s, rows);
 }
 
 /** The workgroup counts of a linear layer over `rows` input rows. */
 export function gemmGroups(s: GemmSpec, rows: number): [number, number, number] {
-  if (rows <= GEMV_MAX_ROWS) return [Math.ceil(s.N / GEMV_COLS), s.splits, 1];
-  return [Math.ceil(s.N / TILE), Math.ceil(rows / TILE), s.splits];
+  if (rows <= GEMV_MAX_ROWS) return [Math.ceil(s.N / gemvLayout(s.K).cols), 1, 1];
+  const t = tileFor(rows);
+  return [Math.ceil(s.N / t.BN), Math.ceil(rows / t.BM), s.splits];
 }

@@ -24,16 +24,9 @@
 import { tf } from "../../tf.js";
 import { fusedKernelsActive } from "./fused.js";
 import { elementwise, webgpuBackend, viewAs, type Program, type Uniform } from "./program.js";
+import { registerTile, type GemmTile } from "../register-tile.js";
 
-/** One tile shape: the output block of a workgroup (BM x BN), of a thread (TM x TN), and the K slice. */
-export interface GemmTile {
-  name: string;
-  BM: number;
-  BN: number;
-  TM: number;
-  TN: number;
-  BK: number;
-}
+export type { GemmTile };
 
 export const TILES: Record<string, GemmTile> = {
   large: { name: "large", BM: 128, BN: 128, TM: 8, TN: 8, BK: 16 },
@@ -124,70 +117,17 @@ function gemmProgram(s: GemmShape, plan: GemmPlan, outShape: number[], ep: GemmE
   // partial products of a split K are written raw; the slice sum applies the epilogue
   const raw = plan.slices > 1;
   const epilogue = (v: string, at: string) => (raw ? v : `${ep.alpha === 1 ? v : `uniforms.alpha * ${v}`}${ep.accumulate ? ` + result[${at}]` : ""}`);
-  const { BM, BN, TM, TN, BK } = plan.tile;
-  const WX = BN / TN;
-  const WY = BM / TM;
-  const NT = WX * WY;
-  const PA = (BK * BM) / 4 / NT;
-  const PB = (BK * BN) / 4 / NT;
-  const lines: string[] = [];
-  const emit = (l: string) => lines.push(l);
+  const { BM, BN, BK } = plan.tile;
   // A(m, k) and B(k, n) as stored: A [M, K] or [K, M] (transposeA), B [K, N] or [N, K] (transposeB)
+  const tile = registerTile(plan.tile, (m, k) => `loadA(aOff, ${m}, ${k}, kEnd)`, (k, n) => `loadB(bOff, ${k}, ${n}, kEnd)`, s.transposeA ? "m" : "k", s.transposeB ? "k" : "n");
   const aIndex = s.transposeA ? "k * M + m" : "m * K + k";
   const bIndex = s.transposeB ? "n * K + k" : "k * N + n";
-  // which coordinate runs fastest across threads when a tile is loaded: the one contiguous in memory
-  const aFast = s.transposeA ? "m" : "k";
-  const bFast = s.transposeB ? "k" : "n";
-  for (let p = 0; p < PA; p++) emit(`var ra${p} : vec4<f32>;`);
-  for (let p = 0; p < PB; p++) emit(`var rb${p} : vec4<f32>;`);
-  const loadTiles: string[] = [];
-  for (let p = 0; p < PA; p++) {
-    const e = `(tid + ${NT * p}u)`;
-    const [k, g] = aFast === "k" ? [`${e} % ${BK}u`, `${e} / ${BK}u`] : [`${e} / ${BM / 4}u`, `${e} % ${BM / 4}u`];
-    loadTiles.push(`{ let k = k0 + ${k}; let m = m0 + 4u * (${g}); ra${p} = vec4<f32>(loadA(aOff, m, k, kEnd), loadA(aOff, m + 1u, k, kEnd), loadA(aOff, m + 2u, k, kEnd), loadA(aOff, m + 3u, k, kEnd)); }`);
-  }
-  for (let p = 0; p < PB; p++) {
-    const e = `(tid + ${NT * p}u)`;
-    const [k, g] = bFast === "k" ? [`${e} % ${BK}u`, `${e} / ${BK}u`] : [`${e} / ${BN / 4}u`, `${e} % ${BN / 4}u`];
-    loadTiles.push(`{ let k = k0 + ${k}; let n = n0 + 4u * (${g}); rb${p} = vec4<f32>(loadB(bOff, k, n, kEnd), loadB(bOff, k, n + 1u, kEnd), loadB(bOff, k, n + 2u, kEnd), loadB(bOff, k, n + 3u, kEnd)); }`);
-  }
-  const storeTiles: string[] = [];
-  for (let p = 0; p < PA; p++) {
-    const e = `(tid + ${NT * p}u)`;
-    const [k, g] = aFast === "k" ? [`${e} % ${BK}u`, `${e} / ${BK}u`] : [`${e} / ${BM / 4}u`, `${e} % ${BM / 4}u`];
-    storeTiles.push(`As[(${k}) * ${BM / 4}u + ${g}] = ra${p};`);
-  }
-  for (let p = 0; p < PB; p++) {
-    const e = `(tid + ${NT * p}u)`;
-    const [k, g] = bFast === "k" ? [`${e} % ${BK}u`, `${e} / ${BK}u`] : [`${e} / ${BN / 4}u`, `${e} % ${BN / 4}u`];
-    storeTiles.push(`Bs[(${k}) * ${BN / 4}u + ${g}] = rb${p};`);
-  }
-  const GI = TM / 4;
-  const GJ = TN / 4;
-  const acc: string[] = [];
-  for (let r = 0; r < TM; r++) for (let j = 0; j < GJ; j++) acc.push(`var c${r}_${j} = vec4<f32>(0.0);`);
-  const inner: string[] = [];
-  for (let i = 0; i < GI; i++) inner.push(`let a${i} = As[kk * ${BM / 4}u + ty + ${WY * i}u];`);
-  for (let j = 0; j < GJ; j++) inner.push(`let b${j} = Bs[kk * ${BN / 4}u + tx + ${WX * j}u];`);
-  for (let i = 0; i < GI; i++) {
-    for (let c = 0; c < 4; c++) {
-      const r = 4 * i + c;
-      for (let j = 0; j < GJ; j++) inner.push(`c${r}_${j} = fma(vec4<f32>(a${i}[${c}]), b${j}, c${r}_${j});`);
-    }
-  }
   const store: string[] = [];
-  for (let i = 0; i < GI; i++) {
-    for (let c = 0; c < 4; c++) {
-      const r = 4 * i + c;
-      store.push(`{ let m = m0 + 4u * (ty + ${WY * i}u) + ${c}u;`);
-      store.push(`  if (m < M) {`);
-      for (let j = 0; j < GJ; j++) {
-        store.push(`    { let n = n0 + 4u * (tx + ${WX * j}u); let o = cOff + m * N + n;`);
-        for (let q = 0; q < 4; q++) store.push(`      if (n + ${q}u < N) { result[o + ${q}u] = ${epilogue(`c${r}_${j}[${q}]`, `o + ${q}u`)}; }`);
-        store.push(`    }`);
-      }
-      store.push(`  } }`);
-    }
+  for (const o of tile.outputs) {
+    store.push(`{ let m = ${o.m}; let n = ${o.n}; let o = cOff + m * N + n;`);
+    store.push(`  if (m < M) {`);
+    for (let q = 0; q < 4; q++) store.push(`    if (n + ${q}u < N) { result[o + ${q}u] = ${epilogue(`${o.acc}[${q}]`, `o + ${q}u`)}; }`);
+    store.push(`  } }`);
   }
   const key = `t2s_gemm_${plan.tile.name}_${s.transposeA ? "t" : "n"}${s.transposeB ? "t" : "n"}${raw ? "_raw" : `${ep.alpha === 1 ? "" : "_alpha"}${ep.accumulate ? "_acc" : ""}`}`;
   return {
@@ -196,11 +136,10 @@ function gemmProgram(s: GemmShape, plan: GemmPlan, outShape: number[], ep: GemmE
     shaderKey: key,
     dispatchLayout: { x: [0] },
     dispatch: [Math.ceil(s.N / BN), Math.ceil(s.M / BM), s.batch * plan.slices],
-    workgroupSize: [NT, 1, 1],
+    workgroupSize: [tile.threads, 1, 1],
     uniforms: "M : i32, N : i32, K : i32, sliceK : i32, slices : i32, aStride : i32, bStride : i32, alpha : f32,",
     getUserCode: () => `
-      var<workgroup> As : array<vec4<f32>, ${(BK * BM) / 4}>;
-      var<workgroup> Bs : array<vec4<f32>, ${(BK * BN) / 4}>;
+      ${tile.shared}
       var<workgroup> tileCount : u32;
       var<private> M : u32;
       var<private> N : u32;
@@ -218,8 +157,8 @@ function gemmProgram(s: GemmShape, plan: GemmPlan, outShape: number[], ep: GemmE
         N = u32(uniforms.N);
         K = u32(uniforms.K);
         let tid = localId.x;
-        let tx = tid % ${WX}u;
-        let ty = tid / ${WX}u;
+        let tx = tid % ${tile.WX}u;
+        let ty = tid / ${tile.WX}u;
         let n0 = workgroupId.x * ${BN}u;
         let m0 = workgroupId.y * ${BM}u;
         let slices = u32(uniforms.slices);
@@ -231,24 +170,23 @@ function gemmProgram(s: GemmShape, plan: GemmPlan, outShape: number[], ep: GemmE
         let bOff = batch * u32(uniforms.bStride);
         // partial products of slice s land in block s of the output ([slices, M, N] when split)
         let cOff = workgroupId.z * M * N;
-        ${acc.join("\n        ")}
-        ${lines.join("\n        ")}
+        ${tile.locals}
         var k0 = kBegin;
-        ${loadTiles.join("\n        ")}
+        ${tile.load}
         // the tile count is the same for the whole workgroup, but WGSL cannot prove it from workgroupId
         // (a private copy here): passing it through workgroup memory makes the barriers' control flow uniform
         if (tid == 0u) { tileCount = select(0u, (kEnd - kBegin + ${BK - 1}u) / ${BK}u, kEnd > kBegin); }
         let tiles = workgroupUniformLoad(&tileCount);
         for (var t = 0u; t < tiles; t = t + 1u) {
           workgroupBarrier();
-          ${storeTiles.join("\n          ")}
+          ${tile.stage}
           workgroupBarrier();
           k0 = k0 + ${BK}u;
           if (k0 < kEnd) {
-            ${loadTiles.join("\n            ")}
+            ${tile.load}
           }
           for (var kk = 0u; kk < ${BK}u; kk = kk + 1u) {
-            ${inner.join("\n            ")}
+            ${tile.step}
           }
         }
         ${store.join("\n        ")}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The speed runs on a GPU host, from the checkout's root (docs/model.md "Generation figures", docs/training.md
+# "The 0.5B comparison"): the kit's decode with a per-kernel profile beside the lean PyTorch engine, the
+# training benches beside torch_ref.py, the kernel checks, and the GRPO round-1 configuration's step time.
+#   bash scripts/gpu/speed.sh PHASE [ARGS] [PHASE [ARGS] ...]
+#     setup                         unpack out/gpu-bundle.tar.xz
+#     decode SHAPE DTYPE BATCHES    bench-decode-gpu at lib/model/shapes.ts SHAPE (random weights, the shape's
+#                                   own vocabulary), storage fp32|bf16, greedy ids checked against the tfjs
+#                                   path first, every batch profiled per kernel;
+#                                   with .gpu/bench-decode-gpu-before.mjs present, that build runs first
+#                                   (the profile "before", same call)
+#     torch SHORT BATCHES DTYPES    torch_engine.py at its shape SHORT (0.5b, 3b), e.g. "1,64,256" "fp32 bf16"
+#     train                         bench-train --qwen05b (full SFT, GRPO LoRA) beside torch_ref.py train
+#     kernels                       bench-kernels --qwen05b (exits 1 when a kernel is off)
+#     r1 STEPS MAXS                 the round-1 GRPO configuration for STEPS steps (train_log's step times)
+# Needs: out/gpu-bundle.tar.xz (npm run bundle:gpu -- --node --pack --no-data) and, in .gpu/, the Vulkan
+# loader debs and torch_engine.py / torch_ref.py. Everything goes to $OUT/log.txt.
+set -uo pipefail
+OUT="${OUT:-/tmp/speed-out}"
+source "$(dirname "$0")/host.sh"   # root, B, log, timed, setup, t2s
+
+decode() {
+  local shape="$1" wd="$2" batches="$3"
+  local args=(--shape "$shape" --weights-dtype "$wd" --batches "$batches" --profile-batches "$batches" --prompt 128 --new 128 --tfjs-batches none --engine-batches none --check)
+  if [ -f .gpu/bench-decode-gpu-before.mjs ]; then
+    cp .gpu/bench-decode-gpu-before.mjs "$B/"
+    timed "decode before $shape $wd" bash "$B/run.sh" bench-decode-gpu-before.mjs "${args[@]}"
+  fi
+  timed "decode $shape $wd" bash "$B/run.sh" bench-decode-gpu.mjs "${args[@]}"
+}
+
+torch_engine() {
+  local short="$1" batches="$2" dtypes="$3"
+  for b in ${batches//,/ }; do timed "torch_engine $short B$b" python3 .gpu/torch_engine.py $dtypes --shape "$short" --batch "$b" --prompt 128 --new 128; done
+}
+
+train() {
+  timed "bench-train" bash "$B/run.sh" bench-train.mjs --qwen05b --backend webgpu --modes sft-full,grpo-lora
+  timed "torch_ref train" python3 .gpu/torch_ref.py train
+}
+
+r1() { # configs/shop-sql-4m-grpo-r1.json with fewer steps and an output folder of its own
+  # beside the original, so its relative paths still resolve
+  python3 - "$1" > configs/r1-bench.tmp.json <<'PY'
+import json, sys
+c = json.load(open("configs/shop-sql-4m-grpo-r1.json"))
+c.update(steps=int(sys.argv[1]), output_dir="/tmp/r1-bench")
+print(json.dumps(c))
+PY
+  rm -rf /tmp/r1-bench
+  timed "grpo r1 $1 steps" t2s train grpo --config configs/r1-bench.tmp.json --backend webgpu --max-seconds "$2"
+  cp /tmp/r1-bench/train_log.jsonl "$OUT/r1-train_log.jsonl" 2>/dev/null
+}
+
+while [ $# -gt 0 ]; do
+  phase="$1"; shift
+  case "$phase" in
+    setup) setup ;;
+    decode) decode "$1" "$2" "$3"; shift 3 ;;
+    torch) torch_engine "$1" "$2" "$3"; shift 3 ;;
+    train) train ;;
+    kernels) timed "bench-kernels" bash "$B/run.sh" bench-kernels.mjs --qwen05b ;;
+    r1) r1 "$1" "$2"; shift 2 ;;
+    *) log "unknown phase $phase"; exit 2 ;;
+  esac
+done
