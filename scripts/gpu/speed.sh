@@ -11,7 +11,7 @@
 #                                   (the profile "before", same call)
 #     torch SHORT BATCHES DTYPES    torch_engine.py at its shape SHORT (0.5b, 3b), e.g. "1,64,256" "fp32 bf16"
 #     train                         bench-train --qwen05b (full SFT, GRPO LoRA) beside torch_ref.py train
-#     kernels                       bench-kernels --qwen05b (exits 1 when a kernel is off)
+#     kernels                       bench-kernels --qwen05b (exits 1 when a kernel is off; ONLY=a,b: those groups)
 #     r1 STEPS MAXS                 the round-1 GRPO configuration for STEPS steps (train_log's step times)
 # Needs: out/gpu-bundle.tar.xz (npm run bundle:gpu -- --node --pack --no-data) and, in .gpu/, the Vulkan
 # loader debs and torch_engine.py / torch_ref.py. Everything goes to $OUT/log.txt.
@@ -59,7 +59,7 @@ while [ $# -gt 0 ]; do
     decode) decode "$1" "$2" "$3"; shift 3 ;;
     torch) torch_engine "$1" "$2" "$3"; shift 3 ;;
     train) train ;;
-    kernels) timed "bench-kernels" bash "$B/run.sh" bench-kernels.mjs --qwen05b ;;
+    kernels) timed "bench-kernels" bash "$B/run.sh" bench-kernels.mjs --qwen05b ${ONLY:+--only $ONLY} ;;
     r1) r1 "$1" "$2"; shift 2 ;;
     *) log "unknown phase $phase"; exit 2 ;;
   esac

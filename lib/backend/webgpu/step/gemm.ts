@@ -168,7 +168,8 @@ var<workgroup> red : array<f32, ${GEMV_MAX_ROWS * 256}>;
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) t : u32) {
   let M = min(dims.${s.rows}, R);
   let lane = t % ${lanes}u;
-  let n = wg.x * ${cols}u + t / ${lanes}u;
+  // the column groups fold into y past 65535 workgroups (a vocabulary-wide head)
+  let n = (wg.x + wg.y * 65535u) * ${cols}u + t / ${lanes}u;
   var acc : array<f32, ${GEMV_MAX_ROWS}>;
   if (n < N) {
     for (var v = lane; v < ${V}u; v = v + ${lanes * GEMV_UNROLL}u) {
@@ -302,7 +303,10 @@ export function gemmCode(s: GemmSpec, rows: number): string {
 
 /** The workgroup counts of a linear layer over `rows` input rows. */
 export function gemmGroups(s: GemmSpec, rows: number): [number, number, number] {
-  if (rows <= GEMV_MAX_ROWS) return [Math.ceil(s.N / gemvLayout(s.K).cols), 1, 1];
+  if (rows <= GEMV_MAX_ROWS) {
+    const n = Math.ceil(s.N / gemvLayout(s.K).cols);
+    return n <= 65535 ? [n, 1, 1] : [65535, Math.ceil(n / 65535), 1];
+  }
   const t = tileFor(rows);
   return [Math.ceil(s.N / t.BN), Math.ceil(rows / t.BM), s.splits];
 }
