@@ -20,6 +20,15 @@ export interface AttentionShape {
   L: number;
 }
 
+/** Both kernels' start: head h, row m (past the call's rows: done), its token entry and its kv head's cache. */
+function rowSetup({ H, KV, hd, L }: AttentionShape): string {
+  return `let h = wg.x;
+  let m = wg.y;
+  if (m >= dims.M) { return; }
+  let tok = Tok[m];
+  let base = ((tok.y * ${KV}u + h / ${H / KV}u) * ${L}u) * ${hd}u;`;
+}
+
 /** Threads per workgroup, and cache positions per block. */
 const T = 256;
 /** Value rows a thread loads before it multiplies them in. */
@@ -47,11 +56,7 @@ var<workgroup> part : array<f32, ${T}>;
 var<workgroup> lenShared : u32;
 @compute @workgroup_size(${T})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) t : u32) {
-  let h = wg.x;
-  let m = wg.y;
-  if (m >= dims.M) { return; }
-  let tok = Tok[m];
-  let base = ((tok.y * ${KV}u + h / ${H / KV}u) * ${L}u) * ${hd}u;
+  ${rowSetup(s)}
   if (t < ${H4}u) { qs[t] = Q[(m * ${H}u + h) * ${H4}u + t]; }
   if (t == 0u) { lenShared = tok.z + 1u; }
   // the loop bound must be uniform across the workgroup for the barriers inside it
@@ -121,11 +126,7 @@ var<workgroup> red : array<f32, 64>;
 var<workgroup> lenShared : u32;
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) t : u32) {
-  let h = wg.x;
-  let m = wg.y;
-  if (m >= dims.M) { return; }
-  let tok = Tok[m];
-  let base = ((tok.y * ${KV}u + h / ${H / KV}u) * ${L}u) * ${hd}u;
+  ${rowSetup(s)}
   for (var d = t; d < ${hd}u; d = d + 64u) { qs[d] = Q[(m * ${H}u + h) * ${hd}u + d]; }
   if (t == 0u) { lenShared = tok.z + 1u; }
   // the loop bound must be uniform across the workgroup for the barriers inside it
