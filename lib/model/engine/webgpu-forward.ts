@@ -147,13 +147,13 @@ export class WebgpuForward {
    * and K run as one launch.
    */
   private linear(list: Dispatch[], label: string, lins: Linear[], rows: number, a: GPUBuffer, io: { lda: number; swiglu: boolean; out: GPUBuffer; ldo: number; off: number; mode: "store" | "add" }): void {
-    const shapes = lins.map((l) => weightShape(l.weight));
-    const K = shapes[0][1];
+    const kOf = (l: Linear) => weightShape(l.weight)[1];
     const dtypeOf = (l: Linear) => (isPacked(l.weight) ? l.weight.dtype : "float32");
-    const fused = lins.every((l, i) => shapes[i][1] === K && dtypeOf(l) === dtypeOf(lins[0]) && (l.bias === undefined) === (lins[0].bias === undefined));
+    const fused = lins.every((l) => kOf(l) === kOf(lins[0]) && dtypeOf(l) === dtypeOf(lins[0]) && (l.bias === undefined) === (lins[0].bias === undefined));
     const groups = fused ? [lins] : lins.map((l) => [l]);
     let off = io.off;
     for (const g of groups) {
+      const K = kOf(g[0]);
       const N = g.reduce((n, l) => n + weightShape(l.weight)[0], 0);
       const biases = g.flatMap((l) => (l.bias ? [l.bias] : []));
       this.gemm(list, label, { K, N, lda: io.lda, ldo: io.ldo, off, bias: biases.length > 0, mode: io.mode, scale: 1, swiglu: io.swiglu, rows: "M" }, rows, a, g.map((l) => l.weight), io.out, biases);
@@ -161,7 +161,7 @@ export class WebgpuForward {
     }
     off = io.off;
     for (const lin of lins) {
-      const [N] = weightShape(lin.weight);
+      const [N, K] = weightShape(lin.weight);
       const pair = this.pair(lin);
       if (pair) {
         const r = pair.a.shape[0];
