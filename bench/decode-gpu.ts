@@ -6,7 +6,8 @@
  *   npx tsx bench/decode-gpu.ts --model data/models/shop-sql-4m --batches 256 --prompt 320 --new 128
  *                                                          the default model's GRPO sampling step
  *   bash run.sh bench-decode-gpu.mjs --check                the same from the GPU bundle (scripts/bundle-gpu.mjs)
- * Flags: --model DIR | --shape NAME [--vocab N]  --weights-dtype auto|fp32|bf16  --backend webgpu  --batches 1,16,64  --prompt N  --new N  --chunk N (decode steps per read-back,
+ * Flags: --model DIR | --shape NAME [--vocab N]  --weights-dtype auto|fp32|bf16  --quantization none,int8 (each in turn, same
+ * model: int8 runs the base W8A8, lib/model/engine/int8-linears.ts)  --backend webgpu  --batches 1,16,64  --prompt N  --new N  --chunk N (decode steps per read-back,
  * default 16)  --profile-batches 1,64 (batches profiled per kernel; default the largest)  --tfjs-batches 1 (batches also run through generate() on the tfjs-ops runner, T2S_WEBGPU_RUNNER=0;
  * "none" skips; batch 64 there takes about a minute on an H200)  --engine-batches 64 (through generate() on this runner: the engine's overhead)  --check (greedy
  * tokens of the runner against the tfjs path first)  --json
@@ -22,6 +23,7 @@ import { mulberry32 } from "../lib/core/random.js";
 import type { RowSampling } from "../lib/model/engine/runner.js";
 import { createWebgpuRunner, type KernelProfile, type WebgpuRunner } from "../lib/model/engine/webgpu-runner.js";
 import { benchShape, benchWeightsDtype, flag, intFlag } from "./args.js";
+import { applyQuantization, quantizationOption } from "../lib/model/quantization.js";
 
 function prompts(B: number, len: number, V: number): number[][] {
   return Array.from({ length: B }, (_, b) => Array.from({ length: len }, (_, i) => (b * 7919 + i * 104729 + 1) % V));
@@ -48,7 +50,10 @@ async function runOnce(runner: WebgpuRunner, ps: number[][], newTokens: number, 
   return { prefill: (t1 - t0) / 1000, decode: (t2 - t1) / 1000, ids };
 }
 
-/** Greedy ids of the runner and of the tfjs path (full recomputation of logits) on two short prompts. */
+/**
+ * Greedy ids of the runner and of the tfjs path (full recomputation of logits, float32) on two short
+ * prompts; under int8 the differences are the quantization's, reported rather than failed.
+ */
 async function check(model: CausalLM): Promise<string> {
   const ps = prompts(2, 70, model.config.vocabSize);
   const runner = (await createWebgpuRunner(model, { adapter: null, slots: 2, maxLength: 96 })) as WebgpuRunner;
@@ -69,7 +74,8 @@ async function check(model: CausalLM): Promise<string> {
     }
   }
   runner.dispose();
-  return `check: ${lines.length ? "MISMATCH " + lines.join("; ") : "greedy ids equal"}; max |logprob diff| ${worst.toExponential(2)}`;
+  const what = model.quantization ? `check (${model.quantization} runner vs float32 tfjs)` : "check";
+  return `${what}: ${lines.length ? "MISMATCH " + lines.join("; ") : "greedy ids equal"}; max |logprob diff| ${worst.toExponential(2)}`;
 }
 
 function profileTable(title: string, p: KernelProfile): string {
@@ -95,35 +101,40 @@ async function main(): Promise<void> {
   const profileBatches = (flag("--profile-batches") ?? String(batches[batches.length - 1])).split(",").map(Number);
   await model.logitsOf([1, 2, 3]);
   const out: string[] = [`backend ${choice.backend}; model ${dir ?? "qwen2-0.5b-shaped (random)"}; ${model.tensors().reduce((s, t) => s + t.size, 0)} parameters`];
-  if (process.argv.includes("--check")) {
-    out.push(await check(model));
-    process.stderr.write(out[out.length - 1] + "\n");
-  }
   const table = ["path     batch  prompt  new/seq  prefill s  decode s  total s  new tokens/s"];
   const profiles: string[] = [];
   const json: Record<string, unknown>[] = [];
-  for (const B of batches) {
-    const runner = (await createWebgpuRunner(model, { adapter: null, slots: B, maxLength: promptLen + newTokens })) as WebgpuRunner;
-    const ps = prompts(B, promptLen, V);
-    await runOnce(runner, ps, Math.min(newTokens, chunk + 1), chunk, 99); // warm-up: pipelines compile
-    const r = await runOnce(runner, ps, newTokens, chunk, 1);
-    const total = r.prefill + r.decode;
-    const made = B * newTokens;
-    const row = { path: "webgpu", batch: B, prompt: promptLen, new_per_seq: newTokens, prefill_s: r.prefill, decode_s: r.decode, total_s: total, new_tokens_per_s: made / total, decode_tokens_per_s: (B * (newTokens - 1)) / r.decode };
-    json.push(row);
-    table.push(`runner   ${String(B).padStart(5)}  ${String(promptLen).padStart(6)}  ${String(newTokens).padStart(7)}  ${r.prefill.toFixed(3).padStart(9)}  ${r.decode.toFixed(3).padStart(8)}  ${total.toFixed(3).padStart(7)}  ${(made / total).toFixed(1).padStart(12)}`);
-    process.stderr.write(`row ${JSON.stringify(row)}\n`);
-    if (profileBatches.includes(B) && runner.canProfile) {
-      // one profiled prefill and one profiled 1-step decode
-      runner.profile();
-      await runner.prefill(ps.map((ids, slot) => ({ slot, ids, prefixLength: 0, sampling: { temperature: 1, topP: 1, topK: 0, u: 0.5 } })));
-      profiles.push(profileTable(`prefill, batch ${B} x ${promptLen}`, runner.lastProfile!));
-      runner.profile();
-      await runner.decode(ps.map((p, slot) => ({ slot, id: 1, position: p.length, sampling: { temperature: 1, topP: 1, topK: 0, u: 0.5 } })));
-      profiles.push(profileTable(`decode step, batch ${B}`, runner.lastProfile!));
+  for (const quantization of (flag("--quantization") ?? "none").split(",").map(quantizationOption)) {
+    applyQuantization(model, quantization);
+    const label = quantization === "none" ? "runner" : quantization;
+    if (process.argv.includes("--check")) {
+      out.push(await check(model));
+      process.stderr.write(out[out.length - 1] + "\n");
     }
-    runner.dispose();
+    for (const B of batches) {
+      const runner = (await createWebgpuRunner(model, { adapter: null, slots: B, maxLength: promptLen + newTokens })) as WebgpuRunner;
+      const ps = prompts(B, promptLen, V);
+      await runOnce(runner, ps, Math.min(newTokens, chunk + 1), chunk, 99); // warm-up: pipelines compile
+      const r = await runOnce(runner, ps, newTokens, chunk, 1);
+      const total = r.prefill + r.decode;
+      const made = B * newTokens;
+      const row = { path: "webgpu", quantization, batch: B, prompt: promptLen, new_per_seq: newTokens, prefill_s: r.prefill, decode_s: r.decode, total_s: total, new_tokens_per_s: made / total, decode_tokens_per_s: (B * (newTokens - 1)) / r.decode };
+      json.push(row);
+      table.push(`${label.padEnd(8)} ${String(B).padStart(5)}  ${String(promptLen).padStart(6)}  ${String(newTokens).padStart(7)}  ${r.prefill.toFixed(3).padStart(9)}  ${r.decode.toFixed(3).padStart(8)}  ${total.toFixed(3).padStart(7)}  ${(made / total).toFixed(1).padStart(12)}`);
+      process.stderr.write(`row ${JSON.stringify(row)}\n`);
+      if (profileBatches.includes(B) && runner.canProfile) {
+        // one profiled prefill and one profiled 1-step decode
+        runner.profile();
+        await runner.prefill(ps.map((ids, slot) => ({ slot, ids, prefixLength: 0, sampling: { temperature: 1, topP: 1, topK: 0, u: 0.5 } })));
+        profiles.push(profileTable(`${label} prefill, batch ${B} x ${promptLen}`, runner.lastProfile!));
+        runner.profile();
+        await runner.decode(ps.map((p, slot) => ({ slot, id: 1, position: p.length, sampling: { temperature: 1, topP: 1, topK: 0, u: 0.5 } })));
+        profiles.push(profileTable(`${label} decode step, batch ${B}`, runner.lastProfile!));
+      }
+      runner.dispose();
+    }
   }
+  applyQuantization(model, "none");
   // generate() through the engine: with its WebGPU runner (the default) and with the tfjs-ops runner
   const viaEngine = [...(flag("--engine-batches") ?? "64").split(",").filter(Boolean).map((B) => ({ B: Number(B), path: "engine" })), ...tfjsBatches.map((B) => ({ B, path: "tfjs" }))];
   for (const { B, path } of viaEngine) {

@@ -11,6 +11,7 @@ import { T2sError } from "../core/errors.js";
 import { tf } from "./tf.js";
 import { registerTrainingKernels } from "./webgpu/train/register.js";
 import { usePoolSizeClasses } from "./gpu-pool.js";
+import { DAWN_TOGGLES, INT8_FEATURES, int8SupportOf, recordInt8Support, type AdapterFacts } from "./webgpu/int8-support.js";
 
 export const BACKENDS = ["webgpu", "tensorflow", "wasm", "cpu"] as const;
 export type BackendName = (typeof BACKENDS)[number];
@@ -30,13 +31,14 @@ async function dynamicImport(name: string): Promise<unknown> {
 
 interface GpuAdapterLike {
   features: { has(f: string): boolean };
-  info?: { description?: string; architecture?: string; vendor?: string; isFallbackAdapter?: boolean };
+  info?: AdapterFacts["info"] & { architecture?: string; vendor?: string; isFallbackAdapter?: boolean };
   requestDevice: (d?: { requiredFeatures?: unknown[] }) => Promise<unknown>;
 }
 
 /**
  * tfjs-backend-webgpu asks for features as a nested array; strict WebIDL bindings (Dawn's) reject that, so
- * the request is flattened and cut to what the adapter offers.
+ * the request is flattened and cut to what the adapter offers. The int8 kernels' features are added where
+ * the adapter has them, and what the device got decides the int8 path (webgpu/int8-support.ts).
  */
 function patchRequestAdapter(gpu: { requestAdapter: (o?: unknown) => Promise<GpuAdapterLike | null> }): void {
   const original = gpu.requestAdapter.bind(gpu);
@@ -44,7 +46,12 @@ function patchRequestAdapter(gpu: { requestAdapter: (o?: unknown) => Promise<Gpu
     const adapter = await original(o);
     if (!adapter) return adapter;
     const requestDevice = adapter.requestDevice.bind(adapter);
-    const fixed = (d?: { requiredFeatures?: unknown[] }) => requestDevice(d && { ...d, requiredFeatures: (d.requiredFeatures ?? []).flat().filter((f) => typeof f === "string" && adapter.features.has(f)) });
+    const fixed = async (d?: { requiredFeatures?: unknown[] }) => {
+      const features = [...new Set([...(d?.requiredFeatures ?? []).flat(), ...INT8_FEATURES])].filter((f): f is string => typeof f === "string" && adapter.features.has(f));
+      const device = (await requestDevice({ ...d, requiredFeatures: features })) as { features?: { has(f: string): boolean } };
+      recordInt8Support(int8SupportOf(adapter, device.features ?? new Set<string>()));
+      return device;
+    };
     try {
       Object.defineProperty(adapter, "requestDevice", { value: fixed, configurable: true });
     } catch {
@@ -112,7 +119,7 @@ async function tryWebgpu(allowSoftware: boolean): Promise<string | null> {
     if (software) return `only a software Vulkan driver (VK_DRIVER_FILES=${software})`;
     const webgpu = (await import("webgpu")) as unknown as { create: (opts: string[]) => unknown; globals: Record<string, unknown> };
     Object.assign(globalThis, webgpu.globals);
-    const gpu = webgpu.create([]) as { requestAdapter: (o?: unknown) => Promise<GpuAdapterLike | null> };
+    const gpu = webgpu.create(DAWN_TOGGLES) as { requestAdapter: (o?: unknown) => Promise<GpuAdapterLike | null> };
     const adapter = await gpu.requestAdapter();
     if (!adapter) return "no GPU adapter";
     if (!allowSoftware && isSoftwareAdapter(adapter.info)) return `only a software adapter (${adapter.info?.description || adapter.info?.architecture || "fallback"})`;

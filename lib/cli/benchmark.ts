@@ -1,4 +1,5 @@
 /** `t2s benchmark`: k sampled episodes per task against a policy, written to a resumable rows file, then the report. */
+import { QUANTIZATION_HELP, quantizationOption, type QuantizationName } from "../model/quantization.js";
 import type { Command } from "commander";
 import { UsageError } from "../core/errors.js";
 import { benchmark } from "../runs/benchmark.js";
@@ -12,6 +13,7 @@ import { CONCURRENCY, MAX_TOKENS_PER_TURN, MAX_TOOL_CALLS, SAMPLES_PER_TASK, SAM
 
 interface BenchmarkFlags {
   policy: string;
+  quantization?: QuantizationName;
   tasks: string;
   split?: string;
   k: number;
@@ -82,6 +84,7 @@ export function registerBenchmark(program: Command): void {
     .option("--backoff-ms <n>", "first retry delay in ms (doubles each retry, jittered, capped at 60 s)", intOption("--backoff-ms", 0), 1000)
     .option("--request-timeout <seconds>", "per-request timeout (default max(300, max-tokens / 4))", intOption("--request-timeout", 1))
     .option("--workers <n>", "SQL worker processes (default: CPU count)", intOption("--workers", 1))
+    .option("--quantization <q>", `tfjs: policies: ${QUANTIZATION_HELP} (default none)`, quantizationOption)
     .option("--by <field>", "report groups (repeatable; default difficulty and archetype)", collect, [])
     .option("--quiet", "no progress line on stderr")
     .option("--json", "print JSON {summary, facts, progress, meta} instead of the report")
@@ -115,6 +118,7 @@ export function registerBenchmark(program: Command): void {
         backoffMs: f.backoffMs,
         requestTimeoutS: f.requestTimeout,
         workers: f.workers,
+        quantization: f.quantization,
         by: f.by.length ? f.by : undefined,
         progressStream: f.quiet ? undefined : process.stderr,
       });

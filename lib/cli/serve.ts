@@ -1,4 +1,5 @@
 /** `t2s serve`: the OpenAI-compatible server over a local model and its adapters. */
+import { applyQuantization, QUANTIZATION_HELP, quantizationOption, type QuantizationName } from "../model/quantization.js";
 import type { Command } from "commander";
 import { UsageError } from "../core/errors.js";
 import { collect, intOption, oneOf } from "./options.js";
@@ -28,6 +29,7 @@ export function registerServe(program: Command): void {
     .option("--host <host>", "interface to listen on", "127.0.0.1")
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm, cpu (default auto)")
     .option("--weights-dtype <d>", WEIGHTS_DTYPE_HELP, weightsDtypeOption)
+    .option("--quantization <q>", `${QUANTIZATION_HELP} (default none; adapters stay float32 beside an int8 base)`, quantizationOption)
     .option("--max-model-len <n>", "longest prompt + completion in tokens (default: max_position_embeddings)", intOption("--max-model-len", 1))
     .option("--max-batch <rows>", "sequences decoded together; later requests wait their turn in arrival order", intOption("--max-batch", 1), 64)
     .option("--max-num-batched-tokens <n>", "prompt tokens prefilled in one step at most (smaller: a burst of requests stalls running streams less)", intOption("--max-num-batched-tokens", 1), 8192)
@@ -45,7 +47,8 @@ export function registerServe(program: Command): void {
       assertTokenizerFile(opts.model);
       const { startServer } = await import("../serve/server.js");
       const model = await loadModel(opts.model, { backend: opts.backend, name: opts.name, contextLength: opts.maxModelLen, weightsDtype: opts.weightsDtype });
-      process.stderr.write(`${describeLoad(model)}\n`);
+      applyQuantization(model, opts.quantization);
+      process.stderr.write(`${describeLoad(model)}${model.quantization ? `; sampling ${model.quantization}` : ""}\n`);
       const server = await startServer({
         model, adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxNumBatchedTokens,
         apiKey: opts.apiKey, allowRuntimeLora: opts.enableLoraUpdating || undefined, maxLoras: opts.maxLoras, loraRoots: opts.loraRoot.length ? opts.loraRoot : undefined,
@@ -76,6 +79,7 @@ interface ServeFlags {
   host: string;
   backend?: string;
   weightsDtype?: WeightsDtype;
+  quantization?: QuantizationName;
   maxModelLen?: number;
   maxBatch: number;
   maxNumBatchedTokens: number;

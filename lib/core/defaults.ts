@@ -39,6 +39,7 @@ export const SHARED_SETTINGS = {
   concurrency: { name: "concurrency", type: int(1), default: 8, doc: "episodes, requests or checks in flight at once" },
   engine_max_tokens: { name: "engine_max_tokens", type: int(0), default: 256, doc: "new tokens per sequence of a generation request that names no budget" },
   backend: { name: "backend", type: { kind: "enum", options: ["auto", "webgpu", "tensorflow", "wasm", "cpu"] }, default: "auto", doc: "tfjs backend when neither a flag, a config nor T2S_BACKEND names one (auto: the best that starts)" },
+  quantization: { name: "quantization", type: { kind: "enum", options: ["none", "int8"] }, default: "none", doc: "how sampling and serving run the base's linear layers on WebGPU: none (the weights' precision) or int8 (W8A8 on the GPU's matrix units); a learner keeps its own precision" },
   max_tensor_elements: { name: "max_tensor_elements", type: int(1), default: 2 ** 28, shown: "2^28", doc: "cap on B x T x vocab of one training micro-batch's logits: 2^28 floats = 1 GiB, half of WebGPU's 2 GiB binding limit" },
 } as const satisfies Record<string, SharedSetting>;
 

@@ -263,5 +263,7 @@ export function mergedModel(base: CausalLM, dir: string, opts: { name?: string }
   const name = opts.name ?? basename(abs);
   const model = new CausalLM(base.config, weights, base.tokenizer, { name, dir: base.dir, backend: base.backend, owned });
   model.merged.push(name);
+  // a merged copy samples as its base does (under int8, its merged weights are the ones quantized)
+  model.quantization = base.quantization;
   return model;
 }

@@ -36,6 +36,9 @@ export interface LoadInfo {
   storage: string;
 }
 
+/** How the step runner runs a model's linear layers: null at the weights' precision (lib/model/quantization.ts). */
+export type Quantization = "int8" | null;
+
 export class CausalLM {
   readonly config: ModelConfig;
   readonly weights: DecoderWeights;
@@ -56,6 +59,11 @@ export class CausalLM {
   private readonly owned: Set<tf.Tensor> | null;
   /** How a checkpoint load went (set by loadModel; absent for models built in memory). */
   loadInfo?: LoadInfo;
+  /**
+   * How the WebGPU step runner (sampling, serving) runs the base's linear layers: null at the weights'
+   * own precision, "int8" quantized (lib/model/engine/int8-linears.ts). Training's own passes ignore it.
+   */
+  quantization: Quantization = null;
 
   constructor(config: ModelConfig, weights: DecoderWeights, tokenizer: ChatTokenizer | null, info: { name: string; dir: string | null; backend: string; owned?: Set<tf.Tensor> }) {
     this.owned = info.owned ?? null;

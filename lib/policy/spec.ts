@@ -7,9 +7,13 @@ import { UsageError } from "../core/errors.js";
 import { OpenAIPolicy, parseOpenAISpec, type OpenAIPolicyOptions } from "./openai.js";
 import { readScript, scriptedPolicy } from "./scripted.js";
 import type { Policy } from "./types.js";
+import type { QuantizationName } from "../model/quantization.js";
 
 /** Options every factory receives; each uses what applies to it. */
-export interface PolicyOptions extends OpenAIPolicyOptions {}
+export interface PolicyOptions extends OpenAIPolicyOptions {
+  /** In-process models: how the base's linear layers sample (lib/model/quantization.ts). */
+  quantization?: QuantizationName;
+}
 
 /** Makes a policy from the part after "<kind>:"; may be async (loading weights). */
 export type PolicyFactory = (rest: string, opts: PolicyOptions) => Policy | Promise<Policy>;

@@ -4,12 +4,14 @@
  * max_tokens, stop, seed) reach the engine. `chatPolicy` answers requests on a given chat engine (the GRPO
  * sampler's, with the adapter being trained); "tfjs:<model dir>[+<adapter dir>]" loads a model for it,
  * merging the adapter into a copy of the weights as a server would serve it, on T2S_BACKEND or the best
- * backend available.
+ * backend available. With `quantization: "int8"` the base samples W8A8 and the adapter stays unmerged in
+ * float32 beside it, as `t2s serve --quantization int8` and the GRPO sampler run it.
  */
 import { resolve } from "node:path";
 import { UsageError } from "../core/errors.js";
 import { loadModel } from "../model/load.js";
-import { mergedModel } from "../model/lora.js";
+import { attachAdapter, mergedModel } from "../model/lora.js";
+import { applyQuantization, type QuantizationName } from "../model/quantization.js";
 import type { CausalLM } from "../model/model.js";
 import { ChatEngine, type ChatResult } from "../model/chat.js";
 import { openAiToolCalls } from "../model/toolcalls.js";
@@ -62,14 +64,22 @@ export function chatPolicy(engine: ChatEngine, ident: { name: string; model: str
 }
 
 /** Returns a Policy that samples the local model (plus adapter) in this process. */
-export async function tfjsPolicy(rest: string, opts: { backend?: string } = {}): Promise<Policy> {
+export async function tfjsPolicy(rest: string, opts: { backend?: string; quantization?: QuantizationName } = {}): Promise<Policy> {
   const { modelDir, adapterDir } = parseTfjsSpec(rest);
   const base = await loadModel(modelDir, { backend: opts.backend });
+  applyQuantization(base, opts.quantization);
   let served: CausalLM = base;
-  if (adapterDir) served = mergedModel(base, adapterDir);
-  const engine = new ChatEngine(served);
+  let engine: ChatEngine;
+  if (adapterDir && base.quantization) {
+    attachAdapter(base, adapterDir, { name: ADAPTER });
+    engine = new ChatEngine(base, [], { adapter: ADAPTER });
+  } else {
+    if (adapterDir) served = mergedModel(base, adapterDir);
+    engine = new ChatEngine(served);
+  }
   return {
     ...chatPolicy(engine, { name: `tfjs:${rest}`, model: base.name, adapter: adapterDir }, served.name),
+    quantization: base.quantization,
     async close() {
       if (served !== base) served.dispose();
       base.dispose();
@@ -77,4 +87,7 @@ export async function tfjsPolicy(rest: string, opts: { backend?: string } = {}):
   };
 }
 
-registerPolicyKind("tfjs", (rest) => tfjsPolicy(rest));
+/** The name an unmerged adapter is attached under (int8 sampling keeps it beside the base). */
+const ADAPTER = "adapter";
+
+registerPolicyKind("tfjs", (rest, opts) => tfjsPolicy(rest, { quantization: opts.quantization }));

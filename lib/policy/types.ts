@@ -58,6 +58,8 @@ export interface Policy {
   model?: string;
   /** The adapter applied on top of the model, if any. */
   adapter?: string | null;
+  /** How an in-process model's linear layers sample ("int8"), when not at the weights' precision. */
+  quantization?: string | null;
   complete(messages: ChatMessage[], opts: SampleOptions & { tools?: ToolSpec[] }): Promise<Completion[]>;
   /** Waits until the backend answers (optional; servers that are still loading). */
   warmup?(timeoutMs: number, pollMs?: number): Promise<void>;

@@ -2,6 +2,7 @@
  * `benchmark()`: the whole rollout from a policy spec and a task file to rows, a pass@k summary and the
  * failure breakdown. Used by `t2s benchmark` (notebooks start the CLI); re-running with the same arguments resumes.
  */
+import type { QuantizationName } from "../model/quantization.js";
 import { resolve } from "node:path";
 import { ExecutorPool } from "../db/pool.js";
 import type { Executor } from "../db/types.js";
@@ -58,6 +59,8 @@ export interface BenchmarkOptions {
   /** Wait up to this many seconds for the server before starting (0/undefined: no wait). */
   warmupS?: number;
   retries?: number;
+  /** In-process (tfjs:) policies: how the base's linear layers sample (recorded in the run's metadata). */
+  quantization?: QuantizationName;
   backoffMs?: number;
   requestTimeoutS?: number;
   /** SQL worker processes when no executor is given. */
@@ -120,7 +123,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
     assertTokenizerFile(parseTfjsSpec(opts.policy.slice("tfjs:".length)).modelDir);
   }
   const policy = typeof opts.policy === "string"
-    ? await loadPolicy(opts.policy, { concurrency, retries: opts.retries, backoffMs: opts.backoffMs, timeoutMs: opts.requestTimeoutS !== undefined ? opts.requestTimeoutS * 1000 : undefined })
+    ? await loadPolicy(opts.policy, { quantization: opts.quantization, concurrency, retries: opts.retries, backoffMs: opts.backoffMs, timeoutMs: opts.requestTimeoutS !== undefined ? opts.requestTimeoutS * 1000 : undefined })
     : opts.policy;
   const ownExecutor = !opts.executor && !opts.env ? lazyPool(opts.workers) : undefined;
   try {

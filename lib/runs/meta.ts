@@ -29,6 +29,8 @@ export interface RunMeta {
   tasks_file: string | null;
   /** sha256 of each database the rows ran against, by db_id (what `t2s db hash` prints); absent in older sidecars. */
   db_sha256?: Record<string, string>;
+  /** How an in-process model's linear layers sampled ("int8"), null at the weights' precision; absent in older sidecars. */
+  quantization?: string | null;
   /** Samples per task asked for by the latest run (may grow on resume). */
   k: number;
   /** Differences a run was told to accept with --force, in order. */
@@ -67,6 +69,7 @@ export function tasksHash(tasks: Pick<Task, "id" | "question" | "gold_sql" | "db
 const CHECKED: Array<[string, (m: RunMeta) => unknown]> = [
   ["policy", (m) => m.policy],
   ["adapter", (m) => m.adapter],
+  ["quantization", (m) => m.quantization ?? null],
   ["style", (m) => m.style],
   ["protocol", (m) => m.protocol],
   ["temperature", (m) => m.sampling.temperature],

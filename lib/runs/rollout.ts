@@ -88,6 +88,7 @@ function currentMeta(tasks: Task[], policy: Policy, opts: RolloutOptions): RunMe
     policy: policy.name,
     model: policy.model ?? null,
     adapter: policy.adapter ?? null,
+    ...(policy.quantization ? { quantization: policy.quantization } : {}),
     style: ep.style,
     protocol: tool ? ep.protocol ?? "native" : null,
     sampling: { temperature: s.temperature ?? null, top_p: s.top_p ?? null, max_tokens: s.max_tokens ?? null, seed: opts.seed ?? 0 },

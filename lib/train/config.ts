@@ -4,6 +4,7 @@
  * otherwise silently train with a default). The fields, their types and defaults are settings.ts's table
  * (docs/training.md's table is checked against it).
  */
+import type { QuantizationName } from "../model/quantization.js";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
@@ -61,7 +62,7 @@ export interface TrainConfig {
   mu: number;
   mask_truncated: boolean;
   reward_preset: "shaped" | "binary" | "tool-rl";
-  sampling: Required<Pick<Sampling, "temperature" | "top_p" | "max_tokens">> & { max_batch: number };
+  sampling: Required<Pick<Sampling, "temperature" | "top_p" | "max_tokens">> & { max_batch: number; quantization: QuantizationName };
   episode: { style: "single" | "tool"; protocol: "native" | "hermes"; max_tool_calls: number; min_tool_calls: number; max_context_tokens: number; tool_rows: number };
   eval: { every: number; split: "train" | "holdout"; limit: number; samples: number } | null;
   // sft

@@ -3,6 +3,7 @@
  * choose the tasks (split, band, limit), build the real environment (prompts, read-only SQL tool,
  * verifier grading) and run SFT or GRPO with checkpoints in output_dir. Used by `t2s train` (notebooks start the CLI).
  */
+import { applyQuantization } from "../model/quantization.js";
 import { commonPrefix } from "../model/prefix.js";
 import { cpSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -95,6 +96,8 @@ async function prepareModel(cfg: TrainConfig, hooks: RunHooks): Promise<{ model:
   // full training keeps float32 master weights, so its base is loaded float32
   const model = await loadModel(cfg.model, { backend: hooks.backend ?? cfg.backend ?? undefined, weightsDtype: cfg.adapter ? cfg.weights_dtype : "fp32" });
   hooks.onNote?.(describeLoad(model));
+  // the sampler's precision; the learner's own passes ignore it
+  if (cfg.mode === "grpo") applyQuantization(model, cfg.sampling.quantization);
   if (cfg.adapter) {
     if (cfg.adapter.init) attachAdapter(model, cfg.adapter.init, { name: ADAPTER_NAME, trainable: true });
     else createAdapter(model, { name: ADAPTER_NAME, r: cfg.adapter.r, alpha: cfg.adapter.alpha, targetModules: cfg.adapter.targets, seed: cfg.seed, useRslora: cfg.adapter.use_rslora });

@@ -5,7 +5,7 @@
  * checks docs/training.md's table against `settingsMarkdown()`.
  */
 import { LOSS_TYPES } from "./losses.js";
-import { MAX_TENSOR_ELEMENTS, MAX_TOOL_CALLS, TOP_P, TOOL_ROWS } from "../core/defaults.js";
+import { MAX_TENSOR_ELEMENTS, MAX_TOOL_CALLS, SHARED_SETTINGS, TOP_P, TOOL_ROWS } from "../core/defaults.js";
 
 export type TrainMode = "sft" | "grpo";
 
@@ -119,6 +119,7 @@ export const SETTINGS = [
       { name: "temperature", type: num({ gt: 0 }), default: 1, doc: "sampling temperature" },
       { name: "top_p", type: num({ gt: 0, max: 1 }), default: TOP_P, doc: "nucleus mass" },
       { name: "max_tokens", type: int(1), default: 512, doc: "per turn; also dr_grpo's constant" },
+      { name: "quantization", type: oneOf(...SHARED_SETTINGS.quantization.type.options), default: SHARED_SETTINGS.quantization.default, doc: "the sampler's linear layers: none, or int8 (W8A8 on the GPU's matrix units, WebGPU with int8 subgroup matrices; the learner keeps its own precision, so set the importance-sampling correction)" },
       { name: "max_batch", type: int(1), default: 64, doc: "episodes' turns sampled together in one decode loop; P x G puts a whole step in one loop, fastest on a GPU while the batch's activations fit: on the H200, 256 episodes of the default model took 14.8 s per step at 64 and 7.2 s at 256" },
     ),
   },

@@ -4,15 +4,19 @@
 # training benches beside torch_ref.py, the kernel checks, and the GRPO round-1 configuration's step time.
 #   bash scripts/gpu/speed.sh PHASE [ARGS] [PHASE [ARGS] ...]
 #     setup                         unpack out/gpu-bundle.tar.xz
-#     decode SHAPE DTYPE BATCHES    bench-decode-gpu at lib/model/shapes.ts SHAPE (random weights, the shape's
+#     decode SHAPE DTYPE BATCHES [QUANTS]
+#                                   bench-decode-gpu at lib/model/shapes.ts SHAPE (random weights, the shape's
 #                                   own vocabulary), storage fp32|bf16, greedy ids checked against the tfjs
-#                                   path first, every batch profiled per kernel;
+#                                   path first, every batch profiled per kernel; QUANTS e.g. none,int8 (each
+#                                   in turn; default none);
 #                                   with .gpu/bench-decode-gpu-before.mjs present, that build runs first
 #                                   (the profile "before", same call)
 #     torch SHORT BATCHES DTYPES    torch_engine.py at its shape SHORT (0.5b, 3b), e.g. "1,64,256" "fp32 bf16"
 #     train                         bench-train --qwen05b (full SFT, GRPO LoRA) beside torch_ref.py train
 #     kernels                       bench-kernels --qwen05b (exits 1 when a kernel is off; ONLY=a,b: those groups)
-#     r1 STEPS MAXS                 the round-1 GRPO configuration for STEPS steps (train_log's step times)
+#     gemm [SHAPES]                 bench-gemm: int8 GEMM TOPS and the int8 linear beside the fp32 step GEMM
+#     r1 STEPS MAXS [QUANT]         the round-1 GRPO configuration for STEPS steps (train_log's step times),
+#                                   sampling at QUANT (none|int8, default the config's)
 # Needs: out/gpu-bundle.tar.xz (npm run bundle:gpu -- --node --pack --no-data) and, in .gpu/, the Vulkan
 # loader debs and torch_engine.py / torch_ref.py. Everything goes to $OUT/log.txt.
 set -uo pipefail
@@ -20,13 +24,13 @@ OUT="${OUT:-/tmp/speed-out}"
 source "$(dirname "$0")/host.sh"   # root, B, log, timed, setup, t2s
 
 decode() {
-  local shape="$1" wd="$2" batches="$3"
-  local args=(--shape "$shape" --weights-dtype "$wd" --batches "$batches" --profile-batches "$batches" --prompt 128 --new 128 --tfjs-batches none --engine-batches none --check)
+  local shape="$1" wd="$2" batches="$3" quants="${4:-none}"
+  local args=(--shape "$shape" --weights-dtype "$wd" --batches "$batches" --profile-batches "$batches" --prompt 128 --new 128 --tfjs-batches none --engine-batches none --check --quantization "$quants")
   if [ -f .gpu/bench-decode-gpu-before.mjs ]; then
     cp .gpu/bench-decode-gpu-before.mjs "$B/"
     timed "decode before $shape $wd" bash "$B/run.sh" bench-decode-gpu-before.mjs "${args[@]}"
   fi
-  timed "decode $shape $wd" bash "$B/run.sh" bench-decode-gpu.mjs "${args[@]}"
+  timed "decode $shape $wd $quants" bash "$B/run.sh" bench-decode-gpu.mjs "${args[@]}"
 }
 
 torch_engine() {
@@ -41,26 +45,29 @@ train() {
 
 r1() { # configs/shop-sql-4m-grpo-r1.json with fewer steps and an output folder of its own
   # beside the original, so its relative paths still resolve
-  python3 - "$1" > configs/r1-bench.tmp.json <<'PY'
+  local q="${3:-}"
+  python3 - "$1" "$q" > configs/r1-bench.tmp.json <<'PY'
 import json, sys
 c = json.load(open("configs/shop-sql-4m-grpo-r1.json"))
 c.update(steps=int(sys.argv[1]), output_dir="/tmp/r1-bench")
+if sys.argv[2]: c.setdefault("sampling", {})["quantization"] = sys.argv[2]
 print(json.dumps(c))
 PY
   rm -rf /tmp/r1-bench
-  timed "grpo r1 $1 steps" t2s train grpo --config configs/r1-bench.tmp.json --backend webgpu --max-seconds "$2"
-  cp /tmp/r1-bench/train_log.jsonl "$OUT/r1-train_log.jsonl" 2>/dev/null
+  timed "grpo r1 $1 steps ${q:-config}" t2s train grpo --config configs/r1-bench.tmp.json --backend webgpu --max-seconds "$2"
+  cp /tmp/r1-bench/train_log.jsonl "$OUT/r1-train_log${q:+-$q}.jsonl" 2>/dev/null
 }
 
 while [ $# -gt 0 ]; do
   phase="$1"; shift
   case "$phase" in
     setup) setup ;;
-    decode) decode "$1" "$2" "$3"; shift 3 ;;
+    decode) if [[ "${4:-}" =~ ^(none|int8)(,(none|int8))*$ ]]; then decode "$1" "$2" "$3" "$4"; shift 4; else decode "$1" "$2" "$3"; shift 3; fi ;;
+    gemm) if [[ "${1:-}" =~ ^[0-9x,]+$ ]]; then timed "bench-gemm" bash "$B/run.sh" bench-gemm.mjs --shapes "$1"; shift; else timed "bench-gemm" bash "$B/run.sh" bench-gemm.mjs; fi ;;
     torch) torch_engine "$1" "$2" "$3"; shift 3 ;;
     train) train ;;
     kernels) timed "bench-kernels" bash "$B/run.sh" bench-kernels.mjs --qwen05b ${ONLY:+--only $ONLY} ;;
-    r1) r1 "$1" "$2"; shift 2 ;;
+    r1) if [[ "${3:-}" =~ ^(none|int8)$ ]]; then r1 "$1" "$2" "$3"; shift 3; else r1 "$1" "$2"; shift 2; fi ;;
     *) log "unknown phase $phase"; exit 2 ;;
   esac
 done

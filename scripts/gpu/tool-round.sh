@@ -9,10 +9,11 @@
 #     check MODEL STYLE                      one in-process holdout run (k 4, eval run 0) of MODEL
 #     band MODEL STYLE NAME                  k 8 rollouts on the first 512 train tasks -> $OUT/NAME.jsonl.gz
 #     grpo CONFIG MAXS NAME                  a GRPO round; its adapter and log -> $OUT/NAME
-#     serve-eval PORT MODEL STYLE [band=ROWS] NAME[=ADAPTER]... +
+#     serve-eval PORT MODEL STYLE [band=ROWS] [quant=int8] NAME[=ADAPTER]... +
 #                                            one server for MODEL (and adapters); 3 holdout eval runs per
 #                                            served name, all in flight -> $OUT/<name>-<style>-holdout.jsonl.gz;
-#                                            with band=, the serving check's rows too; runs in the background
+#                                            with band=, the serving check's rows too; with quant=int8 the base
+#                                            samples W8A8 (files ...-holdout-int8); runs in the background
 #     wait                                   waits for the serve-eval phases started before it
 # Needs: out/gpu-bundle.tar.xz (npm run bundle:gpu -- --node --pack --no-data) and .gpu/debs.
 set -uo pipefail
@@ -76,21 +77,24 @@ grpo() {
 
 serve_eval() { # PORT MODEL STYLE [band=ROWS] NAME[=ADAPTER]...
   local port="$1" model="$2" style="$3"; shift 3
-  local names=() adapters=() band=""
+  local names=() adapters=() band="" q=none
   for spec in "$@"; do
     case "$spec" in
       band=*) band="${spec#band=}" ;;
+      quant=*) q="${spec#quant=}" ;;
       *=*) names+=("${spec%%=*}"); adapters+=(--adapter "$spec") ;;
       *) names+=("$spec") ;;
     esac
   done
-  t2s serve --model "$model" "${adapters[@]}" --port "$port" --backend "$BACKEND" --max-batch 1024 >> "$OUT/serve-$port.log" 2>&1 &
+  # quant=int8 serves the base W8A8 (the adapters float32 beside it); its files are named ...-int8
+  local sfx=""; [ "$q" != none ] && sfx="-$q"
+  t2s serve --model "$model" "${adapters[@]}" --port "$port" --backend "$BACKEND" --max-batch 1024 --quantization "$q" >> "$OUT/serve-$port.log" 2>&1 &
   local srv=$! t0=$(date +%s) pids=() url="http://127.0.0.1:$port/v1"
-  for m in "${names[@]}"; do rm -f /tmp/$m-$style-holdout.r[123].jsonl* /tmp/serving-$m.jsonl*; done
+  for m in "${names[@]}"; do rm -f /tmp/$m-$style-holdout$sfx.r[123].jsonl* /tmp/serving-$m.jsonl*; done
   for m in "${names[@]}"; do for r in 1 2 3; do
     t2s benchmark --policy "openai:$m@$url" --tasks data/shop/tasks.jsonl --split holdout $LIM --k 4 --temperature 0.7 \
       $(style_args "$style") --concurrency 128 --workers 2 --seed 1 --eval-run "$r" --warmup 180 \
-      --out "/tmp/$m-$style-holdout.r$r.jsonl" --quiet --json > /dev/null 2>> "$OUT/log.txt" &
+      --out "/tmp/$m-$style-holdout$sfx.r$r.jsonl" --quiet --json > /dev/null 2>> "$OUT/log.txt" &
     pids+=($!)
   done
   # the serving check's rows: 128 band prompts x 4 at the training temperature (notebook 04)
@@ -100,10 +104,10 @@ serve_eval() { # PORT MODEL STYLE [band=ROWS] NAME[=ADAPTER]...
   done
   for p in "${pids[@]}"; do wait "$p"; done
   kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
-  log "== serve-eval $port $style ${names[*]} $(( $(date +%s) - t0 )) s"
+  log "== serve-eval $port $style $q ${names[*]} $(( $(date +%s) - t0 )) s"
   for m in "${names[@]}"; do
-    cat /tmp/$m-$style-holdout.r[123].jsonl | gzip > "$OUT/$m-$style-holdout.jsonl.gz"
-    cp "/tmp/$m-$style-holdout.r1.jsonl.meta.json" "$OUT/$m-$style-holdout.jsonl.meta.json"
+    cat /tmp/$m-$style-holdout$sfx.r[123].jsonl | gzip > "$OUT/$m-$style-holdout$sfx.jsonl.gz"
+    cp "/tmp/$m-$style-holdout$sfx.r1.jsonl.meta.json" "$OUT/$m-$style-holdout$sfx.jsonl.meta.json"
     [ -n "$band" ] && gzip -c "/tmp/serving-$m.jsonl" > "$OUT/serving-$m.jsonl.gz" && cp "/tmp/serving-$m.jsonl.meta.json" "$OUT/"
   done
 }

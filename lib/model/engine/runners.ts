@@ -11,6 +11,7 @@
 import type { CausalLM } from "../model.js";
 import type { StepRunner } from "./runner.js";
 import { TfjsRunner } from "./tfjs-runner.js";
+import { T2sError } from "../../core/errors.js";
 
 /** A runner lent to one engine; release() hands it back (or frees it). */
 export interface RunnerLease {
@@ -20,6 +21,8 @@ export interface RunnerLease {
 
 interface IdleRunner {
   adapter: string | null;
+  /** The model's quantization when it was built (its int8 weights are a copy of that time's). */
+  quantization: CausalLM["quantization"];
   runner: StepRunner;
 }
 
@@ -39,6 +42,7 @@ export function freeIdleRunners(model: CausalLM): number {
  */
 export async function leaseRunner(model: CausalLM, opts: { adapter: string | null; slots: number; maxLength?: number }): Promise<RunnerLease> {
   if (model.backend !== "webgpu" || process.env.T2S_WEBGPU_RUNNER === "0") {
+    if (model.quantization) throw new T2sError("quantization_unsupported", `${model.quantization} sampling runs on the WebGPU step runner (webgpu backend, T2S_WEBGPU_RUNNER unset); this model runs on ${model.backend}`);
     const runner = new TfjsRunner(model, opts.slots, opts.adapter);
     return { runner, release: () => runner.dispose() };
   }
@@ -49,7 +53,8 @@ export async function leaseRunner(model: CausalLM, opts: { adapter: string | nul
     idle.set(model, list);
     model.onDispose(() => list.splice(0).forEach((e) => e.runner.dispose()));
   }
-  const i = kept.findIndex((e) => e.adapter === opts.adapter && e.runner.slots >= opts.slots && (opts.maxLength === undefined || (e.runner.maxLength ?? Infinity) >= opts.maxLength));
+  const quantization = model.quantization;
+  const i = kept.findIndex((e) => e.adapter === opts.adapter && e.quantization === quantization && e.runner.slots >= opts.slots && (opts.maxLength === undefined || (e.runner.maxLength ?? Infinity) >= opts.maxLength));
   let runner: StepRunner;
   if (i >= 0) runner = kept.splice(i, 1)[0].runner;
   else {
@@ -57,5 +62,5 @@ export async function leaseRunner(model: CausalLM, opts: { adapter: string | nul
     runner = await createWebgpuRunner(model, { adapter: opts.adapter, slots: opts.slots, maxLength: opts.maxLength });
   }
   const list = kept;
-  return { runner, release: () => list.push({ adapter: opts.adapter, runner }) };
+  return { runner, release: () => list.push({ adapter: opts.adapter, quantization, runner }) };
 }

@@ -17,6 +17,9 @@ import { type Dispatch, GpuContext } from "../../backend/webgpu/step/device.js";
 import { type GemmSpec, gemmCode, gemmGroups, kernelShape, reduceWgsl, splitsFor } from "../../backend/webgpu/step/gemm.js";
 import { embedWgsl, ropeTable, ropeWgsl, rmsNormWgsl } from "../../backend/webgpu/step/token-kernels.js";
 import { attentionWgsl } from "../../backend/webgpu/step/attention.js";
+import { int8Support } from "../../backend/webgpu/int8-support.js";
+import { Int8Linears } from "./int8-linears.js";
+import { T2sError } from "../../core/errors.js";
 
 /** The activation and cache buffers of a runner, sized for `tokens` token rows and `slots` sampled rows. */
 export interface ForwardBuffers {
@@ -44,6 +47,8 @@ export class WebgpuForward {
   private readonly loraRank: number;
   private part: GPUBuffer | null = null;
   private retired: GPUBuffer[] = [];
+  /** The base's linears in int8 when the model samples quantized (model.quantization), else null. */
+  private readonly int8: Int8Linears | null;
 
   constructor(
     private readonly ctx: GpuContext,
@@ -79,6 +84,12 @@ export class WebgpuForward {
       keys: model.weights.layers.map(() => ctx.buffer(cache)),
       values: model.weights.layers.map(() => ctx.buffer(cache)),
     };
+    this.int8 = null;
+    if (model.quantization === "int8") {
+      const support = int8Support();
+      if (!support.mma) throw new T2sError("quantization_unsupported", `int8 quantization needs a GPU with int8 matrix units: ${support.why}`);
+      this.int8 = new Int8Linears(ctx, support.mma, Int8Linears.groupsOf(model));
+    }
   }
 
   private pair(lin: Linear) {
@@ -150,7 +161,10 @@ export class WebgpuForward {
     const kOf = (l: Linear) => weightShape(l.weight)[1];
     const dtypeOf = (l: Linear) => (isPacked(l.weight) ? l.weight.dtype : "float32");
     const fused = lins.every((l) => kOf(l) === kOf(lins[0]) && dtypeOf(l) === dtypeOf(lins[0]) && (l.bias === undefined) === (lins[0].bias === undefined));
-    const groups = fused ? [lins] : lins.map((l) => [l]);
+    // an int8 copy holds the whole group side by side, whatever the storage of its parts
+    const quantized = this.int8?.has(lins[0].weight) ?? false;
+    if (quantized) this.int8!.linear(list, label, this.bufs.dims, lins[0].weight, rows, a, { ...io, rows: "M" });
+    const groups = quantized ? [] : fused ? [lins] : lins.map((l) => [l]);
     let off = io.off;
     for (const g of groups) {
       const K = kOf(g[0]);
@@ -176,6 +190,7 @@ export class WebgpuForward {
   dispatches(M: number, R: number): Dispatch[] {
     // destroy() waits for submitted work that uses a buffer, so the last call's retired scratch can go now
     for (const b of this.retired.splice(0)) b.destroy();
+    this.int8?.startCall();
     const { c, bufs } = this;
     const w = this.model.weights;
     const D = c.hiddenSize;
@@ -207,13 +222,15 @@ export class WebgpuForward {
     });
     list.push({ label: "final norm", pipeline: this.pipe(rmsNormWgsl(D, c.rmsNormEps, true)), buffers: [bufs.dims, bufs.x, this.ctx.bufferOf(w.norm), bufs.hs, bufs.srow], groups: GpuContext.groups1d(R) });
     const head = w.lmHead ?? w.embed;
-    this.gemm(list, "lm head", { K: D, N: c.vocabSize, lda: D, ldo: c.vocabSize, off: 0, bias: false, mode: "store", scale: 1, swiglu: false, rows: "R" }, R, bufs.hs, [head], bufs.logits);
+    if (this.int8) this.int8.linear(list, "lm head", bufs.dims, head, R, bufs.hs, { lda: D, swiglu: false, out: bufs.logits, ldo: c.vocabSize, off: 0, mode: "store", rows: "R" });
+    else this.gemm(list, "lm head", { K: D, N: c.vocabSize, lda: D, ldo: c.vocabSize, off: 0, bias: false, mode: "store", scale: 1, swiglu: false, rows: "R" }, R, bufs.hs, [head], bufs.logits);
     return list;
   }
 
   dispose(): void {
     const b = this.bufs;
     this.part?.destroy();
+    this.int8?.dispose();
     for (const buf of [b.dims, b.tok, b.srow, b.x, b.h, b.qkv, b.q, b.ctx, b.gu, b.loraT, b.hs, b.logits, b.rope, ...b.keys, ...b.values]) buf.destroy();
   }
 }

@@ -13,6 +13,7 @@
 import { DIMS_WGSL } from "./token-kernels.js";
 import { widenWgsl, type Half } from "../half.js";
 import { registerTile, type GemmTile } from "../register-tile.js";
+import { paddedK } from "./int8.js";
 
 export interface GemmSpec {
   K: number;
@@ -47,6 +48,12 @@ export interface GemmSpec {
    * not the bytes, are the cost). Absent: one weight.
    */
   parts?: number[];
+  /**
+   * The weight is int8 (one part): rows of paddedK(K) values, 4 per u32 word, scaled per output column by
+   * WS (lib/backend/webgpu/step/int8.ts quantizes them). Only the few-rows kernel reads it; more rows run
+   * the W8A8 kernels of int8.ts.
+   */
+  w8?: boolean;
 }
 
 /**
@@ -56,6 +63,11 @@ export interface GemmSpec {
  */
 export function weightBinding(part: number): number {
   return part === 0 ? 2 : 3 + part;
+}
+
+/** The column-scale binding of an int8 weight: after the bias, if any. */
+export function w8ScaleBinding(s: GemmSpec): number {
+  return s.bias ? 5 : 4;
 }
 
 function partsOf(s: GemmSpec): number[] {
@@ -105,6 +117,7 @@ function common(s: GemmSpec, ownW = false): string {
   const bias = s.bias ? " + biasAt(n)" : "";
   const write = s.mode === "add" ? "Out[i] = Out[i] + v;" : "Out[i] = v;";
   const P = partsOf(s).length;
+  const wScale = s.w8 ? " * WS[n]" : "";
   return `${DIMS_WGSL}
 const K = ${s.K}u;
 const N = ${s.N}u;
@@ -119,9 +132,10 @@ fn wAt(n : u32, k : u32) -> f32 { ${byPart(s, (i, col) => `w16_${i}(${col} * K +
 fn wAt(n : u32, k : u32) -> f32 { ${byPart(s, (i, col) => `W${i}[${col} * K + k]`)} }`}
 @group(0) @binding(3) var<storage, read_write> Out : array<f32>;
 ${s.bias && s.splits === 1 ? biasWgsl(s, 3 + P) : ""}
+${s.w8 ? `@group(0) @binding(${w8ScaleBinding(s)}) var<storage, read> WS : array<f32>;` : ""}
 ${load}
 fn store(m : u32, n : u32, acc : f32, z : u32) {
-  ${s.splits > 1 ? `Out[(z * dims.${s.rows} + m) * N + n] = acc;` : `let v = acc * ${f32(s.scale)}${bias};
+  ${s.splits > 1 ? `Out[(z * dims.${s.rows} + m) * N + n] = acc;` : `let v = acc${wScale} * ${f32(s.scale)}${bias};
   let i = m * LDO + OFF + n;
   ${write}`}
 }`;
@@ -131,9 +145,11 @@ fn store(m : u32, n : u32, acc : f32, z : u32) {
 const GEMV_UNROLL = 4;
 
 /** The few-rows kernel's layout: lanes sharing one output column (a power of two, 32..256) and columns per workgroup. */
-export function gemvLayout(K: number): { vec: number; lanes: number; cols: number } {
-  // vec4 loads need rows of whole vec4s (every real shape; tiny test shapes and LoRA ranks may not)
-  const vec = K % 4 === 0 ? 4 : 1;
+export function gemvLayout(K: number, w8 = false): { vec: number; lanes: number; cols: number } {
+  // vec4 loads need rows of whole vec4s (every real shape; tiny test shapes and LoRA ranks may not);
+  // int8 rows are padded to whole words
+  if (w8) K = paddedK(K);
+  const vec = w8 || K % 4 === 0 ? 4 : 1;
   // enough lanes that each loads at least GEMV_UNROLL vectors of its weight row
   let lanes = 32;
   while (lanes < 256 && lanes * 2 * GEMV_UNROLL <= K / vec) lanes *= 2;
@@ -147,19 +163,23 @@ export function gemvLayout(K: number): { vec: number; lanes: number; cols: numbe
  * no second pass.
  */
 export function gemvWgsl(s: GemmSpec): string {
-  const { vec, lanes, cols } = gemvLayout(s.K);
-  const V = s.K / vec;
-  const wv = vec === 1 ? `fn wv(n : u32, v : u32) -> vec4<f32> { return vec4<f32>(wAt(n, v), 0.0, 0.0, 0.0); }`
+  const { vec, lanes, cols } = gemvLayout(s.K, s.w8);
+  const V = (s.w8 ? paddedK(s.K) : s.K) / vec;
+  const wv = s.w8 ? `${weightsWgsl(s, "u32")}
+fn wv(n : u32, v : u32) -> vec4<f32> { return vec4<f32>(unpack4xI8(W0[n * ${V}u + v])); }`
+    : vec === 1 ? `fn wv(n : u32, v : u32) -> vec4<f32> { return vec4<f32>(wAt(n, v), 0.0, 0.0, 0.0); }`
     : s.w16 ? `${weightsWgsl(s, "vec2<u32>")}
 fn widen4(p : vec2<u32>) -> vec4<f32> { return vec4<f32>(${widenWgsl(s.w16, "p.x", "0u")}, ${widenWgsl(s.w16, "p.x", "1u")}, ${widenWgsl(s.w16, "p.y", "0u")}, ${widenWgsl(s.w16, "p.y", "1u")}); }
 fn wv(n : u32, v : u32) -> vec4<f32> { ${byPart(s, (i, col) => `widen4(W${i}[${col} * ${V}u + v])`)} }`
     : `${weightsWgsl(s, "vec4<f32>")}
 fn wv(n : u32, v : u32) -> vec4<f32> { ${byPart(s, (i, col) => `W${i}[${col} * ${V}u + v]`)} }`;
   const av = vec === 1 ? `fn av(m : u32, v : u32) -> vec4<f32> { return vec4<f32>(loadA(m, v), 0.0, 0.0, 0.0); }`
+    : s.w8 && paddedK(s.K) !== s.K ? `fn ak(m : u32, k : u32) -> f32 { if (k < K) { return loadA(m, k); } return 0.0; }
+fn av(m : u32, v : u32) -> vec4<f32> { let k = 4u * v; return vec4<f32>(ak(m, k), ak(m, k + 1u), ak(m, k + 2u), ak(m, k + 3u)); }`
     : `fn av(m : u32, v : u32) -> vec4<f32> { let k = 4u * v; return vec4<f32>(loadA(m, k), loadA(m, k + 1u), loadA(m, k + 2u), loadA(m, k + 3u)); }`;
   const loads = Array.from({ length: GEMV_UNROLL }, (_, j) => `let v${j} = v + ${j * lanes}u; var w${j} = vec4<f32>(0.0); if (v${j} < ${V}u) { w${j} = wv(n, v${j}); }`).join("\n      ");
   const fmas = Array.from({ length: GEMV_UNROLL }, (_, j) => `if (v${j} < ${V}u) { a = a + dot(av(r, v${j}), w${j}); }`).join("\n          ");
-  return `${common(s, vec === 4)}
+  return `${common(s, vec === 4 || s.w8)}
 ${wv}
 ${av}
 const R = ${GEMV_MAX_ROWS}u;
@@ -304,7 +324,7 @@ export function gemmCode(s: GemmSpec, rows: number): string {
 /** The workgroup counts of a linear layer over `rows` input rows. */
 export function gemmGroups(s: GemmSpec, rows: number): [number, number, number] {
   if (rows <= GEMV_MAX_ROWS) {
-    const n = Math.ceil(s.N / gemvLayout(s.K).cols);
+    const n = Math.ceil(s.N / gemvLayout(s.K, s.w8).cols);
     return n <= 65535 ? [n, 1, 1] : [65535, Math.ceil(n / 65535), 1];
   }
   const t = tileFor(rows);
