@@ -258,10 +258,12 @@ export class GrpoTrainer<P> {
         });
         const got: Record<string, number> = {};
         for (const h of held) {
-          for (const [k, t] of Object.entries(h)) {
-            got[k] = combine(k, got[k], (await t.data())[0]);
-            t.dispose();
-          }
+          // one read-back per micro-batch, not one per figure (each is a device round trip on a GPU)
+          const keys = Object.keys(h);
+          const packed = tf.stack(keys.map((k) => h[k]));
+          const values = await packed.data();
+          tf.dispose([packed, ...Object.values(h)]);
+          keys.forEach((k, j) => (got[k] = combine(k, got[k], values[j])));
         }
         if (pass === 0) {
           Object.assign(first, got);
