@@ -25,7 +25,10 @@ export interface RolloutCorrection {
 
 /** The sampler's log-probs of the tokens of a micro-batch, aligned with its loss mask. */
 export interface RolloutLogprobs {
-  /** [B, T] log-prob of each token under the distribution the sampler drew it from (any value where unknown). */
+  /**
+   * [B, T] the sampler's log-prob of each token: log softmax(logits / T) before any top-k / top-p cut, the
+   * quantity the learner computes (any value where unknown).
+   */
   logp: tf.Tensor2D;
   /** [B, T] 1 where the sampler reported a finite log-prob, 0 elsewhere. */
   known: tf.Tensor2D;
