@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
 import type { LossType } from "./losses.js";
+import type { ImportanceSamplingMode } from "./rollout-correction.js";
 import type { AdvantageScale } from "./advantages.js";
 import type { ScheduleKind } from "./schedule.js";
 import type { Sampling } from "../policy/types.js";
@@ -63,6 +64,9 @@ export interface TrainConfig {
   mask_truncated: boolean;
   reward_preset: "shaped" | "binary" | "tool-rl";
   sampling: Required<Pick<Sampling, "temperature" | "top_p" | "max_tokens">> & { max_batch: number; quantization: QuantizationName };
+  vllm_importance_sampling_correction: boolean;
+  vllm_importance_sampling_mode: ImportanceSamplingMode;
+  vllm_importance_sampling_cap: number;
   episode: { style: "single" | "tool"; protocol: "native" | "hermes"; max_tool_calls: number; min_tool_calls: number; max_context_tokens: number; tool_rows: number };
   eval: { every: number; split: "train" | "holdout"; limit: number; samples: number } | null;
   // sft

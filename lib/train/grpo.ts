@@ -10,8 +10,9 @@ import { groupAdvantages, type AdvantageScale } from "./advantages.js";
 import { batchTensors, planMicroBatches, type TokenRow } from "./batching.js";
 import { TrainerCore, type OptimOptions, type RunOptions } from "./core.js";
 import type { TrainableLM } from "./lm.js";
-import { sequenceLogprobs, stopGradient } from "./logprobs.js";
+import { sequenceLogprobs } from "./logprobs.js";
 import { policyLoss, type LossSettings, type LossType, type StepCounts } from "./losses.js";
+import { mismatchMetrics, type ImportanceSamplingMode } from "./rollout-correction.js";
 import { SeededRandom } from "../core/random.js";
 import { defaultOf } from "./settings.js";
 
@@ -50,6 +51,15 @@ export interface GrpoOptions extends OptimOptions, RunOptions {
   maskTruncated?: boolean;
   /** Sampling temperature: logits are divided by it before the log-softmax, as when sampling. */
   temperature?: number;
+  /**
+   * Weight each token's policy-gradient loss by the detached ratio of the learner's log-prob before the
+   * update to the sampler's (TRL's vllm_importance_sampling_correction); tokens the sampler reported no
+   * log-prob for keep weight 1.
+   */
+  importanceSamplingCorrection?: boolean;
+  /** token_truncate: min(ratio, cap) (TIS); token_mask: tokens whose ratio exceeds the cap get weight 0. */
+  importanceSamplingMode?: ImportanceSamplingMode;
+  importanceSamplingCap?: number;
   /** Completion token budget (dr_grpo's normaliser). */
   maxCompletionLength: number;
   /** Cap on B x T x vocab of one micro-batch's logits. */
@@ -64,7 +74,9 @@ export interface GrpoOptions extends OptimOptions, RunOptions {
 }
 
 /** The options a GrpoOptions may leave out; each absent one takes the training settings table's default. */
-type Defaulted = "lossType" | "epsilonLow" | "epsilonHigh" | "beta" | "scale" | "mu" | "temperature" | "maxTensorElements";
+type Defaulted =
+  | "lossType" | "epsilonLow" | "epsilonHigh" | "beta" | "scale" | "mu" | "temperature" | "maxTensorElements"
+  | "importanceSamplingCorrection" | "importanceSamplingMode" | "importanceSamplingCap";
 
 /**
  * The options with every absent one filled from lib/train/settings.ts, as a config file is filled, so the
@@ -82,6 +94,9 @@ export function grpoDefaults(o: GrpoOptions): GrpoOptions & Required<Pick<GrpoOp
     mu: o.mu ?? (defaultOf("mu", "grpo") as number),
     temperature: o.temperature ?? (defaultOf("sampling.temperature", "grpo") as number),
     maxTensorElements: o.maxTensorElements ?? (defaultOf("max_tensor_elements", "grpo") as number),
+    importanceSamplingCorrection: o.importanceSamplingCorrection ?? (defaultOf("vllm_importance_sampling_correction", "grpo") as boolean),
+    importanceSamplingMode: o.importanceSamplingMode ?? (defaultOf("vllm_importance_sampling_mode", "grpo") as ImportanceSamplingMode),
+    importanceSamplingCap: o.importanceSamplingCap ?? (defaultOf("vllm_importance_sampling_cap", "grpo") as number),
   };
 }
 
@@ -97,7 +112,11 @@ export class GrpoTrainer<P> {
     if (prompts.length === 0) throw new T2sError("no_prompts", "no prompts to train on (is the band empty?)");
     if (options.groupSize < 2) throw new T2sError("bad_config", "groupSize (G) must be at least 2: advantages compare samples within a group");
     const opts = (this.opts = grpoDefaults(options));
-    this.settings = { lossType: opts.lossType, epsilonLow: opts.epsilonLow, epsilonHigh: opts.epsilonHigh, beta: opts.beta };
+    if (!(opts.importanceSamplingCap >= 1)) throw new T2sError("bad_config", `importanceSamplingCap must be >= 1 (a ratio of 1 is no mismatch), got ${opts.importanceSamplingCap}`);
+    this.settings = {
+      lossType: opts.lossType, epsilonLow: opts.epsilonLow, epsilonHigh: opts.epsilonHigh, beta: opts.beta,
+      rolloutCorrection: opts.importanceSamplingCorrection ? { mode: opts.importanceSamplingMode, cap: opts.importanceSamplingCap } : null,
+    };
     if (this.settings.beta > 0 && !lm.hasReference) throw new T2sError("no_reference", "beta > 0 needs a reference policy, and this model has none (train an adapter, or set beta 0)");
     this.core = new TrainerCore(lm, opts, opts.steps * opts.mu, opts);
     this.dataRng = new SeededRandom(opts.seed);
@@ -219,37 +238,32 @@ export class GrpoTrainer<P> {
     const olds = mu > 1 ? batches.map((b) => tf.tidy(() => sequenceLogprobs(this.lm, b.ids, { temperature, from: b.from }).logp)) : null;
     const metrics: Record<string, number> = {};
     const first: Record<string, number> = {};
-    let diffMax = 0;
+    // how one micro-batch's sum joins the step's (LossSums: Max / Min keys by max / min)
+    const combine = (k: string, a: number | undefined, v: number) => (a === undefined ? v : k.endsWith("Max") ? Math.max(a, v) : k.endsWith("Min") ? Math.min(a, v) : a + v);
     try {
       for (let pass = 0; pass < mu; pass++) {
         const held: Array<Record<string, tf.Tensor>> = [];
         const r = await this.core.optimizerStep(batches.length, (i) => {
           const b = batches[i];
           const lp = sequenceLogprobs(this.lm, b.ids, { temperature, entropy: pass === 0, from: b.from });
-          const res = policyLoss({ logp: lp.logp, oldLogp: olds ? olds[i] : null, refLogp: refs?.[i], advantages: b.advantages, mask: b.mask }, this.settings, counts);
-          const h: Record<string, tf.Tensor> = { ...res.sums };
+          const rollout = b.sampled ? { logp: b.sampled.logp, known: b.sampled.mask } : null;
+          const res = policyLoss({ logp: lp.logp, oldLogp: olds ? olds[i] : null, refLogp: refs?.[i], advantages: b.advantages, mask: b.mask, rollout }, this.settings, counts);
+          const h: Record<string, tf.Tensor> = { ...(res.sums as unknown as Record<string, tf.Tensor>) };
           if (pass === 0) {
             h.entropy = tf.keep(tf.sum(tf.mul(lp.entropy!, b.mask)));
             lp.entropy!.dispose();
-            if (b.sampled) {
-              // how far the trainer's log-probs are from the sampler's for the same tokens (should be ~0)
-              const d = tf.mul(tf.abs(tf.sub(stopGradient(lp.logp), b.sampled.logp)), b.sampled.mask);
-              h.diffSum = tf.keep(tf.sum(d));
-              h.diffMax = tf.keep(tf.max(d));
-              h.diffCount = tf.keep(tf.sum(b.sampled.mask));
-            }
           }
           held.push(h);
           return res.loss;
         });
         const got: Record<string, number> = {};
         for (const h of held) {
-          for (const [k, t] of Object.entries(h)) {
-            const v = (await t.data())[0];
-            if (k === "diffMax") diffMax = Math.max(diffMax, v);
-            else got[k] = (got[k] ?? 0) + v;
-            t.dispose();
-          }
+          // one read-back per micro-batch, not one per figure (each is a device round trip on a GPU)
+          const keys = Object.keys(h);
+          const packed = tf.stack(keys.map((k) => h[k]));
+          const values = await packed.data();
+          tf.dispose([packed, ...Object.values(h)]);
+          keys.forEach((k, j) => (got[k] = combine(k, got[k], values[j])));
         }
         if (pass === 0) {
           Object.assign(first, got);
@@ -277,11 +291,9 @@ export class GrpoTrainer<P> {
       clip_ratio_region: (first.clipRegion ?? 0) / n,
       trained_tokens: first.tokens ?? 0,
       micro_batches: batches.length,
+      // the rollout/learner mismatch, between the sampler's log-probs and the learner's before the update
+      ...mismatchMetrics(first),
     };
-    if (first.diffCount) {
-      out.sampling_logp_diff_mean = first.diffSum / first.diffCount;
-      out.sampling_logp_diff_max = diffMax;
-    }
     return out;
   }
 

@@ -13,6 +13,7 @@
  */
 import { tf } from "../backend/tf.js";
 import { stopGradient } from "./logprobs.js";
+import { importanceWeights, mismatchSums, type MismatchSums, type RolloutCorrection, type RolloutLogprobs } from "./rollout-correction.js";
 
 export const LOSS_TYPES = ["grpo", "bnpo", "dr_grpo", "dapo", "cispo"] as const;
 export type LossType = (typeof LOSS_TYPES)[number];
@@ -25,6 +26,11 @@ export interface LossSettings {
   epsilonHigh: number;
   /** KL coefficient (k3 estimator against the reference); 0 turns it off. */
   beta: number;
+  /**
+   * Importance correction for the rollout/learner mismatch (TIS); absent or null = off. It needs the
+   * sampler's log-probs (`LossInputs.rollout`); tokens without one keep weight 1.
+   */
+  rolloutCorrection?: RolloutCorrection | null;
 }
 
 /** Counts over the whole optimizer step that the normalisers need. */
@@ -50,10 +56,16 @@ export interface LossInputs {
   advantages: tf.Tensor1D;
   /** [B, T] 1 for tokens in the loss, 0 elsewhere (prompt, padding, tool output, masked truncation). */
   mask: tf.Tensor2D;
+  /** The sampler's log-probs of the same tokens, when it reported them (constant). */
+  rollout?: RolloutLogprobs | null;
 }
 
-/** Sums over the micro-batch's active tokens, for the step's metrics (divide by `tokens`). */
-export interface LossSums {
+/**
+ * Sums over the micro-batch's active tokens, for the step's metrics (divide by `tokens`), and with the
+ * sampler's log-probs the rollout/learner mismatch sums (rollout-correction.ts: Max / Min keys combine
+ * across micro-batches by max / min).
+ */
+export interface LossSums extends Partial<MismatchSums> {
   tokens: tf.Scalar;
   clipLow: tf.Scalar;
   clipHigh: tf.Scalar;
@@ -61,9 +73,17 @@ export interface LossSums {
   kl: tf.Scalar;
 }
 
-/** Returns [B, T] per-token losses (before masking) and ratios / KL for metrics. */
-export function perTokenLoss(inp: LossInputs, s: LossSettings): { loss: tf.Tensor2D; ratio: tf.Tensor2D; kl: tf.Tensor2D | null } {
-  const old = inp.oldLogp ?? (stopGradient(inp.logp) as tf.Tensor2D);
+/** The learner's log-probs before this step's update: the given old ones, or (on-policy) the detached current ones. */
+function oldLogprobs(inp: LossInputs): tf.Tensor2D {
+  return inp.oldLogp ?? (stopGradient(inp.logp) as tf.Tensor2D);
+}
+
+/**
+ * Returns [B, T] per-token losses (before masking), ratios / KL for metrics, and the importance weights
+ * of the rollout correction (null when it is off or there are no sampler log-probs).
+ */
+export function perTokenLoss(inp: LossInputs, s: LossSettings): { loss: tf.Tensor2D; ratio: tf.Tensor2D; kl: tf.Tensor2D | null; isWeight: tf.Tensor2D | null } {
+  const old = oldLogprobs(inp);
   const ratio = tf.exp(tf.sub(inp.logp, old)) as tf.Tensor2D;
   const adv = tf.expandDims(inp.advantages, 1);
   let loss: tf.Tensor;
@@ -75,6 +95,9 @@ export function perTokenLoss(inp: LossInputs, s: LossSettings): { loss: tf.Tenso
     const clipped = tf.mul(tf.clipByValue(ratio, 1 - s.epsilonLow, 1 + s.epsilonHigh), adv);
     loss = tf.neg(tf.minimum(unclipped, clipped));
   }
+  // the rollout correction weights the policy-gradient term only, not the KL penalty (as TRL)
+  const isWeight = s.rolloutCorrection && inp.rollout ? importanceWeights(old, inp.rollout, s.rolloutCorrection) : null;
+  if (isWeight) loss = tf.mul(loss, isWeight);
   let kl: tf.Tensor2D | null = null;
   if (s.beta !== 0) {
     if (!inp.refLogp) throw new Error("beta > 0 needs reference log-probs");
@@ -82,7 +105,7 @@ export function perTokenLoss(inp: LossInputs, s: LossSettings): { loss: tf.Tenso
     kl = tf.sub(tf.sub(tf.exp(d), d), 1) as tf.Tensor2D;
     loss = tf.add(loss, tf.mul(kl, s.beta));
   }
-  return { loss: loss as tf.Tensor2D, ratio, kl };
+  return { loss: loss as tf.Tensor2D, ratio, kl, isWeight };
 }
 
 /** Reduces masked per-token losses of one micro-batch to the scalar whose gradients are summed over the step. */
@@ -107,7 +130,7 @@ export function aggregateLoss(loss: tf.Tensor2D, mask: tf.Tensor2D, lossType: Lo
 export function policyLoss(inp: LossInputs, s: LossSettings, c: StepCounts): { loss: tf.Scalar; sums: LossSums } {
   const { loss, ratio, kl } = perTokenLoss(inp, s);
   const total = aggregateLoss(loss, inp.mask, s.lossType, c);
-  const sums = tf.tidy(() => {
+  const sums: LossSums = tf.tidy(() => {
     const r = stopGradient(ratio);
     const adv = tf.expandDims(inp.advantages, 1);
     const on = (b: tf.Tensor) => tf.sum(tf.mul(tf.cast(b, "float32"), inp.mask)) as tf.Scalar;
@@ -121,9 +144,10 @@ export function policyLoss(inp: LossInputs, s: LossSettings, c: StepCounts): { l
       clipHigh: on(high),
       clipRegion: on(tf.logicalOr(low, high)),
       kl: kl ? (tf.sum(tf.mul(stopGradient(kl), inp.mask)) as tf.Scalar) : tf.scalar(0),
+      ...(inp.rollout ? mismatchSums(oldLogprobs(inp), inp.rollout, inp.mask, s.rolloutCorrection ?? null) : {}),
     };
   });
-  for (const v of Object.values(sums)) tf.keep(v);
+  for (const v of Object.values(sums)) tf.keep(v as tf.Scalar);
   return { loss: total, sums };
 }
 

@@ -285,6 +285,7 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
         ...common, steps: cfg.steps, promptsPerStep: cfg.prompts_per_step, groupSize: cfg.group_size, lossType: cfg.loss_type, epsilonLow: cfg.epsilon_low,
         epsilonHigh: cfg.epsilon_high, beta: cfg.beta, scale: cfg.scale_rewards, mu: cfg.mu, maskTruncated: cfg.mask_truncated,
         temperature: cfg.sampling.temperature, maxCompletionLength: cfg.sampling.max_tokens, evalEvery: ev?.every, onEval,
+        importanceSamplingCorrection: cfg.vllm_importance_sampling_correction, importanceSamplingMode: cfg.vllm_importance_sampling_mode, importanceSamplingCap: cfg.vllm_importance_sampling_cap,
       });
     }
     // without --resume there is no checkpoint (guardOutput): resume() then only drops the step records a

@@ -5,6 +5,7 @@
  * checks docs/training.md's table against `settingsMarkdown()`.
  */
 import { LOSS_TYPES } from "./losses.js";
+import { IMPORTANCE_SAMPLING_MODES } from "./rollout-correction.js";
 import { MAX_TENSOR_ELEMENTS, MAX_TOOL_CALLS, SHARED_SETTINGS, TOP_P, TOOL_ROWS } from "../core/defaults.js";
 
 export type TrainMode = "sft" | "grpo";
@@ -123,6 +124,9 @@ export const SETTINGS = [
       { name: "max_batch", type: int(1), default: 64, doc: "episodes' turns sampled together in one decode loop; P x G puts a whole step in one loop, fastest on a GPU while the batch's activations fit: on the H200, 256 episodes of the default model took 14.8 s per step at 64 and 7.2 s at 256" },
     ),
   },
+  { name: "vllm_importance_sampling_correction", modes: GRPO, type: { kind: "bool" }, default: true, doc: "weight each token's policy-gradient loss by the detached ratio π_learner_old / π_sampler, the correction for the rollout/learner mismatch (TRL's name; see \"Rollout/learner mismatch\")" },
+  { name: "vllm_importance_sampling_mode", modes: GRPO, type: { kind: "enum", options: IMPORTANCE_SAMPLING_MODES }, default: "token_truncate", doc: "token_truncate: weight min(ratio, cap) (TIS); token_mask: the ratio, and 0 for tokens whose ratio exceeds the cap" },
+  { name: "vllm_importance_sampling_cap", modes: GRPO, type: num({ min: 1 }), default: 2, doc: "the ratio above which a token's weight is truncated or dropped" },
   {
     name: "eval", modes: GRPO, default: null, doc: "rollout rows in eval.jsonl during training",
     type: object("null",

@@ -34,6 +34,12 @@ test("t2s train grpo runs real episodes, logs, checkpoints, evaluates and resume
   assert.equal(typeof log[1].eval_pass1, "number");
   // the trainer's forward pass scores the sampled tokens as the KV-cache sampler did
   assert.ok(log[0].sampling_logp_diff_max < 1e-3, `sampling vs training log-prob gap ${log[0].sampling_logp_diff_max}`);
+  // the rollout correction is on by default; an fp32 sampler and the learner agree, so nothing is clipped
+  for (const rec of log) {
+    for (const k of ["is_ratio_mean", "is_ratio_min", "is_ratio_max"]) assert.ok(Math.abs(rec[k] - 1) < 1e-4, `step ${rec.step} ${k} ${rec[k]}`);
+    assert.equal(rec.is_clipped_frac, 0);
+    assert.ok(Math.abs(rec.rollout_kl) < 1e-4 && Math.abs(rec.rollout_kl_k3) < 1e-8, `step ${rec.step} rollout_kl ${rec.rollout_kl} k3 ${rec.rollout_kl_k3}`);
+  }
   assert.ok(existsSync(join(w.dir, "out", "adapter", "adapter_model.safetensors")));
   assert.ok(existsSync(join(w.dir, "out", "eval.jsonl")));
   const evalRow = JSON.parse(readFileSync(join(w.dir, "out", "eval.jsonl"), "utf8").trim().split("\n")[0]);

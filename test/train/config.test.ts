@@ -68,3 +68,16 @@ test("null is refused where the default is not off: \"lr\": null is a mistake, n
   // where the default is off, null still means off
   assert.equal(validateConfig({ ...minimal, limit: null, backend: null }, "grpo", "/cfg/c.json").limit, null);
 });
+
+test("the rollout correction takes TRL's names: on, token_truncate, cap 2 by default; modes and cap are checked", () => {
+  const c = validateConfig(minimal, "grpo");
+  assert.equal(c.vllm_importance_sampling_correction, true);
+  assert.equal(c.vllm_importance_sampling_mode, "token_truncate");
+  assert.equal(c.vllm_importance_sampling_cap, 2);
+  const set = validateConfig({ ...minimal, vllm_importance_sampling_correction: false, vllm_importance_sampling_mode: "token_mask", vllm_importance_sampling_cap: 3 }, "grpo");
+  assert.deepEqual([set.vllm_importance_sampling_correction, set.vllm_importance_sampling_mode, set.vllm_importance_sampling_cap], [false, "token_mask", 3]);
+  rejects({ ...minimal, vllm_importance_sampling_mode: "sequence_mask" }, /'vllm_importance_sampling_mode' must be one of "token_truncate", "token_mask"/);
+  rejects({ ...minimal, vllm_importance_sampling_cap: 0.5 }, /'vllm_importance_sampling_cap' must be a number >= 1, got 0.5/);
+  rejects({ ...minimal, vllm_importance_sampling_correction: "yes" }, /'vllm_importance_sampling_correction' must be true or false/);
+  rejects({ ...minimal, vllm_importance_sampling_cap: 2 }, /'vllm_importance_sampling_cap' applies to 'grpo' training, not 'sft'/, "sft");
+});

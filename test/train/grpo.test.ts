@@ -2,9 +2,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { TinyLM, useCpu } from "./tiny-lm.js";
+import { assertClose, TinyLM, useCpu } from "./tiny-lm.js";
 import { toyGrader, toySampler } from "./toy-task.js";
-import { GrpoTrainer, type GrpoOptions } from "../../lib/train/grpo.js";
+import { GrpoTrainer, type GrpoOptions, type Sampler } from "../../lib/train/grpo.js";
 import { scratchDir } from "../helpers.js";
 
 await useCpu();
@@ -29,6 +29,12 @@ test("GRPO on a toy verifier task raises the mean reward (fixed seed)", async ()
     assert.equal(typeof records[0][k], "number", `log field ${k}`);
   }
   assert.ok((records[0].sampling_logp_diff_max as number) < 1e-4, `trainer and sampler log-probs agree: ${records[0].sampling_logp_diff_max}`);
+  // the same policy samples and learns here: every ratio is 1 up to float rounding, nothing is clipped
+  for (const r of records) {
+    for (const k of ["is_ratio_mean", "is_ratio_min", "is_ratio_max"]) assert.ok(Math.abs((r[k] as number) - 1) < 1e-5, `step ${r.step} ${k} ${r[k]}`);
+    assert.equal(r.is_clipped_frac, 0);
+    assert.ok(Math.abs(r.rollout_kl as number) < 1e-5 && (r.rollout_kl_k3 as number) < 1e-9, `step ${r.step} rollout_kl ${r.rollout_kl} k3 ${r.rollout_kl_k3}`);
+  }
   trainer.dispose();
   lm.dispose();
 });
@@ -102,4 +108,49 @@ test("mask_truncated drops truncated episodes from the loss but keeps their rewa
   // every toy rollout scores its 4 generated tokens (or fewer when EOS came early); truncated ones have 4
   const truncatedTokens = Math.round((kept.truncated_rate as number) * (kept.samples as number)) * 4;
   assert.equal(masked.trained_tokens, (kept.trained_tokens as number) - truncatedTokens);
+});
+
+/** The toy sampler with every sampler log-prob changed by `f` (the tokens drawn stay the same). */
+function reported(lm: TinyLM, f: (logp: number, t: number) => number): Sampler<number> {
+  const inner = toySampler(lm);
+  return async (p, g, ctx) => (await inner(p, g, ctx)).map((group) => group.map((r) => ({ ...r, rows: r.rows.map((row) => ({ ...row, logprobs: row.logprobs?.map(f) })) })));
+}
+
+test("a sampler one nat below the learner: TIS truncates every weight at the cap, token_mask drops every token, the log shows the mismatch", async () => {
+  const first = async (over: Partial<GrpoOptions>, f: (logp: number, t: number) => number = (x) => x - 1) => {
+    const lm = new TinyLM({ vocab: 6, dim: 4, maxLen: 8, seed: 3 });
+    const [rec] = await new GrpoTrainer(lm, PROMPTS, reported(lm, f), toyGrader, base({ steps: 1, ...over })).train();
+    lm.dispose();
+    return rec;
+  };
+  const off = await first({ importanceSamplingCorrection: false });
+  const truncated = await first({});
+  const masked = await first({ importanceSamplingMode: "token_mask" });
+  assert.ok(Math.abs(off.loss as number) > 1e-3, "the step has a learning signal");
+  // ratio exp(old - rollout) = e on every token: over the default cap 2, so each weight is exactly 2
+  assertClose(truncated.loss as number, 2 * (off.loss as number), 1e-7, 1e-5, "token_truncate loss = 2 x plain loss");
+  assert.equal(masked.loss, 0);
+  assert.equal(masked.grad_norm, 0, "every token dropped: no gradient");
+  for (const rec of [off, truncated, masked]) {
+    assertClose(rec.is_ratio_mean as number, Math.E, 1e-5, 1e-5, "is_ratio_mean");
+    assertClose(rec.is_ratio_max as number, Math.E, 1e-5, 1e-5, "is_ratio_max");
+    assertClose(rec.rollout_kl as number, -1, 1e-5, 1e-5, "rollout_kl");
+    assertClose(rec.rollout_kl_k3 as number, Math.E - 2, 1e-5, 1e-5, "rollout_kl_k3");
+    assertClose(rec.sampling_logp_diff_mean as number, 1, 1e-5, 1e-5, "sampling_logp_diff_mean");
+  }
+  assert.equal(truncated.is_clipped_frac, 1);
+  assert.equal(masked.is_clipped_frac, 1);
+  assert.equal(off.is_clipped_frac, undefined, "no clipped fraction when the correction is off");
+  // a cap above e leaves the plain ratio e as the weight
+  assertClose((await first({ importanceSamplingCap: 3 })).loss as number, Math.E * (off.loss as number), 1e-6, 1e-5, "cap 3");
+  // with mu = 2 the weights come from the old log-probs computed before the passes
+  assertClose((await first({ mu: 2 })).loss as number, 2 * ((await first({ mu: 2, importanceSamplingCorrection: false })).loss as number), 1e-7, 1e-5, "mu 2");
+  // tokens without a sampler log-prob keep weight 1; a sampler that reports none changes nothing
+  const partial = await first({}, (x, t) => (t % 2 ? NaN : x - 1));
+  assert.ok(Number.isFinite(partial.loss) && Number.isFinite(partial.grad_norm), `loss ${partial.loss}`);
+  assert.equal(partial.is_clipped_frac, 1, "every compared token is over the cap");
+  const none = await first({}, () => NaN);
+  assert.equal(none.loss, off.loss);
+  assert.equal(none.is_ratio_mean, undefined, "no sampler log-probs, no mismatch figures");
+  await assert.rejects(first({ importanceSamplingCap: 0.5 }), /importanceSamplingCap must be >= 1/);
 });
