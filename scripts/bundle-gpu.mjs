@@ -140,8 +140,10 @@ fi
 node_bin="$(command -v node || true)"
 if [ -z "$node_bin" ]; then
   node_bin="\${TMPDIR:-/tmp}/t2s-node"
-  [ -x "$node_bin" ] || xz -dc "$here/node.xz" > "$node_bin"
-  chmod +x "$node_bin"
+  # unpacked once, under a name of its own then renamed: several commands may start at once
+  if [ ! -x "$node_bin" ]; then
+    xz -dc "$here/node.xz" > "$node_bin.$$" && chmod +x "$node_bin.$$" && mv -f "$node_bin.$$" "$node_bin"
+  fi
 fi
 export T2S_ROOT="$here"
 entry="$1"; shift
