@@ -1,12 +1,27 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts file (or the paths given) with node's built-in test runner through tsx.
 // Node 20's --test does not expand globs or find .ts files itself, so the list is built here.
-// T2S_NO_SKIPS=1 (CI sets it) makes a skipped test a failure: the WebGPU tests skip without an adapter,
+// The run ends by naming what it did not run: how many tests skipped, why, and the one command that runs
+// them. T2S_NO_SKIPS=1 (CI sets it) makes a skipped test a failure: the WebGPU tests skip without an adapter,
 // and CI runs them on Mesa's software driver (scripts/lavapipe.sh), so a skip there means a lost check.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
+
+/**
+ * Why tests skip, by the words their skip reason holds, and the one command that runs them. The tests
+ * word their reasons this way (test/helpers.ts: needsJupyter, needsChromium; the WebGPU tests: "no WebGPU
+ * adapter: ..."); a reason not listed here is shown as it is.
+ */
+const SKIP_KINDS = [
+  { match: /no WebGPU adapter/, why: "no WebGPU adapter here (no GPU, or no Vulkan driver)", run: "bash scripts/lavapipe.sh run npm test   (Mesa's software Vulkan driver, as CI runs them; needs apt-get)" },
+  { match: /needs Jupyter/, why: "Debian's Jupyter packages are not installed", run: "npm run setup:system   (apt-get, as root or with sudo), then npm test" },
+  { match: /needs Chromium/, why: "Debian's Chromium is not installed", run: "npm run setup:system   (apt-get, as root or with sudo), then npm test" },
+  { match: /mount namespaces/, why: "no mount namespaces here (unshare)", run: "npm test as root, or where unprivileged user namespaces are allowed" },
+  { match: /spider-dev-mini/, why: "../shared/spider-dev-mini (Spider's dev set) is not beside the clone", run: "put it at ../shared/spider-dev-mini, then npm test" },
+  { match: /python3 is not installed/, why: "python3 is not installed", run: "apt-get install python3, then npm test" },
+];
 
 function findTests(dir) {
   const out = [];
@@ -18,32 +33,58 @@ function findTests(dir) {
   return out;
 }
 
-/** The skipped tests a TAP report lists, as "name: reason". */
+/** The skipped tests a TAP report lists, as { name, reason }. */
 function skippedTests(tap) {
   return tap.split("\n").flatMap((line) => {
     const m = /^\s*ok \d+ - (.*?) # SKIP\s*(.*)$/.exec(line);
-    return m ? [`${m[1]}: ${m[2]}`] : [];
+    return m ? [{ name: m[1], reason: m[2] }] : [];
   });
+}
+
+/** The closing lines about skipped tests: per kind of reason, the count, the reason and the command that runs them. */
+function skipSummary(skipped) {
+  const groups = new Map();
+  for (const s of skipped) {
+    const kind = SKIP_KINDS.find((k) => k.match.test(s.reason)) ?? { why: s.reason || "(no reason given)", run: null };
+    const g = groups.get(kind.why) ?? { kind, tests: [] };
+    g.tests.push(s);
+    groups.set(kind.why, g);
+  }
+  const lines = [`not run: ${skipped.length} test(s) skipped`];
+  // the known kinds in their table order, then other reasons alphabetically: the same lines every run
+  const rank = (g) => (SKIP_KINDS.includes(g.kind) ? SKIP_KINDS.indexOf(g.kind) : SKIP_KINDS.length);
+  const ordered = [...groups.values()].sort((a, b) => rank(a) - rank(b) || a.kind.why.localeCompare(b.kind.why));
+  for (const { kind, tests } of ordered) {
+    lines.push(`  ${tests.length} skipped: ${kind.why}${kind.run ? "" : ` (${tests.map((t) => t.name).join("; ")})`}`);
+    if (kind.run) lines.push(`    run them: ${kind.run}`);
+  }
+  return lines.join("\n") + "\n";
 }
 
 const args = process.argv.slice(2);
 const files = args.length ? args.flatMap((a) => (statSync(a).isDirectory() ? findTests(a) : [a])) : findTests("test");
 const noSkips = process.env.T2S_NO_SKIPS === "1";
-const tapDir = noSkips ? mkdtempSync(join(tmpdir(), "t2s-tests-")) : null;
-const reporters = ["--test-reporter=spec", "--test-reporter-destination=stdout"];
-if (tapDir) reporters.push("--test-reporter=tap", `--test-reporter-destination=${join(tapDir, "report.tap")}`);
+const tapDir = mkdtempSync(join(tmpdir(), "t2s-tests-"));
+const tap = join(tapDir, "report.tap");
+const reporters = ["--test-reporter=spec", "--test-reporter-destination=stdout", "--test-reporter=tap", `--test-reporter-destination=${tap}`];
 const result = spawnSync(process.execPath, ["--import", "tsx", "--test", ...reporters, ...files], {
   stdio: "inherit",
   env: { ...process.env, T2S_TEST: "1" },
 });
 let status = result.status ?? 1;
-if (tapDir) {
-  const tap = join(tapDir, "report.tap");
-  const skipped = existsSync(tap) ? skippedTests(readFileSync(tap, "utf8")) : ["(no TAP report was written: the run did not start)"];
-  rmSync(tapDir, { recursive: true, force: true });
+const report = existsSync(tap) ? readFileSync(tap, "utf8") : null;
+rmSync(tapDir, { recursive: true, force: true });
+if (report === null) {
+  process.stderr.write("error [tests_not_run]: the test runner wrote no report: the run did not start\n");
+  status = status || 1;
+} else {
+  const skipped = skippedTests(report);
   if (skipped.length) {
-    process.stderr.write(`error [tests_skipped]: ${skipped.length} test(s) skipped with T2S_NO_SKIPS=1:\n${skipped.map((s) => `  ${s}`).join("\n")}\n`);
-    status = status || 1;
+    process.stdout.write(`\n${skipSummary(skipped)}`);
+    if (noSkips) {
+      process.stderr.write(`error [tests_skipped]: ${skipped.length} test(s) skipped with T2S_NO_SKIPS=1:\n${skipped.map((s) => `  ${s.name}: ${s.reason}`).join("\n")}\n`);
+      status = status || 1;
+    }
   }
 }
 process.exit(status);
