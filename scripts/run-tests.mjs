@@ -5,7 +5,7 @@
 // them. T2S_NO_SKIPS=1 (CI sets it) makes a skipped test a failure: the WebGPU tests skip without an adapter,
 // and CI runs them on Mesa's software driver (scripts/lavapipe.sh), so a skip there means a lost check.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 
@@ -21,6 +21,32 @@ const SKIP_KINDS = [
   { match: /mount namespaces/, why: "no mount namespaces here (unshare)", run: "npm test as root, or where unprivileged user namespaces are allowed" },
   { match: /spider-dev-mini/, why: "../shared/spider-dev-mini (Spider's dev set) is not beside the clone", run: "put it at ../shared/spider-dev-mini, then npm test" },
   { match: /python3 is not installed/, why: "python3 is not installed", run: "apt-get install python3, then npm test" },
+];
+
+/**
+ * Test files run this many at a time (T2S_TEST_CONCURRENCY overrides): node's default is one fewer than the
+ * cores, so one file at a time on 2 cores, while most files wait on child processes, servers and kernels.
+ */
+const CONCURRENCY = Number(process.env.T2S_TEST_CONCURRENCY) || Math.max(2, availableParallelism());
+
+/**
+ * Files that run after the others, one at a time: their tests hold a mechanism to a short explicit limit
+ * (a 300 ms shutdown grace, a 1 s request timeout, runaway queries stopped at 400 ms, a lane wait of a
+ * quarter of 4 s), which a second busy file on the machine would crowd without any fault of the kit.
+ */
+const SERIAL = new Set(["test/serve/access.test.ts", "test/db/lanes.test.ts", "test/db/hostile.test.ts", "test/runs/benchmark.test.ts"]);
+
+/**
+ * The longest files start first, so that two lanes end at about the same time (measured with
+ * T2S_TEST_CONCURRENCY=2 on 2 cores; the rest follow in path order).
+ */
+const LONGEST_FIRST = [
+  "test/notebooks-research/training.test.ts",
+  "test/notebooks-research/notebooks.test.ts",
+  "test/notebooks/run.test.ts",
+  "test/docs/examples.test.ts",
+  "test/notebooks-research/jupyter.test.ts",
+  "test/envserve/guards.test.ts",
 ];
 
 function findTests(dir) {
@@ -61,24 +87,34 @@ function skipSummary(skipped) {
   return lines.join("\n") + "\n";
 }
 
+/** Runs files with node's test runner, `concurrency` at a time; returns its exit status and the skips its TAP report lists (null: no report). */
+function runFiles(files, concurrency) {
+  const tapDir = mkdtempSync(join(tmpdir(), "t2s-tests-"));
+  const tap = join(tapDir, "report.tap");
+  const reporters = ["--test-reporter=spec", "--test-reporter-destination=stdout", "--test-reporter=tap", `--test-reporter-destination=${tap}`];
+  const result = spawnSync(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...reporters, ...files], {
+    stdio: "inherit",
+    env: { ...process.env, T2S_TEST: "1" },
+  });
+  const report = existsSync(tap) ? readFileSync(tap, "utf8") : null;
+  rmSync(tapDir, { recursive: true, force: true });
+  return { status: result.status ?? 1, skipped: report === null ? null : skippedTests(report) };
+}
+
 const args = process.argv.slice(2);
 const files = args.length ? args.flatMap((a) => (statSync(a).isDirectory() ? findTests(a) : [a])) : findTests("test");
+const rank = (f) => (LONGEST_FIRST.includes(f) ? LONGEST_FIRST.indexOf(f) : LONGEST_FIRST.length);
+const together = files.filter((f) => !SERIAL.has(f)).sort((a, b) => rank(a) - rank(b));
+const alone = files.filter((f) => SERIAL.has(f));
 const noSkips = process.env.T2S_NO_SKIPS === "1";
-const tapDir = mkdtempSync(join(tmpdir(), "t2s-tests-"));
-const tap = join(tapDir, "report.tap");
-const reporters = ["--test-reporter=spec", "--test-reporter-destination=stdout", "--test-reporter=tap", `--test-reporter-destination=${tap}`];
-const result = spawnSync(process.execPath, ["--import", "tsx", "--test", ...reporters, ...files], {
-  stdio: "inherit",
-  env: { ...process.env, T2S_TEST: "1" },
-});
-let status = result.status ?? 1;
-const report = existsSync(tap) ? readFileSync(tap, "utf8") : null;
-rmSync(tapDir, { recursive: true, force: true });
-if (report === null) {
+const phases = [together.length ? runFiles(together, CONCURRENCY) : null, alone.length ? runFiles(alone, 1) : null].filter(Boolean);
+let status = Math.max(...phases.map((p) => p.status));
+if (phases.some((p) => p.skipped === null)) {
   process.stderr.write("error [tests_not_run]: the test runner wrote no report: the run did not start\n");
   status = status || 1;
 } else {
-  const skipped = skippedTests(report);
+  const skipped = phases.flatMap((p) => p.skipped);
+  if (alone.length && together.length) process.stdout.write(`\n${together.length} test files ran ${CONCURRENCY} at a time, then ${alone.length} one at a time (${alone.join(", ")})\n`);
   if (skipped.length) {
     process.stdout.write(`\n${skipSummary(skipped)}`);
     if (noSkips) {
