@@ -36,19 +36,6 @@ const CONCURRENCY = Number(process.env.T2S_TEST_CONCURRENCY) || Math.max(2, avai
  */
 const SERIAL = new Set(["test/serve/access.test.ts", "test/db/lanes.test.ts", "test/db/hostile.test.ts", "test/runs/benchmark.test.ts"]);
 
-/**
- * The longest files start first, so that two lanes end at about the same time (measured with
- * T2S_TEST_CONCURRENCY=2 on 2 cores; the rest follow in path order).
- */
-const LONGEST_FIRST = [
-  "test/notebooks-research/training.test.ts",
-  "test/notebooks-research/notebooks.test.ts",
-  "test/notebooks/run.test.ts",
-  "test/docs/examples.test.ts",
-  "test/notebooks-research/jupyter.test.ts",
-  "test/envserve/guards.test.ts",
-];
-
 function findTests(dir) {
   const out = [];
   for (const name of readdirSync(dir).sort()) {
@@ -103,8 +90,7 @@ function runFiles(files, concurrency) {
 
 const args = process.argv.slice(2);
 const files = args.length ? args.flatMap((a) => (statSync(a).isDirectory() ? findTests(a) : [a])) : findTests("test");
-const rank = (f) => (LONGEST_FIRST.includes(f) ? LONGEST_FIRST.indexOf(f) : LONGEST_FIRST.length);
-const together = files.filter((f) => !SERIAL.has(f)).sort((a, b) => rank(a) - rank(b));
+const together = files.filter((f) => !SERIAL.has(f));
 const alone = files.filter((f) => SERIAL.has(f));
 const noSkips = process.env.T2S_NO_SKIPS === "1";
 const phases = [together.length ? runFiles(together, CONCURRENCY) : null, alone.length ? runFiles(alone, 1) : null].filter(Boolean);
