@@ -31,8 +31,8 @@ const CONCURRENCY = Number(process.env.T2S_TEST_CONCURRENCY) || Math.max(2, avai
 
 /**
  * Files that run after the others, one at a time: their tests hold a mechanism to a short explicit limit
- * (a 300 ms shutdown grace, a 1 s request timeout, runaway queries stopped at 400 ms, a lane wait of a
- * quarter of 4 s), which a second busy file on the machine would crowd without any fault of the kit.
+ * (a 1 s request timeout, runaway queries stopped at 400 ms, a lane wait of a quarter of 4 s) or open
+ * 1,500 sockets, which a second busy file on the machine would crowd without any fault of the kit.
  */
 const SERIAL = new Set(["test/serve/access.test.ts", "test/db/lanes.test.ts", "test/db/hostile.test.ts", "test/runs/benchmark.test.ts"]);
 

@@ -180,23 +180,34 @@ test("thousands of idle sockets cannot make the server unreachable: past the cap
 });
 
 test("graceful shutdown: new requests get 503, a short request finishes, a long stream is cut with an error event and [DONE]", async () => {
-  const server = await startServer({ model, port: 0 });
-  const long = post(`${server.url}/v1/chat/completions`, { model: "tiny", messages: MSGS, max_tokens: 400, ignore_eos: true, stream: true }).then((r) => r.text());
-  const short = post(`${server.url}/v1/chat/completions`, { model: "tiny", messages: MSGS, max_tokens: 3, ignore_eos: true });
-  // both requests in flight (not a fixed sleep: a loaded machine may take longer to get them there)
+  // Two servers, so that nothing depends on how fast this machine generates: the first drains with a grace
+  // far longer than a 3-token request; the second is closed with no grace while a stream is running.
+  const draining = await startServer({ model, port: 0 });
+  const short = post(`${draining.url}/v1/chat/completions`, { model: "tiny", messages: MSGS, max_tokens: 3, ignore_eos: true });
   const until = Date.now() + HANG_GUARD_MS;
-  while (server.inFlight() < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-  const closing = server.close(300);
+  while (draining.inFlight() < 1 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+  const closing = draining.close(HANG_GUARD_MS);
   // close() starts draining at once: the next request is refused
-  const late = await post(`${server.url}/v1/chat/completions`, { model: "tiny", messages: MSGS, max_tokens: 3 }).catch(() => null);
+  const late = await post(`${draining.url}/v1/chat/completions`, { model: "tiny", messages: MSGS, max_tokens: 3 }).catch(() => null);
   if (late) assert.equal(late.status, 503);
   const shortRes = await short;
   assert.equal(shortRes.status, 200);
   assert.equal(((await shortRes.json()) as { choices: { finish_reason: string }[] }).choices[0].finish_reason, "length");
-  const text = await long;
   await closing;
+
+  const cutting = await startServer({ model, port: 0 });
+  const res = await post(`${cutting.url}/v1/chat/completions`, { model: "tiny", messages: MSGS, max_tokens: 400, ignore_eos: true, stream: true });
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  const first = await reader.read(); // the stream is running
+  text += decoder.decode(first.value, { stream: true });
+  const cut = cutting.close(0);
+  for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value, { stream: true });
+  await cut;
   const events = text.trim().split("\n\n");
   assert.equal(events.at(-1), "data: [DONE]");
   assert.match(events.at(-2)!, /"error"/);
   assert.match(events.at(-2)!, /stopping/);
 });
+
