@@ -1,8 +1,9 @@
 /**
  * `npm run bench:grade`: grading speed, end to end and inside the process.
  *
- * 1. End to end against the Python reference grader (../shared/reference/refgrader.py, python3's sqlite3,
- *    the kit's default rules), side by side in one run on the same pairs: shop golds, each paired with
+ * 1. End to end against the Python reference grader (../shared/reference/refgrader.py beside the clone, or
+ *    --reference <path>; python3's sqlite3, the kit's default rules; a clone without it skips this table
+ *    and the reference's start-up row with a note), side by side in one run on the same pairs: shop golds, each paired with
  *    itself and with near-miss mutations of itself (bench/grade-pairs.ts). `t2s grade --jsonl` and
  *    `refgrader.py --jsonl` alternate for --runs rounds, each a fresh process reading the pairs on stdin;
  *    the table gives median seconds, grades per second, the ratio, and how many verdicts agree.
@@ -11,7 +12,7 @@
  * 3. Inside the process: grades per second with the gold result cached vs run every time, on 1 vs N SQL
  *    worker processes (and with the 3-neighbor check on).
  * Options: --pairs <n> (default 3000), --runs <n> (default 5), --grades <n> (default 600),
- *          --workers <n> (default: number of CPUs).
+ *          --workers <n> (default: number of CPUs), --reference <path> (default ../shared/reference/refgrader.py).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -24,11 +25,19 @@ import { kitPath } from "../lib/core/paths.js";
 import { readTasks } from "../lib/tasks/io.js";
 import { grade, type GradableTask } from "../lib/verifier/grade.js";
 import { GoldCache } from "../lib/verifier/goldcache.js";
-import { intFlag, printTable } from "./args.js";
+import { flag, intFlag, printTable } from "./args.js";
 import { gradePairs } from "./grade-pairs.js";
 
-const REFERENCE = kitPath("..", "shared", "reference", "refgrader.py");
+/** The Python reference grader: not part of the clone, so every use of it is optional. */
+const REFERENCE = flag("--reference") ?? kitPath("..", "shared", "reference", "refgrader.py");
 const T2S = kitPath("bin", "t2s.js");
+
+/** Why the reference grader cannot run here, or null when it can. */
+function referenceMissing(): string | null {
+  if (!existsSync(REFERENCE)) return `${REFERENCE} is not here (it is not part of the clone)`;
+  if (spawnSync("python3", ["--version"]).status !== 0) return "python3 is not installed";
+  return null;
+}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -51,9 +60,9 @@ function shopGolds(): { db: string; golds: string[] } {
 function endToEnd(db: string, golds: string[], count: number, runs: number): void {
   const pairs = gradePairs(db, golds, count);
   const input = pairs.map((p) => JSON.stringify(p)).join("\n") + "\n";
-  const python = spawnSync("python3", ["--version"], { encoding: "utf8" });
-  if (!existsSync(REFERENCE) || python.status !== 0) {
-    process.stdout.write(`end to end: skipped (needs python3 and ${REFERENCE})\n\n`);
+  const missing = referenceMissing();
+  if (missing) {
+    process.stdout.write(`end to end against the reference grader: skipped, ${missing}\n\n`);
     return;
   }
   const kit: number[] = [];
@@ -94,8 +103,10 @@ function startUp(runs: number): void {
     const times = Array.from({ length: runs }, () => timed(process.execPath, args, input).seconds);
     return [name, median(times).toFixed(3), times.map((s) => s.toFixed(2)).join(" ")];
   });
-  const py = Array.from({ length: runs }, () => timed("python3", [REFERENCE, "--jsonl"], "").seconds);
-  rows.push(["refgrader.py --jsonl </dev/null", median(py).toFixed(3), py.map((s) => s.toFixed(2)).join(" ")]);
+  if (!referenceMissing()) {
+    const py = Array.from({ length: runs }, () => timed("python3", [REFERENCE, "--jsonl"], "").seconds);
+    rows.push(["refgrader.py --jsonl </dev/null", median(py).toFixed(3), py.map((s) => s.toFixed(2)).join(" ")]);
+  }
   process.stdout.write(`start-up (${fresh ? "compiled dist/" : "dist/ missing or stale: sources through tsx; run npm run build"}), median of ${runs}\n`);
   printTable(["command", "seconds", "runs (s)"], rows);
   process.stdout.write("\n");

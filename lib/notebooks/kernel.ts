@@ -18,9 +18,15 @@ export interface KernelStartOptions {
   cwd: string;
   /** Extra environment variables for the kernel process. */
   env?: Record<string, string>;
-  /** How long to wait for the kernel to answer kernel_info (default 60 s). */
+  /** How long to wait for the kernel to answer kernel_info and the heartbeat (default KERNEL_START_TIMEOUT_MS). */
   startTimeoutMs?: number;
 }
+
+/**
+ * A hang guard for a kernel's start: tslab answers within seconds on an idle machine, but compiling its
+ * TypeScript service on a machine that shares one core among many processes takes minutes.
+ */
+export const KERNEL_START_TIMEOUT_MS = 600_000;
 
 export interface ExecuteOutcome {
   /** The execute_reply content, or null when the kernel never replied (timeout, death). */
@@ -159,17 +165,18 @@ export class TslabKernel {
 
     // A SUB socket misses what was published before it joined, so keep asking for kernel_info until both
     // the reply (shell) and a status message (iopub) have arrived: from then on no output is lost.
-    const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
+    const startTimeoutMs = opts.startTimeoutMs ?? KERNEL_START_TIMEOUT_MS;
+    const deadline = Date.now() + startTimeoutMs;
     let info: Record<string, unknown> | undefined;
     while (!info || !this.iopubSeen) {
       if (/EADDRINUSE|Address already in use/i.test(this.processLog)) throw new PortTakenError("a port in the connection file was already in use");
       if (this.exitInfo) throw this.startError(`the kernel process ended (${this.exitInfo})`);
-      if (Date.now() > deadline) throw this.startError(`the kernel did not answer within ${opts.startTimeoutMs ?? 60_000} ms`);
+      if (Date.now() > deadline) throw this.startError(`the kernel did not answer within ${startTimeoutMs} ms`);
       const got = await this.request(this.shell, "kernel_info_request", {}, 500);
       if (got) info = got;
     }
     this.kernelInfo = info;
-    if (!(await this.heartbeat(10_000))) throw this.startError("the kernel did not answer on the heartbeat channel");
+    if (!(await this.heartbeat(startTimeoutMs))) throw this.startError("the kernel did not answer on the heartbeat channel");
   }
 
   private startError(why: string): T2sError {

@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { NO_VULKAN_LOADER, softwareDriverOnly, useBackend, vulkanLoaderFound } from "../../lib/backend/select.js";
-import { runCli } from "../helpers.js";
+import { HANG_GUARD_MS, runCli } from "../helpers.js";
 import { fixtureDir } from "../model/fixtures.js";
 
 const noPrivateLoader = { LD_LIBRARY_PATH: "", VK_DRIVER_FILES: "" };
@@ -40,7 +40,7 @@ test("auto does not start Dawn when VK_DRIVER_FILES names only a software driver
   }
 });
 
-test("probing for a GPU prints no Dawn warning; asking for webgpu without a loader is one error line", { timeout: 120_000 }, async () => {
+test("probing for a GPU prints no Dawn warning; asking for webgpu without a loader is one error line", { timeout: HANG_GUARD_MS }, async () => {
   const auto = await runCli(["logits", "--model", fixtureDir("qwen2"), "--ids", "1,2,3", "--backend", "auto", "--json"], { env: noPrivateLoader });
   assert.equal(auto.code, 0, auto.stderr);
   assert.doesNotMatch(auto.stderr, /Couldn't load Vulkan|BackendVk/);

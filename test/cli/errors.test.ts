@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cpSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { runCli, scratchDir } from "../helpers.js";
+import { HANG_GUARD_MS, runCli, scratchDir } from "../helpers.js";
 import { fixtureDir } from "../model/fixtures.js";
 import { reportError } from "../../lib/cli/main.js";
 
@@ -45,7 +45,7 @@ test("a model folder without tokenizer.json is reported as such by serve, benchm
   const dir = join(scratchDir("t2s-notok-"), "model");
   cpSync(model, dir, { recursive: true });
   rmSync(join(dir, "tokenizer.json"));
-  const serve = await runCli(["serve", "--model", dir, "--port", "0"], { env, timeoutMs: 60_000 });
+  const serve = await runCli(["serve", "--model", dir, "--port", "0"], { env, timeoutMs: HANG_GUARD_MS });
   const bench = await runCli(["benchmark", "--policy", `tfjs:${dir}`, "--tasks", "data/shop/tasks.jsonl", "--limit", "1", "--k", "1", "--out", join(dir, "..", "rows.jsonl"), "--quiet"], { env });
   for (const [name, r] of [["serve", serve], ["benchmark", bench]] as const) {
     assert.equal(r.code, 1, `${name}: ${r.stderr}`);

@@ -15,7 +15,8 @@ test("a normal query waits less than one query timeout behind runaways filling e
     await pool.ready();
     // six runaways: with two lanes, three rounds of timeouts before a query queued behind them would start
     const runaways = Array.from({ length: 6 }, () => pool.execute(db, RUNAWAY, { timeoutMs }));
-    await new Promise((r) => setTimeout(r, 100));
+    // every lane taken (not a fixed sleep: workers pick the runaways up later on a loaded machine)
+    while (pool.stats().busy < 2) await new Promise((r) => setTimeout(r, 10));
     const t0 = performance.now();
     const normal = await pool.execute(db, "SELECT count(*) FROM items", { timeoutMs });
     const waited = performance.now() - t0;

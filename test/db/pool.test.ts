@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { ExecutorPool, withExecutor } from "../../lib/db/pool.js";
 import type { Executor } from "../../lib/db/types.js";
 import { isT2sError } from "../../lib/core/errors.js";
-import { scratchDir } from "../helpers.js";
+import { HANG_GUARD_MS, scratchDir } from "../helpers.js";
 import { makeFixtureDb } from "./fixture.js";
 
 const dir = scratchDir("t2s-pool-");
@@ -60,7 +60,7 @@ console.log("closed");`;
   const dir = scratchDir();
   const file = join(dir, "close.mts");
   (await import("node:fs")).writeFileSync(file, script);
-  const r = spawnSync(process.execPath, ["--import", "tsx", file], { encoding: "utf8", timeout: 30_000 });
+  const r = spawnSync(process.execPath, ["--import", "tsx", file], { encoding: "utf8", timeout: HANG_GUARD_MS });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /closed/);
 });

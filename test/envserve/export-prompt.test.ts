@@ -10,12 +10,12 @@ import { join } from "node:path";
 import { ExecutorPool } from "../../lib/db/pool.js";
 import { EnvService } from "../../lib/envserve/service.js";
 import { startEnvServer } from "../../lib/envserve/server.js";
-import { runCli, scratchDir } from "../helpers.js";
+import { HANG_GUARD_MS, runCli, scratchDir } from "../helpers.js";
 import { call, shopTasks, shopTasksFile } from "./fixture.js";
 
-test("a tool-style export carries the prompt and tool schema /v1/prompt renders, agent_name and create_kwargs", { timeout: 120_000 }, async () => {
+test("a tool-style export carries the prompt and tool schema /v1/prompt renders, agent_name and create_kwargs", { timeout: HANG_GUARD_MS }, async () => {
   const out = scratchDir("t2s-export-tool-");
-  const r = await runCli(["tasks", "export", shopTasksFile, "--to", "all", "--style", "tool", "--max-tool-calls", "4", "--out", out], { timeoutMs: 100_000 });
+  const r = await runCli(["tasks", "export", shopTasksFile, "--to", "all", "--style", "tool", "--max-tool-calls", "4", "--out", out], { timeoutMs: HANG_GUARD_MS });
   assert.equal(r.code, 0, r.stderr);
   const rows = (format: string) => readFileSync(join(out, format, "train.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
   const verl = rows("verl");
@@ -40,7 +40,7 @@ test("a tool-style export carries the prompt and tool schema /v1/prompt renders,
   assert.deepEqual(trl[0].prompt, (await call(server.url, "/v1/prompt", { task_id: trl[0].task_id })).json.messages);
 
   const single = scratchDir("t2s-export-single-");
-  assert.equal((await runCli(["tasks", "export", shopTasksFile, "--to", "verl", "--out", single], { timeoutMs: 100_000 })).code, 0);
+  assert.equal((await runCli(["tasks", "export", shopTasksFile, "--to", "verl", "--out", single], { timeoutMs: HANG_GUARD_MS })).code, 0);
   const one = JSON.parse(readFileSync(join(single, "verl", "train.jsonl"), "utf8").split("\n")[0]);
   assert.equal(one.agent_name, undefined, "single style leaves verl's default (single-turn) loop");
   assert.deepEqual(one.prompt, (await call(server.url, "/v1/prompt", { task_id: one.extra_info.task_id, style: "single" })).json.messages);

@@ -1,6 +1,6 @@
 /** Starting a real `t2s env serve` child on loopback for the tests, and the shop tasks they use. */
 import { spawn, type ChildProcess } from "node:child_process";
-import { t2sBin } from "../helpers.js";
+import { HANG_GUARD_MS, t2sBin } from "../helpers.js";
 import { kitPath } from "../../lib/core/paths.js";
 import { readTasks } from "../../lib/tasks/io.js";
 import type { Task } from "../../lib/tasks/types.js";
@@ -19,7 +19,7 @@ export interface EnvChild {
 }
 
 /** Spawns `t2s env serve --port 0 ...args` and resolves once it prints its URL. */
-export function startEnvChild(args: string[] = [], timeoutMs = 60_000): Promise<EnvChild> {
+export function startEnvChild(args: string[] = [], timeoutMs = HANG_GUARD_MS): Promise<EnvChild> {
   // a T2S_API_KEY of the calling shell would make the service ask the tests for it
   const child = spawn(process.execPath, [t2sBin, "env", "serve", "--port", "0", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, T2S_API_KEY: "" } });
   let out = "";

@@ -13,7 +13,7 @@ import { runEpisode } from "../../lib/episode/loop.js";
 import { mulberry32 } from "../../lib/core/random.js";
 import { scriptedPolicy } from "../../lib/policy/scripted.js";
 import { defaultEnv } from "../../lib/runs/env.js";
-import { repoRoot, runCli, scratchDir } from "../helpers.js";
+import { HANG_GUARD_MS, repoRoot, runCli, scratchDir } from "../helpers.js";
 import { shopTasks, startEnvChild } from "./fixture.js";
 
 const python = spawnSync("python3", ["--version"], { encoding: "utf8" });
@@ -64,14 +64,14 @@ function replies(gold: string, otherGold: string): string[] {
   ];
 }
 
-test("TRL- and verl-style Python functions give exactly the rewards of `t2s grade --jsonl` through `t2s env serve`", { skip: hasPython ? false : "python3 is not installed", timeout: 600_000 }, async () => {
+test("TRL- and verl-style Python functions give exactly the rewards of `t2s grade --jsonl` through `t2s env serve`", { skip: hasPython ? false : "python3 is not installed", timeout: 3 * HANG_GUARD_MS }, async () => {
   const all = shopTasks().filter((t) => t.split === "train");
   const rand = mulberry32(20);
   const tasks = all.slice(0, 120);
   const pairs = tasks.flatMap((t, i) => replies(t.gold_sql, all[(i * 7 + 3) % all.length].gold_sql).map((pred) => ({ task_id: t.id, db: t.db_path, gold: t.gold_sql, pred, preset: PRESETS[Math.floor(rand() * 3)] })));
   assert.ok(pairs.length >= 1000);
 
-  const graded = await runCli(["grade", "--jsonl", "--workers", "2"], { input: pairs.map((p) => JSON.stringify({ db: p.db, gold: p.gold, pred: p.pred, preset: p.preset })).join("\n") + "\n", timeoutMs: 300_000 });
+  const graded = await runCli(["grade", "--jsonl", "--workers", "2"], { input: pairs.map((p) => JSON.stringify({ db: p.db, gold: p.gold, pred: p.pred, preset: p.preset })).join("\n") + "\n", timeoutMs: HANG_GUARD_MS });
   assert.equal(graded.code, 0, graded.stderr);
   const answers = graded.stdout.trim().split("\n").map((l) => JSON.parse(l));
   assert.equal(answers.length, pairs.length);
@@ -121,7 +121,7 @@ test("TRL- and verl-style Python functions give exactly the rewards of `t2s grad
   const server = await startEnvChild(["--workers", "2"]);
   after(() => server.stop());
   const run = spawnSync("python3", ["-m", "unittest", "-v", "integrations/python/test_t2s_env.py"], {
-    cwd: repoRoot, encoding: "utf8", timeout: 500_000,
+    cwd: repoRoot, encoding: "utf8", timeout: HANG_GUARD_MS,
     env: { ...process.env, T2S_ENV_URL: server.url, T2S_PAIRS_FILE: pairsFile, T2S_TOOL_FILE: toolFile, T2S_EPISODES_FILE: episodesFile },
   });
   const log = `${run.stdout}\n${run.stderr}`;

@@ -7,12 +7,11 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readNotebook, serializeNotebook } from "../../lib/notebooks/nbformat.js";
 import { injectParameters } from "../../lib/notebooks/params.js";
-import { repoRoot, runCli, scratchDir } from "../helpers.js";
+import { needsJupyter, repoRoot, runCli, scratchDir } from "../helpers.js";
 import { executeWithNbclient } from "../notebooks/fixtures.js";
 import { makeRows, writeRows } from "../report/fixtures.js";
 
-
-test("nbclient runs 05-paired-delta with the registered kernel: every cell, no error, figures inline", async () => {
+test("nbclient runs 05-paired-delta with the registered kernel: every cell, no error, figures inline", { skip: needsJupyter() }, async () => {
   const dir = scratchDir("t2s-nb-jupyter-");
   const prefix = join(dir, "prefix");
   const r = await runCli(["notebooks", "install-kernel", "--prefix", prefix]);
@@ -20,11 +19,11 @@ test("nbclient runs 05-paired-delta with the registered kernel: every cell, no e
   const a = writeRows(join(dir, "a.jsonl"), makeRows({ runs: 2 }));
   const b = writeRows(join(dir, "b.jsonl"), makeRows({ runs: 2, lift: 0.25, seed: 9 }));
   const nb = readNotebook(join(repoRoot, "notebooks", "05-paired-delta.ipynb"));
-  injectParameters(nb, { a, b, report_dir: join(dir, "report") });
+  injectParameters(nb, { a, b, report_dir: join(dir, "report"), B: 200 }); // 200 bootstrap resamples: enough to draw every figure
   const input = join(dir, "05-in.ipynb");
   const output = join(dir, "05-out.ipynb");
   writeFileSync(input, serializeNotebook(nb));
-  const run = executeWithNbclient(input, join(repoRoot, "notebooks"), output, join(prefix, "share", "jupyter"), 180);
+  const run = executeWithNbclient(input, join(repoRoot, "notebooks"), output, join(prefix, "share", "jupyter"));
   assert.equal(run.status, 0, `nbclient failed:\n${run.stderr.slice(-3000)}`);
   const done = JSON.parse(readFileSync(output, "utf8"));
   const code = done.cells.filter((c: { cell_type: string }) => c.cell_type === "code");

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
-import { runCli } from "../helpers.js";
+import { HANG_GUARD_MS, runCli } from "../helpers.js";
 import { tinyTrainingWorld } from "../train/tiny-world.js";
 
 function world(): { dir: string; config: string } {
@@ -28,9 +28,9 @@ test("notebooks 03 and 04: a GRPO round, then the served adapter checked through
     model: join(w.dir, "model"), adapter: join(w.dir, "out", "adapter"), train_log: join(w.dir, "out", "train_log.jsonl"),
     tasks: join(w.dir, "tasks.jsonl"), limit: "1", max_tokens: "6", out_dir: join(w.dir, "served"),
   };
-  const args = ["notebooks", "run", "03-grpo-round", "04-serving-check", "--out", report, "--json", "--timeout-ms", "120000"];
+  const args = ["notebooks", "run", "03-grpo-round", "04-serving-check", "--out", report, "--json", "--timeout-ms", String(HANG_GUARD_MS)];
   for (const [k, v] of Object.entries(params)) args.push("--param", `${k}=${v}`);
-  const r = await runCli(args, { timeoutMs: 170_000, env: { T2S_BACKEND: "wasm" } });
+  const r = await runCli(args, { timeoutMs: 2 * HANG_GUARD_MS, env: { T2S_BACKEND: "wasm" } });
   assert.equal(r.code, 0, r.stdout + r.stderr);
   const results = JSON.parse(r.stdout) as Array<{ name: string; ok: boolean }>;
   assert.deepEqual(results.map((x) => x.ok), [true, true]);

@@ -1,5 +1,6 @@
 /** Opens an HTML report in the system Chromium (no network) and counts what Plotly drew. */
 import { chromium } from "playwright-core";
+import { HANG_GUARD_MS, SYSTEM_CHROMIUM } from "../helpers.js";
 
 export interface PageFacts {
   figures: number;
@@ -10,7 +11,8 @@ export interface PageFacts {
 /** Loads the file, lets its scripts run, and returns the number of plotted figures and bars plus page errors and network attempts. */
 export async function inspectReport(file: string): Promise<PageFacts> {
   const browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
+    timeout: HANG_GUARD_MS,
+    executablePath: SYSTEM_CHROMIUM,
     args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
   try {
@@ -20,9 +22,11 @@ export async function inspectReport(file: string): Promise<PageFacts> {
     page.on("request", (r) => {
       if (!/^(file|data|about):/.test(r.url())) errors.push(`network request: ${r.url()}`);
     });
-    await page.goto(`file://${file}`);
-    // page code as strings: the test tsconfig has no DOM types
-    await page.waitForFunction('document.querySelectorAll(".t2s-plotly .main-svg").length > 0', undefined, { timeout: 20_000 }).catch(() => undefined);
+    await page.goto(`file://${file}`, { timeout: HANG_GUARD_MS });
+    // page code as strings: the test tsconfig has no DOM types. Wait until every figure div has drawn (a
+    // loaded machine draws them one by one); one that never draws is counted out after the hang guard.
+    const allDrawn = '[...document.querySelectorAll(".t2s-plotly")].every((d) => d.querySelector(".main-svg")) && document.querySelectorAll(".t2s-plotly").length > 0';
+    await page.waitForFunction(allDrawn, undefined, { timeout: HANG_GUARD_MS }).catch(() => undefined);
     const facts = (await page.evaluate(
       '({ figures: document.querySelectorAll(".t2s-plotly.js-plotly-plot").length, bars: document.querySelectorAll(".t2s-plotly .point").length })',
     )) as { figures: number; bars: number };

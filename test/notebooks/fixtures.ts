@@ -2,6 +2,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { HANG_GUARD_MS, SYSTEM_PYTHON } from "../helpers.js";
 
 export interface FixtureCell {
   source: string;
@@ -40,8 +41,8 @@ export function readJson(path: string): any {
 
 /** Problems nbformat's own JSON-schema validation (Debian's /usr/bin/python3) finds in a notebook file ("" when valid). */
 export function nbformatProblems(path: string): string {
-  const r = spawnSync("/usr/bin/python3", ["-c", "import sys, nbformat; nbformat.validate(nbformat.read(sys.argv[1], as_version=nbformat.NO_CONVERT))", path], { encoding: "utf8" });
-  if (r.error) return `cannot run /usr/bin/python3 (install python3-nbformat): ${r.error.message}`;
+  const r = spawnSync(SYSTEM_PYTHON, ["-c", "import sys, nbformat; nbformat.validate(nbformat.read(sys.argv[1], as_version=nbformat.NO_CONVERT))", path], { encoding: "utf8", timeout: HANG_GUARD_MS });
+  if (r.error) return `cannot run ${SYSTEM_PYTHON} (install python3-nbformat): ${r.error.message}`;
   return r.status === 0 ? "" : r.stderr.trim() || `exit ${r.status}`;
 }
 
@@ -49,7 +50,7 @@ const NBCLIENT_EXECUTE = `
 import sys, nbformat
 from nbclient import NotebookClient
 nb = nbformat.read(sys.argv[1], as_version=4)
-NotebookClient(nb, kernel_name="tslab", timeout=int(sys.argv[4]), resources={"metadata": {"path": sys.argv[2]}}).execute()
+NotebookClient(nb, kernel_name="tslab", timeout=int(sys.argv[4]), startup_timeout=int(sys.argv[4]), resources={"metadata": {"path": sys.argv[2]}}).execute()
 nbformat.validate(nb)
 nbformat.write(nb, sys.argv[3])
 `;
@@ -57,13 +58,15 @@ nbformat.write(nb, sys.argv[3])
 /**
  * Executes a notebook with Debian's nbclient and the tslab kernelspec registered under `jupyterPath`, the
  * kernel started in `cwd` as Jupyter would start it; the executed notebook is validated and written to
- * `output`. Returns the python process's exit status and stderr.
+ * `output`. The kernel start and each cell get the hang guard (nbclient's own defaults, 60 s to start, are
+ * too short for a loaded machine); the whole run gets four of them. Returns the python process's exit
+ * status and stderr.
  */
-export function executeWithNbclient(input: string, cwd: string, output: string, jupyterPath: string, cellTimeoutS = 120): { status: number | null; stderr: string } {
-  const run = spawnSync("/usr/bin/python3", ["-c", NBCLIENT_EXECUTE, input, cwd, output, String(cellTimeoutS)], {
+export function executeWithNbclient(input: string, cwd: string, output: string, jupyterPath: string): { status: number | null; stderr: string } {
+  const run = spawnSync(SYSTEM_PYTHON, ["-c", NBCLIENT_EXECUTE, input, cwd, output, String(HANG_GUARD_MS / 1000)], {
     encoding: "utf8",
     env: { ...process.env, JUPYTER_PATH: jupyterPath, PYDEVD_DISABLE_FILE_VALIDATION: "1" },
-    timeout: 2 * cellTimeoutS * 1000,
+    timeout: 4 * HANG_GUARD_MS,
   });
   return { status: run.status, stderr: run.stderr ?? String(run.error) };
 }

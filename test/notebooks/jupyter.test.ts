@@ -2,17 +2,14 @@
 // install-kernel` into a temp prefix, executed by Debian's nbclient and validated by nbformat.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { repoRoot, runCli, scratchDir } from "../helpers.js";
+import { needsJupyter, repoRoot, runCli, scratchDir } from "../helpers.js";
 import { executeWithNbclient, readJson } from "./fixtures.js";
 
-const PY = "/usr/bin/python3";
-
-test("install-kernel registers tslab in a prefix, and nbclient executes 00-smoke with it", async () => {
-  const has = spawnSync(PY, ["-c", "import nbclient, nbformat, jupyter_client"], { encoding: "utf8" });
-  assert.equal(has.status, 0, `Debian's ${PY} needs nbclient (apt-get install python3-nbclient jupyter-client jupyter-nbconvert python3-ipykernel; scripts/setup-system.sh does it): ${has.stderr}`);
+// without Debian's Jupyter packages (scripts/setup-system.sh installs them where it has apt-get and root)
+// the test skips with the reason; with T2S_NO_SKIPS=1 (CI) that skip fails the run
+test("install-kernel registers tslab in a prefix, and nbclient executes 00-smoke with it", { skip: needsJupyter() }, async () => {
   const prefix = scratchDir("t2s-jupyter-");
   const r = await runCli(["notebooks", "install-kernel", "--prefix", prefix, "--json"]);
   assert.equal(r.code, 0, r.stderr);
@@ -24,7 +21,7 @@ test("install-kernel registers tslab in a prefix, and nbclient executes 00-smoke
 
   const outFile = join(prefix, "smoke.nbclient.ipynb");
   // the kernel starts in notebooks/, as Jupyter would start it
-  const run = executeWithNbclient(join(repoRoot, "notebooks", "00-smoke.ipynb"), join(repoRoot, "notebooks"), outFile, join(prefix, "share", "jupyter"), 60);
+  const run = executeWithNbclient(join(repoRoot, "notebooks", "00-smoke.ipynb"), join(repoRoot, "notebooks"), outFile, join(prefix, "share", "jupyter"));
   assert.equal(run.status, 0, `nbclient failed:\n${run.stderr}`);
   assert.ok(existsSync(outFile));
   const nb = readJson(outFile);

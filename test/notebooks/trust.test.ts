@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { runCli, scratchDir } from "../helpers.js";
+import { HANG_GUARD_MS, runCli, scratchDir } from "../helpers.js";
 import { signForJupyter, trustedByJupyter } from "../../lib/notebooks/trust.js";
 
 const hasTrust = !spawnSync("jupyter-trust", ["--help"]).error && trustedByJupyter("/nonexistent.ipynb") !== null;
@@ -12,7 +12,7 @@ const hasTrust = !spawnSync("jupyter-trust", ["--help"]).error && trustedByJupyt
 test("an executed notebook is trusted by the user's Jupyter (nbformat's own check)", { skip: hasTrust ? false : "jupyter-trust / python3-nbformat not installed (npm run setup:system)" }, async () => {
   const dataDir = scratchDir("t2s-jupyter-data-"); // the user's Jupyter data folder: notebook_secret + nbsignatures.db
   const out = scratchDir("t2s-trust-out-");
-  const r = await runCli(["notebooks", "run", "00-smoke", "--out", out], { timeoutMs: 90_000, env: { JUPYTER_DATA_DIR: dataDir } });
+  const r = await runCli(["notebooks", "run", "00-smoke", "--out", out], { timeoutMs: HANG_GUARD_MS, env: { JUPYTER_DATA_DIR: dataDir } });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stderr, /00-smoke: signed for Jupyter/);
   const nb = join(out, "00-smoke.ipynb");

@@ -9,7 +9,7 @@ import { buildToolTranscripts, hermesCallText } from "../../lib/recipes/tool-dat
 import { readTasks } from "../../lib/tasks/io.js";
 import { loadTokenizer } from "../../lib/model/tokenizer.js";
 import { conversationExample } from "../../lib/train/conversations.js";
-import { runCli, scratchDir } from "../helpers.js";
+import { HANG_GUARD_MS, runCli, scratchDir } from "../helpers.js";
 import { miniTasks } from "./fixture.js";
 
 const shop = "data/shop/shop.sqlite";
@@ -114,7 +114,7 @@ test("t2s recipe tool-data writes the conversations file and refuses to overwrit
   assert.match(again.stderr, /exists; pass --force/);
   const cfg = join(dir, "sft.json");
   writeFileSync(cfg, JSON.stringify({ model: join(process.cwd(), "data/models/shop-sql-4m"), full_weights: true, conversations: out, steps: 1, batch_size: 2, micro_batch_rows: 2, lr: 1e-4, seed: 1, output_dir: join(dir, "sft"), backend: "cpu" }));
-  const t = await runCli(["train", "sft", "--config", cfg, "--quiet"], { timeoutMs: 600_000 });
+  const t = await runCli(["train", "sft", "--config", cfg, "--quiet"], { timeoutMs: HANG_GUARD_MS });
   assert.equal(t.code, 0, t.stderr);
   assert.match(t.stdout, new RegExp(`trained 1 steps on ${summary.conversations} conversations`));
 });

@@ -8,7 +8,7 @@ import { parseFormats, findBrowser } from "../../lib/report/export.js";
 import { NotebookReport } from "../../lib/report/notebook-report.js";
 import { pass1ByGroupFigure, outcomeHeatmapFigure } from "../../lib/report/figures.js";
 import { headlineTable } from "../../lib/report/tables.js";
-import { runCli, scratchDir } from "../helpers.js";
+import { needsChromium, runCli, scratchDir } from "../helpers.js";
 import { makeRows } from "./fixtures.js";
 
 const rows = makeRows();
@@ -45,7 +45,7 @@ test("formats and browser lookup fail with clear messages", () => {
   assert.throws(() => findBrowser("/nonexistent/chromium"), /no Chromium found.*apt-get install chromium/s);
 });
 
-test("t2s figures export writes SVG, PNG and PDF files that open", async () => {
+test("t2s figures export writes SVG, PNG and PDF files that open", { skip: needsChromium() }, async () => {
   const dir = scratchDir();
   saveFigure(dir, "01-pass1-by-difficulty", pass1ByGroupFigure(rows, "difficulty"));
   saveFigure(dir, "01-outcome-by-archetype", outcomeHeatmapFigure(rows, "archetype"));

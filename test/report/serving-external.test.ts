@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { checkAdapterPlacement, readRewardLog, checkTrainerAgreement } from "../../lib/report/serving.js";
 import { servingStep } from "../../lib/report/notebook-steps.js";
 import { kitPath } from "../../lib/core/paths.js";
-import { scratchDir } from "../helpers.js";
+import { HANG_GUARD_MS, scratchDir } from "../helpers.js";
 import { startFakeOpenAI } from "../support/fake-openai.js";
 
 const BASE = kitPath("data", "models", "shop-sql-4m");
@@ -47,7 +47,7 @@ test("the placement check passes the round-1 adapter, skips without local folder
   assert.match(c.reason, /model\.language_model\.layers/);
 });
 
-test("the serving step scores an external OpenAI-compatible endpoint under the names it serves", { timeout: 240_000 }, async () => {
+test("the serving step scores an external OpenAI-compatible endpoint under the names it serves", { timeout: HANG_GUARD_MS }, async () => {
   const server = await startFakeOpenAI((req) => ({ content: req.body.model === "my-lora" ? "```sql\nSELECT 1\n```" : "no idea" }));
   try {
     const outDir = scratchDir("t2s-ext-");

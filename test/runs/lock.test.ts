@@ -50,27 +50,58 @@ test("two processes taking over one dead holder's lock at the same moment: exact
   const trials = 40;
   const dead = deadPid();
   for (let i = 0; i < trials; i++) writeFileSync(join(dir, `rows-${i}.lock`), String(dead));
-  const t0 = Date.now() + 4000;
+  // Each child says "ready" once started, waits for the common start time on stdin, takes trial i's lock at
+  // start + i * 100 ms, prints its results and stays alive until stdin closes: neither can exit (and so
+  // leave its locks to the other as a dead holder's) before both are done, however slowly either starts.
   const script = `
     import { takeLock } from ${JSON.stringify(join(repoRoot, "lib/runs/lock.ts"))};
-    const out = [];
-    for (let i = 0; i < ${trials}; i++) {
-      while (Date.now() < ${t0} + i * 100) {}
-      try { takeLock(${JSON.stringify(dir)} + "/rows-" + i + ".lock", "rows"); out.push("held"); } catch (e) { out.push(e.code); }
-    }
-    process.stdout.write(JSON.stringify(out));
+    process.stdout.write("ready\\n");
+    let input = "";
+    process.stdin.on("data", (d) => {
+      input += d;
+      if (!input.includes("\\n")) return;
+      const t0 = Number(input.trim());
+      const out = [];
+      for (let i = 0; i < ${trials}; i++) {
+        while (Date.now() < t0 + i * 100) {}
+        try { takeLock(${JSON.stringify(dir)} + "/rows-" + i + ".lock", "rows"); out.push("held"); } catch (e) { out.push(e.code); }
+      }
+      process.stdout.write(JSON.stringify(out) + "\\n");
+    });
   `;
-  const run = () => new Promise<string[]>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
+  const start = () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: repoRoot, stdio: ["pipe", "pipe", "inherit"] });
     let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.on("error", reject);
-    child.on("close", () => resolve(JSON.parse(out || "[]")));
-  });
-  const [a, b] = await Promise.all([run(), run()]);
-  assert.equal(a.length, trials);
-  const both = a.filter((x, i) => x === "held" && b[i] === "held").length;
-  const neither = a.filter((x, i) => x !== "held" && b[i] !== "held").length;
+    const lines: Array<(line: string) => void> = [];
+    child.stdout.on("data", (d) => {
+      out += d;
+      for (let nl = out.indexOf("\n"); nl >= 0; nl = out.indexOf("\n")) {
+        const line = out.slice(0, nl);
+        out = out.slice(nl + 1);
+        lines.shift()?.(line);
+      }
+    });
+    const nextLine = () => new Promise<string>((resolve, reject) => {
+      lines.push(resolve);
+      child.once("close", (code) => reject(new Error(`the lock-taking child ended early (exit ${code})`)));
+    });
+    return { child, nextLine };
+  };
+  const a = start();
+  const b = start();
+  const [readyA, readyB] = [a.nextLine(), b.nextLine()];
+  assert.deepEqual(await Promise.all([readyA, readyB]), ["ready", "ready"]);
+  const doneA = a.nextLine();
+  const doneB = b.nextLine();
+  const t0 = Date.now() + 500;
+  a.child.stdin.write(`${t0}\n`);
+  b.child.stdin.write(`${t0}\n`);
+  const [outA, outB] = (await Promise.all([doneA, doneB])).map((l) => JSON.parse(l) as string[]);
+  a.child.stdin.end();
+  b.child.stdin.end();
+  assert.equal(outA.length, trials);
+  const both = outA.filter((x, i) => x === "held" && outB[i] === "held").length;
+  const neither = outA.filter((x, i) => x !== "held" && outB[i] !== "held").length;
   assert.equal(both, 0, `both held the lock in ${both} of ${trials} trials`);
   assert.equal(neither, 0, `a lock nobody holds was refused in ${neither} of ${trials} trials`);
 });

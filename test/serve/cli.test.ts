@@ -1,14 +1,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { t2sBin, runCli } from "../helpers.js";
+import { HANG_GUARD_MS, runCli, t2sBin } from "../helpers.js";
 import { fixtureDir } from "../model/fixtures.js";
 
 test("t2s serve starts, names its backend and models, answers, and stops on SIGINT", async () => {
   const child = spawn(process.execPath, [t2sBin, "serve", "--model", fixtureDir("qwen2"), "--adapter", `sql=${fixtureDir("qwen2-lora")}`, "--port", "0", "--backend", "cpu", "--max-model-len", "1024"], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no banner: ${out}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`no banner: ${out}`)), HANG_GUARD_MS);
     child.stdout.on("data", (d) => {
       out += d;
       const m = /at (http:\/\/\S+)\/v1 \(backend cpu\)/.exec(out);

@@ -5,6 +5,7 @@ import { loadModel } from "../../lib/model/load.js";
 import type { CausalLM } from "../../lib/model/model.js";
 import { startServer, type RunningServer } from "../../lib/serve/server.js";
 import { fixtureDir } from "../model/fixtures.js";
+import { HANG_GUARD_MS } from "../helpers.js";
 
 let model: CausalLM;
 let server: RunningServer;
@@ -24,7 +25,7 @@ after(async () => {
 const TOOLS = [{ type: "function" as const, function: { name: "run_sql", description: "run a query", parameters: { type: "object", properties: { query: { type: "string" } } } } }];
 const MSGS = [{ role: "user" as const, content: "How many orders?" }];
 
-async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void> {
+async function until(what: string, ok: () => boolean, ms = HANG_GUARD_MS): Promise<void> {
   const end = Date.now() + ms;
   while (!ok()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);

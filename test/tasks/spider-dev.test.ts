@@ -3,14 +3,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { repoRoot, runCli, scratchDir } from "../helpers.js";
+import { HANG_GUARD_MS, repoRoot, runCli, scratchDir } from "../helpers.js";
 
 const SPIDER = join(repoRoot, "..", "shared", "spider-dev-mini");
 const skip = existsSync(join(SPIDER, "dev.json")) ? false : "../shared/spider-dev-mini is not here";
 
 test("tasks verify --mode eval keeps at least 955 of the 972 dev golds and names every drop's reason", { skip }, async () => {
   const out = join(scratchDir("t2s-spider-dev-"), "kept.jsonl");
-  const r = await runCli(["tasks", "verify", SPIDER, "--mode", "eval", "--json", "--out", out], { timeoutMs: 300_000 });
+  const r = await runCli(["tasks", "verify", SPIDER, "--mode", "eval", "--json", "--out", out], { timeoutMs: HANG_GUARD_MS });
   const report = JSON.parse(r.stdout);
   assert.equal(report.total, 972);
   assert.ok(report.kept >= 955, `kept ${report.kept}`);
@@ -24,7 +24,7 @@ test("tasks verify --mode eval keeps at least 955 of the 972 dev golds and names
   const byQuestion = [...kept].sort((a, b) => b.question.length - a.question.length);
   writeFileSync(script, byQuestion.map((t) => JSON.stringify({ match: t.question, replies: ["```sql\n" + t.gold_sql + "\n```"] })).join("\n") + "\n");
   const rows = join(scratchDir("t2s-spider-rows-"), "rows.jsonl");
-  const b = await runCli(["benchmark", "--policy", `scripted:${script}`, "--tasks", out, "--out", rows, "--k", "1", "--quiet", "--json"], { timeoutMs: 300_000 });
+  const b = await runCli(["benchmark", "--policy", `scripted:${script}`, "--tasks", out, "--out", rows, "--k", "1", "--quiet", "--json"], { timeoutMs: HANG_GUARD_MS });
   assert.equal(b.code, 0, b.stderr);
   const summary = JSON.parse(b.stdout).summary;
   assert.equal(summary.n_tasks, kept.length);
@@ -41,7 +41,7 @@ test("on test-suite-sql-eval's 322 example pairs, grade --dialect spider equals 
   assert.equal(pairs.length, 322);
   const input = pairs.map((p) => JSON.stringify({ db: join(SPIDER, "database", p.db_id, `${p.db_id}.sqlite`), gold: p.gold, pred: p.pred, reply: false })).join("\n") + "\n";
   for (const [flags, official] of [[[], "testsuite_exec_keep_distinct"], [["--distinct", "ignore"], "testsuite_exec"]] as const) {
-    const r = await runCli(["grade", "--jsonl", "--dialect", "spider", ...flags], { input, timeoutMs: 300_000 });
+    const r = await runCli(["grade", "--jsonl", "--dialect", "spider", ...flags], { input, timeoutMs: HANG_GUARD_MS });
     assert.equal(r.code, 0, r.stderr);
     const answers = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
     const differ = pairs.filter((p, i) => Boolean(answers[i].correct) !== Boolean(p[official]));

@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { takeLock } from "../../lib/runs/lock.js";
-import { runCli, t2sBin } from "../helpers.js";
+import { HANG_GUARD_MS, runCli, t2sBin } from "../helpers.js";
 import { tinyTrainingWorld } from "./tiny-world.js";
 
 const env = { T2S_BACKEND: "wasm" };
@@ -32,7 +32,7 @@ test("a run killed before its first checkpoint: the rerun logs each step once, t
   writeFileSync(join(dir, "long.json"), JSON.stringify({ ...sft, epochs: 500, checkpoint_every: 0 }));
   const child = spawn(process.execPath, [t2sBin, "train", "sft", "--config", join(dir, "long.json")], { env: { ...process.env, ...env }, stdio: "ignore" });
   const log = join(dir, "out", "train_log.jsonl");
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + HANG_GUARD_MS;
   while (Date.now() < deadline && !(existsSync(log) && readFileSync(log, "utf8").split("\n").length > 2)) await new Promise((r) => setTimeout(r, 20));
   child.kill("SIGKILL");
   await new Promise((r) => child.on("close", r));
