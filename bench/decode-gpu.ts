@@ -6,7 +6,8 @@
  *   npx tsx bench/decode-gpu.ts --model data/models/shop-sql-4m --batches 256 --prompt 320 --new 128
  *                                                          the default model's GRPO sampling step
  *   bash run.sh bench-decode-gpu.mjs --check                the same from the GPU bundle (scripts/bundle-gpu.mjs)
- * Flags: --model DIR | --shape NAME [--vocab N]  --weights-dtype auto|fp32|bf16  --quantization none,int8 (each in turn, same
+ * Flags: --model DIR | --shape NAME [--vocab N] [--copy-layers: layers after the first are device copies of it, so a 7B
+ * random model builds in about a minute]  --weights-dtype auto|fp32|bf16  --quantization none,int8 (each in turn, same
  * model: int8 runs the base W8A8, lib/model/engine/int8-linears.ts)  --backend webgpu  --batches 1,16,64  --prompt N  --new N  --chunk N (decode steps per read-back,
  * default 16)  --profile-batches 1,64 (batches profiled per kernel; default the largest)  --tfjs-batches 1 (batches also run through generate() on the tfjs-ops runner, T2S_WEBGPU_RUNNER=0;
  * "none" skips; batch 64 there takes about a minute on an H200)  --engine-batches 64 (through generate() on this runner: the engine's overhead)  --check (greedy
@@ -90,7 +91,7 @@ async function main(): Promise<void> {
   // a checkpoint folder (--weights-dtype auto|fp32|bf16 picks its storage), or a random model of --shape (default 0.5B)
   const wd = flag("--weights-dtype") ? benchWeightsDtype() : undefined;
   const shape = flag("--shape") ? benchShape().config : qwen2HalfBConfig();
-  const model = dir ? await loadModel(dir, { backend: choice.backend, weightsDtype: wd }) : randomModel(shape, { seed: 1, weightsDtype: wd === "bf16" ? "bf16" : "fp32" });
+  const model = dir ? await loadModel(dir, { backend: choice.backend, weightsDtype: wd }) : randomModel(shape, { seed: 1, weightsDtype: wd === "bf16" ? "bf16" : "fp32", copyLayers: process.argv.includes("--copy-layers") });
   const V = model.config.vocabSize;
   const batches = (flag("--batches") ?? "1,16,64").split(",").map(Number);
   const tfjsBatches = (flag("--tfjs-batches") ?? "1") === "none" ? [] : (flag("--tfjs-batches") ?? "1").split(",").map(Number);

@@ -5,7 +5,7 @@
  */
 import type { ModelConfig } from "./config.js";
 import { MODEL_SHAPES } from "./shapes.js";
-import { packDense, type WeightMatrix } from "./packed.js";
+import { packDense, PackedWeight, type WeightMatrix } from "./packed.js";
 import type { DecoderWeights, LayerWeights, Linear } from "./decoder.js";
 import { CausalLM } from "./model.js";
 import { tf } from "../backend/tf.js";
@@ -25,8 +25,30 @@ export function tinyConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
   };
 }
 
-/** Returns a model with random weights of the given shape (no tokenizer unless given). */
-export function randomModel(c: ModelConfig, opts: { seed?: number; name?: string; tokenizer?: ChatTokenizer; backend?: string; weightsDtype?: "fp32" | "bf16" } = {}): CausalLM {
+/** A copy of a tensor in a buffer of its own (tf.clone would share the buffer); int32 words stay exact. */
+function deviceCopy<T extends tf.Tensor>(t: T): T {
+  return tf.mul(t, tf.scalar(1, t.dtype)) as T;
+}
+
+/** A device copy of a weight matrix (same storage, its own buffer). */
+function copyMatrix(w: WeightMatrix): WeightMatrix {
+  return w instanceof PackedWeight ? new PackedWeight(deviceCopy(w.words), w.shape, w.dtype) : deviceCopy(w);
+}
+
+/** A device copy of a decoder layer's weights. */
+function copyLayer(l: LayerWeights): LayerWeights {
+  const vec = (v: tf.Tensor1D | undefined) => (v ? deviceCopy(v) : undefined);
+  const lin = (x: Linear): Linear => ({ weight: copyMatrix(x.weight), bias: vec(x.bias) });
+  return { inputNorm: vec(l.inputNorm)!, postNorm: vec(l.postNorm)!, q: lin(l.q), k: lin(l.k), v: lin(l.v), o: lin(l.o), gate: lin(l.gate), up: lin(l.up), down: lin(l.down), qNorm: vec(l.qNorm), kNorm: vec(l.kNorm) };
+}
+
+/**
+ * Returns a model with random weights of the given shape (no tokenizer unless given). With `copyLayers`,
+ * the layers after the first are device copies of it and an untied LM head a copy of the embedding: every
+ * step reads as many distinct bytes as a real model's, but only one layer is drawn on the host, so a 7B
+ * decode bench builds in about a minute instead of many.
+ */
+export function randomModel(c: ModelConfig, opts: { seed?: number; name?: string; tokenizer?: ChatTokenizer; backend?: string; weightsDtype?: "fp32" | "bf16"; copyLayers?: boolean } = {}): CausalLM {
   let seed = opts.seed ?? 0;
   const normal = (shape: number[], std = 0.02) => tf.randomNormal(shape, 0, std, "float32", seed++);
   const ones = (n: number) => tf.ones([n]) as tf.Tensor1D;
@@ -37,6 +59,10 @@ export function randomModel(c: ModelConfig, opts: { seed?: number; name?: string
   const kv = c.numKvHeads * c.headDim;
   const layers: LayerWeights[] = [];
   for (let i = 0; i < c.numLayers; i++) {
+    if (opts.copyLayers && i > 0) {
+      layers.push(copyLayer(layers[0]));
+      continue;
+    }
     layers.push({
       inputNorm: ones(c.hiddenSize),
       postNorm: ones(c.hiddenSize),
@@ -51,11 +77,12 @@ export function randomModel(c: ModelConfig, opts: { seed?: number; name?: string
       kNorm: c.qkNorm ? ones(c.headDim) : undefined,
     });
   }
+  const embed = matrix([c.vocabSize, c.hiddenSize]);
   const weights: DecoderWeights = {
-    embed: matrix([c.vocabSize, c.hiddenSize]),
+    embed,
     layers,
     norm: ones(c.hiddenSize),
-    lmHead: c.tieWordEmbeddings ? undefined : matrix([c.vocabSize, c.hiddenSize]),
+    lmHead: c.tieWordEmbeddings ? undefined : opts.copyLayers ? copyMatrix(embed) : matrix([c.vocabSize, c.hiddenSize]),
   };
   return new CausalLM(c, weights, opts.tokenizer ?? null, { name: opts.name ?? "random", dir: null, backend: opts.backend ?? tf.getBackend() });
 }

@@ -59,24 +59,26 @@ decode() { # shape: the kit's decode, float32 vs 16-bit storage, then the lean t
 }
 
 grpo() { # shape, GB the plan targets, steps: LoRA r16 on the 7 projections, 32 prompts x 8 = 256 episodes, 128 new tokens
-  local s="$1" gb="$2" steps="${3:-3}"
-  cat > "/tmp/grpo-$s.json" <<JSON
+  # QUANT=int8: the sampler runs the base W8A8 (sampling.quantization); the run and its files are named ...-int8
+  local s="$1" gb="$2" steps="${3:-3}" q="${QUANT:-none}"
+  local name="$s${QUANT:+-$QUANT}"
+  cat > "/tmp/grpo-$name.json" <<JSON
 { "model": "$CK/$s", "tasks": "$root/data/shop/tasks.jsonl", "split": "train", "limit": 256,
   "adapter": { "r": 16, "alpha": 32, "targets": ["q_proj","k_proj","v_proj","o_proj","gate_proj","up_proj","down_proj"] },
   "prompts_per_step": 32, "group_size": 8, "steps": $steps, "loss_type": "dapo", "mask_truncated": true, "lr": 1e-5,
-  "sampling": { "temperature": 1.0, "max_tokens": 128, "max_batch": 256 }, "reward_preset": "binary", "seed": 1,
-  "output_dir": "/tmp/grpo-$s" }
+  "sampling": { "temperature": 1.0, "max_tokens": 128, "max_batch": 256, "quantization": "$q" }, "reward_preset": "binary", "seed": 1,
+  "output_dir": "/tmp/grpo-$name" }
 JSON
   # the run prints its plan too; PLAN=1 also prints it alone first (a model load more)
-  [ "${PLAN:-0}" = 1 ] && T2S_GPU_MEMORY_GB="$gb" run "grpo $s plan ${gb}GB" t2s train grpo --config "/tmp/grpo-$s.json" --plan --backend webgpu
-  T2S_GPU_MEMORY_GB="$gb" run "grpo $s ${gb}GB" t2s train grpo --config "/tmp/grpo-$s.json" --backend webgpu ${MAXS:+--max-seconds $MAXS} $( [ -d "/tmp/grpo-$s" ] && ls -R /tmp/grpo-$s | grep -q step- && echo --resume )
-  [ -f "/tmp/grpo-$s/train_log.jsonl" ] && python3 - "$s" >> "$OUT/summary.jsonl" <<'PY'
+  [ "${PLAN:-0}" = 1 ] && T2S_GPU_MEMORY_GB="$gb" run "grpo $name plan ${gb}GB" t2s train grpo --config "/tmp/grpo-$name.json" --plan --backend webgpu
+  T2S_GPU_MEMORY_GB="$gb" run "grpo $name ${gb}GB" t2s train grpo --config "/tmp/grpo-$name.json" --backend webgpu ${MAXS:+--max-seconds $MAXS} $( [ -d "/tmp/grpo-$name" ] && ls -R /tmp/grpo-$name | grep -q step- && echo --resume )
+  [ -f "/tmp/grpo-$name/train_log.jsonl" ] && python3 - "$name" >> "$OUT/summary.jsonl" <<'PY'
 import json, sys
 s = sys.argv[1]
 for l in open(f"/tmp/grpo-{s}/train_log.jsonl"):
     r = json.loads(l)
     if "step" in r and "step_time_s" in r:
-        print(json.dumps({"what": f"grpo step {s}", **{k: r.get(k) for k in ("step", "step_time_s", "sample_time_s", "train_time_s", "micro_batches", "tokens_per_s", "completion_length_mean")}}))
+        print(json.dumps({"what": f"grpo step {s}", **{k: r.get(k) for k in ("step", "step_time_s", "sample_time_s", "train_time_s", "micro_batches", "tokens_per_s", "completion_length_mean", "is_ratio_mean", "is_ratio_max", "rollout_kl")}}))
 PY
 }
 

@@ -8,7 +8,7 @@
 #                                   bench-decode-gpu at lib/model/shapes.ts SHAPE (random weights, the shape's
 #                                   own vocabulary), storage fp32|bf16, greedy ids checked against the tfjs
 #                                   path first, every batch profiled per kernel; QUANTS e.g. none,int8 (each
-#                                   in turn; default none);
+#                                   in turn; default none); COPY_LAYERS=1: --copy-layers (7B builds in a minute);
 #                                   with .gpu/bench-decode-gpu-before.mjs present, that build runs first
 #                                   (the profile "before", same call)
 #     torch SHORT BATCHES DTYPES    torch_engine.py at its shape SHORT (0.5b, 3b), e.g. "1,64,256" "fp32 bf16"
@@ -25,7 +25,7 @@ source "$(dirname "$0")/host.sh"   # root, B, log, timed, setup, t2s
 
 decode() {
   local shape="$1" wd="$2" batches="$3" quants="${4:-none}"
-  local args=(--shape "$shape" --weights-dtype "$wd" --batches "$batches" --profile-batches "$batches" --prompt 128 --new 128 --tfjs-batches none --engine-batches none --check --quantization "$quants")
+  local args=(--shape "$shape" --weights-dtype "$wd" --batches "$batches" --profile-batches "$batches" --prompt 128 --new 128 --tfjs-batches none --engine-batches none --check --quantization "$quants" ${COPY_LAYERS:+--copy-layers})
   if [ -f .gpu/bench-decode-gpu-before.mjs ]; then
     cp .gpu/bench-decode-gpu-before.mjs "$B/"
     timed "decode before $shape $wd" bash "$B/run.sh" bench-decode-gpu-before.mjs "${args[@]}"
