@@ -62,8 +62,8 @@ function instrument(pool: BufferPoolLike): PoolState {
 
 /** Smallest buffer handed out (bytes); below it requests round up to a power of two. */
 const MIN_CLASS_BYTES = 256;
-/** WebGPU's default maxStorageBufferBindingSize. */
-const MAX_BINDING_BYTES = 2 ** 31 - 4;
+/** WebGPU's default maxStorageBufferBindingSize: no kernel can read a larger buffer whole. */
+export const MAX_BINDING_BYTES = 2 ** 31 - 4;
 
 /** The size class of a request: the next quarter power of two (256 B at least), a multiple of 4 bytes. */
 export function sizeClass(bytes: number): number {

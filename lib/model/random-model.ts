@@ -9,6 +9,7 @@ import { packDense, PackedWeight, type WeightMatrix } from "./packed.js";
 import type { DecoderWeights, LayerWeights, Linear } from "./decoder.js";
 import { CausalLM } from "./model.js";
 import { tf } from "../backend/tf.js";
+import { MAX_BINDING_BYTES } from "../backend/gpu-pool.js";
 import type { ChatTokenizer } from "./tokenizer.js";
 
 /** Returns the config of a Qwen2-0.5B-shaped model (494M parameters, tied embeddings). */
@@ -52,8 +53,18 @@ export function randomModel(c: ModelConfig, opts: { seed?: number; name?: string
   let seed = opts.seed ?? 0;
   const normal = (shape: number[], std = 0.02) => tf.randomNormal(shape, 0, std, "float32", seed++);
   const ones = (n: number) => tf.ones([n]) as tf.Tensor1D;
-  // bf16: each matrix drawn in float32, then rounded and packed on the device (as a bf16 checkpoint loads)
-  const matrix = (shape: [number, number]): WeightMatrix => (opts.weightsDtype === "bf16" ? packDense(normal(shape) as tf.Tensor2D) : (normal(shape) as tf.Tensor2D));
+  // bf16: each matrix drawn in float32, then rounded and packed on the device (as a bf16 checkpoint loads),
+  // in row blocks whose float32 form a kernel can read whole (7B's embedding is 2.2 GB in float32)
+  const packed = (rows: number, cols: number): PackedWeight => {
+    const block = Math.floor(MAX_BINDING_BYTES / (4 * cols));
+    if (rows <= block) return packDense(normal([rows, cols]) as tf.Tensor2D);
+    const parts: PackedWeight[] = [];
+    for (let r = 0; r < rows; r += block) parts.push(packDense(normal([Math.min(block, rows - r), cols]) as tf.Tensor2D));
+    const words = tf.concat(parts.map((p) => p.words)) as tf.Tensor2D;
+    parts.forEach((p) => p.dispose());
+    return new PackedWeight(words, [rows, cols], "bf16");
+  };
+  const matrix = ([rows, cols]: [number, number]): WeightMatrix => (opts.weightsDtype === "bf16" ? packed(rows, cols) : (normal([rows, cols]) as tf.Tensor2D));
   const lin = (out: number, inp: number, bias: boolean): Linear => ({ weight: matrix([out, inp]), bias: bias ? (normal([out]) as tf.Tensor1D) : undefined });
   const q = c.numHeads * c.headDim;
   const kv = c.numKvHeads * c.headDim;

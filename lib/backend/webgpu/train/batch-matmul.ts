@@ -25,6 +25,7 @@ import { tf } from "../../tf.js";
 import { fusedKernelsActive } from "./fused.js";
 import { elementwise, webgpuBackend, viewAs, type Program, type Uniform } from "./program.js";
 import { registerTile, type GemmTile } from "../register-tile.js";
+import { MAX_BINDING_BYTES } from "../../gpu-pool.js";
 
 export type { GemmTile };
 
@@ -49,8 +50,6 @@ const MEDIUM_MIN_WORKGROUPS = 2 * GPU_CORES;
 /** K from which a medium-tile product with few workgroups is split, and the most slices. */
 const SPLIT_MIN_K = 8192;
 const MAX_SLICES = 8;
-/** WebGPU's default maxStorageBufferBindingSize (what tfjs-backend-webgpu asks for). */
-const MAX_BINDING_BYTES = 2 ** 31 - 4;
 
 export interface GemmShape {
   batch: number;
