@@ -66,7 +66,7 @@ export function registerBenchmark(program: Command): void {
     .option("--top-p <p>", "nucleus sampling top_p (default: the server's)", numberOption("--top-p", { gt: 0, max: 1 }))
     .option("--style <style>", "single (one reply, graded) or tool (SQL tool calls, then a final answer)", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
-    .option("--max-tokens <n>", "tokens per turn; a reply cut by it is 'truncated'", intOption("--max-tokens", 1), MAX_TOKENS_PER_TURN)
+    .option("--max-tokens <n>", "tokens per turn, cut to the room the model's context leaves after the prompt; a reply cut by it is 'truncated'", intOption("--max-tokens", 1), MAX_TOKENS_PER_TURN)
     .option("--max-tool-calls <n>", "tool calls per episode (tool style)", intOption("--max-tool-calls", 0), MAX_TOOL_CALLS)
     .option("--max-context <n>", "total context budget in tokens; a turn that would pass it ends the episode as truncated", intOption("--max-context", 1))
     .option("--tool-rows <n>", "rows a tool result shows at most", intOption("--tool-rows", 1), TOOL_ROWS)
@@ -121,7 +121,7 @@ export function registerBenchmark(program: Command): void {
       const p = result.progress;
       if (result.tornBytes) process.stderr.write(`note: cut off a torn last line (${result.tornBytes} bytes) of ${f.out} left by an interrupted run\n`);
       if (result.duplicates) process.stderr.write(`warning: ${f.out} holds ${result.duplicates} duplicate row(s); they are ignored\n`);
-      if (f.json) printJson({ summary, facts, progress: p, meta: result.meta, lost_examples: result.lostExamples });
+      if (f.json) printJson({ summary, facts, progress: p, meta: result.meta, lost_examples: result.lostExamples, refused_examples: result.refusedExamples });
       else {
         if (result.rows.length) process.stdout.write(formatSummary(f.out, result.rows, summary, DEFAULT_B, DEFAULT_SEED) + "\n" + formatFacts(facts));
         process.stdout.write(`run: ${progressLine(p)}\n`);
@@ -129,6 +129,11 @@ export function registerBenchmark(program: Command): void {
       if (p.lost > 0) {
         const examples = Object.values(result.lostExamples).map((m) => `  ${m}`).join("\n");
         process.stderr.write(`warning: ${p.lost} episode(s) lost (no row written):\n${examples}\nrun the same command again to fill them\n`);
+        process.exitCode = 1;
+      }
+      if (p.refused > 0) {
+        const examples = Object.values(result.refusedExamples).map((m) => `  ${m}`).join("\n");
+        process.stderr.write(`warning: the server refused ${p.refused} episode(s) for the run's setup; they are recorded as setup-error rows and not scored:\n${examples}\n`);
         process.exitCode = 1;
       }
     });
