@@ -113,3 +113,18 @@ test("a prompt that fills the window alone is a setup error, whichever way its l
     }
   }
 });
+
+test("in process, a prompt that fills the model's window is the same setup error, not a crash of the run", async () => {
+  const { loadModel } = await import("../../lib/model/load.js");
+  const { ChatEngine } = await import("../../lib/model/chat.js");
+  const { chatPolicy } = await import("../../lib/policy/tfjs.js");
+  const { fixtureDir } = await import("../model/fixtures.js");
+  const model = await loadModel(fixtureDir("qwen2"), { backend: "cpu", name: "tiny", contextLength: 24 });
+  try {
+    const policy = chatPolicy(new ChatEngine(model), { name: "tfjs:tiny", model: "tiny", adapter: null });
+    await assert.rejects(policy.complete([{ role: "user", content: "a question far longer than twenty-four tokens of context can hold at all" }], { max_tokens: 8 }), (e: unknown) =>
+      e instanceof PolicyError && e.setup && !e.fatal && e.reason === "context_exceeded");
+  } finally {
+    model.dispose();
+  }
+});
