@@ -1,7 +1,8 @@
 /**
  * The `t2s` command line. Each command group lives in its own file under lib/cli and is registered from
  * lib/cli/commands.ts; this file only wires parsing, output of errors and exit codes:
- * 0 ok, 1 failure, 2 usage (unknown flag, bad value, missing argument).
+ * 0 ok, 1 failure, 2 usage (unknown flag, bad value, missing argument). A reader that closes stdout
+ * early (`t2s benchmark ... | head -3`) ends the command quietly with 0, as Unix tools do.
  */
 import { Command, CommanderError } from "commander";
 import { T2sError, UsageError } from "../core/errors.js";
@@ -26,6 +27,7 @@ export async function main(argv: string[]): Promise<number> {
   const fatal = (e: unknown) => process.exit(reportError(e) || 1);
   process.on("uncaughtException", fatal);
   process.on("unhandledRejection", fatal);
+  process.stdout.on("error", (e: NodeJS.ErrnoException) => (e.code === "EPIPE" ? stdoutClosed() : fatal(e)));
   try {
     const program = await buildProgram(groupsFor(argv));
     await program.parseAsync(argv, { from: "user" });
@@ -33,6 +35,17 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     return reportError(e);
   }
+}
+
+/**
+ * The reader of stdout went away (EPIPE: `| head` had its lines): nothing more can be said, so the work
+ * stops at once and the command ends with 0, the reader having taken all it wanted. Exit 0 rather than
+ * the shell's 141 (128 + SIGPIPE) keeps `set -o pipefail` scripts whole. Nothing written to files is at
+ * risk: rows and logs go out in whole appends, checkpoints and sidecars by rename, and a lock left by
+ * the stop names a process that no longer runs, so the next run takes it over (as after a kill).
+ */
+function stdoutClosed(): never {
+  process.exit(0);
 }
 
 /** Commander's "error: unknown option '--x'\n(Did you mean --y?)" as the kit's one error line. */
