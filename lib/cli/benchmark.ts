@@ -4,6 +4,9 @@ import { UsageError } from "../core/errors.js";
 import { benchmark } from "../runs/benchmark.js";
 import { formatFacts } from "../runs/facts.js";
 import { progressLine } from "../runs/progress.js";
+import { completeRows } from "../runs/store.js";
+import { resolve } from "node:path";
+import { commandLine, onInterrupt } from "./interrupt.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import { formatSummary } from "./stats-report.js";
 import { collect, dialectOption, intOption, numberOption, oneOf, printJson } from "./options.js";
@@ -87,6 +90,8 @@ export function registerBenchmark(program: Command): void {
     .option("--json", "print JSON {summary, facts, progress, meta} instead of the report")
     .action(async (f: BenchmarkFlags) => {
       const split = f.split === undefined ? undefined : oneOf("--split", f.split, ["train", "holdout"] as const);
+      // every finished episode is a whole row on disk the moment it lands: a stop loses none of them
+      const interrupted = onInterrupt(() => `${f.out} keeps ${completeRows(resolve(f.out))} row(s), one per finished episode; the same command resumes the run: ${commandLine()}`);
       const { result, summary, facts } = await benchmark({
         policy: f.policy,
         tasks: f.tasks,
@@ -117,7 +122,7 @@ export function registerBenchmark(program: Command): void {
         workers: f.workers,
         by: f.by.length ? f.by : undefined,
         progressStream: f.quiet ? undefined : process.stderr,
-      });
+      }).finally(interrupted);
       const p = result.progress;
       if (result.tornBytes) process.stderr.write(`note: cut off a torn last line (${result.tornBytes} bytes) of ${f.out} left by an interrupted run\n`);
       if (result.duplicates) process.stderr.write(`warning: ${f.out} holds ${result.duplicates} duplicate row(s); they are ignored\n`);

@@ -15,6 +15,7 @@ import { EXPORT_FORMATS, exportTasks, type ExportFormat } from "../tasks/export.
 import { readTasks, writeTasks } from "../tasks/io.js";
 import { describeMissing, loadTaskSource, SOURCE_FORMATS, type LoadOptions, type SourceFormat } from "../tasks/loaders.js";
 import { augmentTrainingTasks } from "../tasks/shop/augment.js";
+import { commandLine, onInterrupt } from "./interrupt.js";
 import { DEFAULT_AUTHOR_SEED } from "../tasks/shop/author.js";
 import { writeShopTaskSet } from "../tasks/shop/ship.js";
 import { HOLDOUT_FRACTION } from "../tasks/split.js";
@@ -161,6 +162,8 @@ export function registerTasks(program: Command): void {
       if (!existsSync(dbPath)) throw new UsageError(`no shop database at ${dbPath}; build it with 't2s db build shop'`);
       const exclude = readTasks(opts.exclude);
       const executor = await createExecutorPool({ workers: opts.workers });
+      // the tasks are written whole at the end (by rename), from the seed alone: a stop leaves --out as it was
+      const interrupted = onInterrupt(() => `nothing written: ${out} is written whole at the end and is as it was; the same seed drafts the same tasks again with: ${commandLine()}`);
       try {
         const t0 = Date.now();
         const r = await augmentTrainingTasks(dbPath, { executor, seed: opts.seed, attempts: opts.attempts, phrasings: opts.phrasings, exclude, dbId: opts.dbId, onProgress: opts.json ? undefined : (phase, d, t) => progress(phase)(d, t) });
@@ -174,6 +177,7 @@ export function registerTasks(program: Command): void {
         lines.push(`by archetype: ${Object.entries(byArchetype).map(([k, v]) => `${k} ${v}`).join(", ")}`);
         process.stdout.write(lines.join("\n") + "\n");
       } finally {
+        interrupted();
         await executor.close();
       }
     });

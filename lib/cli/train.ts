@@ -2,6 +2,8 @@
 import type { Command } from "commander";
 import { readConfig, type TrainMode } from "../train/config.js";
 import { runTraining } from "../train/run.js";
+import { checkpointStep, latestCheckpoint } from "../train/checkpoint.js";
+import { commandLine, onInterrupt } from "./interrupt.js";
 import { numberOption, printJson } from "./options.js";
 
 interface TrainFlags {
@@ -42,6 +44,14 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
       const note = (m: string) => {
         if (!flags.quiet) process.stderr.write(`${m}\n`);
       };
+      // checkpoints are written whole (temp folder + rename): a stop keeps the newest, and --resume goes on from it
+      const interrupted = flags.plan ? () => undefined : onInterrupt(() => {
+        const last = latestCheckpoint(cfg.output_dir);
+        const resume = commandLine(["--resume"]);
+        return last
+          ? `${cfg.output_dir} keeps the checkpoint after step ${checkpointStep(last)} (the steps after it run again); continue with: ${resume}`
+          : `no checkpoint in ${cfg.output_dir} yet (one is written every ${cfg.checkpoint_every} step(s)), so the run starts over with: ${resume}`;
+      });
       const summary = await runTraining(cfg, {
         resume: flags.resume,
         force: flags.force,
@@ -51,7 +61,7 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
         onNote: flags.plan ? (m) => process.stdout.write(`${m}\n`) : note,
         onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
         onStep: (r) => note(stepLine(mode, r, mode === "grpo" ? cfg.steps : Number(r.total_steps))),
-      });
+      }).finally(interrupted);
       if (flags.json) printJson(summary);
       else if (summary.planned) return;
       else if (summary.stopped_early) process.stdout.write(`stopped by --max-seconds after ${summary.resumed_from + summary.steps_done} of ${summary.steps} steps (continue with --resume); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
