@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import { commandLine, onInterrupt } from "./interrupt.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import { formatSummary } from "./stats-report.js";
-import { collect, dialectOption, intOption, numberOption, oneOf, printJson } from "./options.js";
+import { collect, dialectOption, intOption, numberOption, oneOf, outFile, printJson } from "./options.js";
 import type { RunGrading } from "../runs/meta.js";
 import { CONCURRENCY, MAX_TOKENS_PER_TURN, MAX_TOOL_CALLS, SAMPLES_PER_TASK, SAMPLING_TEMPERATURE, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
@@ -60,7 +60,7 @@ export function registerBenchmark(program: Command): void {
     .option("--max-rows <n>", "row cap of gold and answer when grading (default 200; 1000000 for spider-dialect tasks)", intOption("--max-rows", 1))
     .option("--dialect <name>", "run golds and answers as sqlite or spider (default: each task's own; spider for Spider/BIRD folders)")
     .option("--distinct <rule>", "keep, or ignore: remove every DISTINCT from gold and answer before running them (Spider's default)")
-    .requiredOption("--out <file>", "rows file (jsonl, append-only); its metadata goes to <file>.meta.json")
+    .requiredOption("--out <file>", "rows file (jsonl, append-only); its metadata goes to <file>.meta.json", outFile("--out", "rows.jsonl"))
     .option("--split <split>", "only tasks of this split: train or holdout (default: all)")
     .option("--band <file:lo:hi>", "only tasks whose pass rate in an earlier rows file lies in [lo, hi], as training selects its band (e.g. base-train.jsonl:0.1:0.9)")
     .option("--limit <n>", "only the first n tasks (after --split and --band)", intOption("--limit", 1))
@@ -122,6 +122,8 @@ export function registerBenchmark(program: Command): void {
         workers: f.workers,
         by: f.by.length ? f.by : undefined,
         progressStream: f.quiet ? undefined : process.stderr,
+        // skipped tasks are a warning, not progress: --quiet keeps it
+        onNote: (text) => process.stderr.write(text + "\n"),
       }).finally(interrupted);
       const p = result.progress;
       if (result.tornBytes) process.stderr.write(`note: cut off a torn last line (${result.tornBytes} bytes) of ${f.out} left by an interrupted run\n`);

@@ -5,7 +5,7 @@
  * early (`t2s benchmark ... | head -3`) ends the command quietly with 0, as Unix tools do.
  */
 import { Command, CommanderError } from "commander";
-import { T2sError, UsageError } from "../core/errors.js";
+import { T2sError, UsageError, isT2sError } from "../core/errors.js";
 import { kitVersion } from "../core/paths.js";
 import { commandGroups, groupsFor, type CommandGroup } from "./commands.js";
 
@@ -66,7 +66,8 @@ export function reportError(e: unknown): number {
     if (e.exitCode === 0 || e.code === "commander.helpDisplayed" || e.code === "commander.version") return 0;
     return 2; // commander already printed the message
   }
-  if (e instanceof UsageError) {
+  // a usage error raised below the CLI (a bad --backend, a bad env value) is still a usage error: exit 2
+  if (e instanceof UsageError || isT2sError(e, "usage")) {
     process.stderr.write(`error [usage]: ${e.message} (run with --help for usage)\n${debugStack(e)}`);
     return 2;
   }
@@ -82,6 +83,11 @@ export function reportError(e: unknown): number {
   }
   // not a kit error: a bug or an unexpected system failure; still one line, the stack on request
   const sys = e as NodeJS.ErrnoException;
+  if (sys?.code === "EISDIR") {
+    const where = (sys as { dest?: string }).dest ?? sys.path;
+    process.stderr.write(`error [is_a_folder]: ${where ? `${where} is a folder` : "a folder was given"} where a file was expected; give a file's path${debugStack(e) ? `\n${debugStack(e)}` : "\n"}`);
+    return 1;
+  }
   const code = typeof sys?.code === "string" && /^E[A-Z]+$/.test(sys.code) ? sys.code.toLowerCase() : "internal";
   const message = e instanceof Error ? e.message : String(e);
   process.stderr.write(`error [${code}]: ${oneLine(message)}${debugStack(e) ? `\n${debugStack(e)}` : " (T2S_DEBUG=1 shows the stack trace)\n"}`);

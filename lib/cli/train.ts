@@ -1,5 +1,7 @@
 /** `t2s train sft|grpo --config FILE`: supervised fine-tuning or GRPO on the in-process model. */
 import type { Command } from "commander";
+import { existsSync } from "node:fs";
+import { T2sError } from "../core/errors.js";
 import { readConfig, type TrainMode } from "../train/config.js";
 import { runTraining } from "../train/run.js";
 import { checkpointStep, latestCheckpoint } from "../train/checkpoint.js";
@@ -41,6 +43,7 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
     .option("--json", "print the run summary as JSON at the end")
     .action(async (flags: TrainFlags) => {
       const cfg = readConfig(flags.config, mode);
+      if (cfg.band && !existsSync(cfg.band.rows)) throw missingBandRows(flags.config, cfg.band, cfg.tasks);
       const note = (m: string) => {
         if (!flags.quiet) process.stderr.write(`${m}\n`);
       };
@@ -67,6 +70,16 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
       else if (summary.stopped_early) process.stdout.write(`stopped by --max-seconds after ${summary.resumed_from + summary.steps_done} of ${summary.steps} steps (continue with --resume); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
       else process.stdout.write(`trained ${summary.steps} steps on ${summary.conversations !== undefined ? `${summary.conversations} conversations` : `${summary.tasks} tasks`} (${summary.backend}); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
     });
+}
+
+/** The error for a config whose band rows file is missing: what that file is and what makes it. */
+function missingBandRows(config: string, band: { rows: string; lo: number; hi: number }, tasks: string): T2sError {
+  return new T2sError(
+    "no_band_rows",
+    `${band.rows} does not exist: it is the band rows of ${config} (band.rows), the base model's rollouts on the train split from which ` +
+      `the training band (pass rate in [${band.lo}, ${band.hi}]) is chosen. Notebook 02-headroom writes it (t2s notebooks run 02-headroom), ` +
+      `or run: t2s benchmark --policy <base model> --tasks ${tasks} --split train --k 8 --out ${band.rows}`,
+  );
 }
 
 export function registerTrain(program: Command): void {
