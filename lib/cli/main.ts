@@ -7,6 +7,7 @@
 import { Command, CommanderError } from "commander";
 import { T2sError, UsageError, isT2sError } from "../core/errors.js";
 import { kitVersion } from "../core/paths.js";
+import { PolicyError } from "../policy/types.js";
 import { commandGroups, groupsFor, type CommandGroup } from "./commands.js";
 
 /** Builds the `t2s` program with the given command groups registered (default: all of them). */
@@ -73,6 +74,11 @@ export function reportError(e: unknown): number {
   }
   if (e instanceof T2sError) {
     process.stderr.write(`error [${e.code}]: ${e.message}\n${debugStack(e)}`);
+    return 1;
+  }
+  // a policy's refusal that escaped a command (a trainer's sampler): its reason is the code, as benchmark reports it
+  if (e instanceof PolicyError) {
+    process.stderr.write(`error [policy_${e.reason}]: ${oneLine(e.message)}\n${debugStack(e)}`);
     return 1;
   }
   // the wasm backend's heap (4 GiB at most) ran out: its allocator hands back nothing and the next write

@@ -94,3 +94,19 @@ test("db schema --tables with a name the database lacks is an error naming it", 
   assert.equal(ok.code, 0, ok.stderr);
   assert.match(ok.stdout, /^CREATE TABLE items/);
 });
+
+test("a policy refusal that escapes a command is one error line with its reason as the code", async () => {
+  const { reportError } = await import("../../lib/cli/main.js");
+  const { PolicyError } = await import("../../lib/policy/types.js");
+  const written: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((s: string) => { written.push(s); return true; }) as typeof process.stderr.write;
+  let code: number;
+  try {
+    code = reportError(new PolicyError("context_exceeded", "the prompt has 3000 tokens\nand the model takes 2048", { setup: true }));
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.equal(code, 1);
+  assert.deepEqual(written, ["error [policy_context_exceeded]: the prompt has 3000 tokens and the model takes 2048\n"]);
+});
