@@ -87,15 +87,22 @@ export class ContextWindows {
 
   private async lookUp(base: string, w: EndpointWindow): Promise<void> {
     w.looked ??= (async () => {
+      let r;
       try {
-        const r = await this.io.get(`${base}/models`);
-        if (r.status < 200 || r.status >= 300) return;
+        r = await this.io.get(`${base}/models`);
+      } catch {
+        // not reachable yet (a server still starting): the next request asks again
+        w.looked = null;
+        return;
+      }
+      if (r.status < 200 || r.status >= 300) return;
+      try {
         const data = (JSON.parse(r.text) as { data?: Array<{ id?: unknown; max_model_len?: unknown }> }).data;
         const entry = Array.isArray(data) ? data.find((m) => m && m.id === this.model) : undefined;
         const len = entry?.max_model_len;
         if (typeof len === "number" && Number.isInteger(len) && len > 0) w.limit ??= len;
       } catch {
-        // no list, or not JSON: the window stays unknown and requests go as asked
+        // not JSON: the window stays unknown and requests go as asked
       }
     })();
     await w.looked;
@@ -119,8 +126,9 @@ export class ContextWindows {
       throw new PolicyError(CONTEXT_EXCEEDED, `${new URL(base).origin} refused the prompt as longer than ${this.model}'s context: ${r.text.slice(0, 300).replace(/\s+/g, " ")}`, { setup: true, status: r.status });
     }
     if (r.status < 200 || r.status >= 300 || typeof count !== "number") {
-      // a refusal of the key is the completion's to report; anything else: this server cannot count
-      if (r.status !== 401 && r.status !== 403) w.tokenize = false;
+      // a refused key is the completion's to report, and a busy server (429, 5xx) may count next time;
+      // anything else (no such route, fields it does not take): this server cannot count
+      if (r.status !== 401 && r.status !== 403 && r.status !== 429 && r.status < 500) w.tokenize = false;
       return null;
     }
     w.tokenize = true;
