@@ -5,9 +5,12 @@ import { UsageError } from "../core/errors.js";
 import { benchmark } from "../runs/benchmark.js";
 import { formatFacts } from "../runs/facts.js";
 import { progressLine } from "../runs/progress.js";
+import { completeRows } from "../runs/store.js";
+import { resolve } from "node:path";
+import { commandLine, onInterrupt } from "./interrupt.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import { formatSummary } from "./stats-report.js";
-import { collect, dialectOption, intOption, numberOption, oneOf, printJson } from "./options.js";
+import { collect, dialectOption, intOption, numberOption, oneOf, outFile, printJson } from "./options.js";
 import type { RunGrading } from "../runs/meta.js";
 import { CONCURRENCY, MAX_TOKENS_PER_TURN, MAX_TOOL_CALLS, SAMPLES_PER_TASK, SAMPLING_TEMPERATURE, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
@@ -59,7 +62,7 @@ export function registerBenchmark(program: Command): void {
     .option("--max-rows <n>", "row cap of gold and answer when grading (default 200; 1000000 for spider-dialect tasks)", intOption("--max-rows", 1))
     .option("--dialect <name>", "run golds and answers as sqlite or spider (default: each task's own; spider for Spider/BIRD folders)")
     .option("--distinct <rule>", "keep, or ignore: remove every DISTINCT from gold and answer before running them (Spider's default)")
-    .requiredOption("--out <file>", "rows file (jsonl, append-only); its metadata goes to <file>.meta.json")
+    .requiredOption("--out <file>", "rows file (jsonl, append-only); its metadata goes to <file>.meta.json", outFile("--out", "rows.jsonl"))
     .option("--split <split>", "only tasks of this split: train or holdout (default: all)")
     .option("--band <file:lo:hi>", "only tasks whose pass rate in an earlier rows file lies in [lo, hi], as training selects its band (e.g. base-train.jsonl:0.1:0.9)")
     .option("--limit <n>", "only the first n tasks (after --split and --band)", intOption("--limit", 1))
@@ -68,7 +71,7 @@ export function registerBenchmark(program: Command): void {
     .option("--top-p <p>", "nucleus sampling top_p (default: the server's)", numberOption("--top-p", { gt: 0, max: 1 }))
     .option("--style <style>", "single (one reply, graded) or tool (SQL tool calls, then a final answer)", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
-    .option("--max-tokens <n>", "tokens per turn; a reply cut by it is 'truncated'", intOption("--max-tokens", 1), MAX_TOKENS_PER_TURN)
+    .option("--max-tokens <n>", "tokens per turn, cut to the room the model's context leaves after the prompt; a reply cut by it is 'truncated'", intOption("--max-tokens", 1), MAX_TOKENS_PER_TURN)
     .option("--max-tool-calls <n>", "tool calls per episode (tool style)", intOption("--max-tool-calls", 0), MAX_TOOL_CALLS)
     .option("--max-context <n>", "total context budget in tokens; a turn that would pass it ends the episode as truncated", intOption("--max-context", 1))
     .option("--tool-rows <n>", "rows a tool result shows at most", intOption("--tool-rows", 1), TOOL_ROWS)
@@ -90,6 +93,8 @@ export function registerBenchmark(program: Command): void {
     .option("--json", "print JSON {summary, facts, progress, meta} instead of the report")
     .action(async (f: BenchmarkFlags) => {
       const split = f.split === undefined ? undefined : oneOf("--split", f.split, ["train", "holdout"] as const);
+      // every finished episode is a whole row on disk the moment it lands: a stop loses none of them
+      const interrupted = onInterrupt(() => `${f.out} keeps ${completeRows(resolve(f.out))} row(s), one per finished episode; the same command resumes the run: ${commandLine()}`);
       const { result, summary, facts } = await benchmark({
         policy: f.policy,
         tasks: f.tasks,
@@ -121,11 +126,13 @@ export function registerBenchmark(program: Command): void {
         quantization: f.quantization,
         by: f.by.length ? f.by : undefined,
         progressStream: f.quiet ? undefined : process.stderr,
-      });
+        // skipped tasks are a warning, not progress: --quiet keeps it
+        onNote: (text) => process.stderr.write(text + "\n"),
+      }).finally(interrupted);
       const p = result.progress;
       if (result.tornBytes) process.stderr.write(`note: cut off a torn last line (${result.tornBytes} bytes) of ${f.out} left by an interrupted run\n`);
       if (result.duplicates) process.stderr.write(`warning: ${f.out} holds ${result.duplicates} duplicate row(s); they are ignored\n`);
-      if (f.json) printJson({ summary, facts, progress: p, meta: result.meta, lost_examples: result.lostExamples });
+      if (f.json) printJson({ summary, facts, progress: p, meta: result.meta, lost_examples: result.lostExamples, refused_examples: result.refusedExamples });
       else {
         if (result.rows.length) process.stdout.write(formatSummary(f.out, result.rows, summary, DEFAULT_B, DEFAULT_SEED) + "\n" + formatFacts(facts));
         process.stdout.write(`run: ${progressLine(p)}\n`);
@@ -133,6 +140,11 @@ export function registerBenchmark(program: Command): void {
       if (p.lost > 0) {
         const examples = Object.values(result.lostExamples).map((m) => `  ${m}`).join("\n");
         process.stderr.write(`warning: ${p.lost} episode(s) lost (no row written):\n${examples}\nrun the same command again to fill them\n`);
+        process.exitCode = 1;
+      }
+      if (p.refused > 0) {
+        const examples = Object.values(result.refusedExamples).map((m) => `  ${m}`).join("\n");
+        process.stderr.write(`warning: the server refused ${p.refused} episode(s) for the run's setup; they are recorded as setup-error rows and not scored:\n${examples}\n`);
         process.exitCode = 1;
       }
     });

@@ -6,7 +6,7 @@ import { T2sError, UsageError } from "../core/errors.js";
 import { fileSha256 } from "../db/copies.js";
 import { schemaDdl } from "../db/schema.js";
 import { buildShopDatabase, DEFAULT_SHOP_SEED, defaultShopPath } from "../db/shop/build.js";
-import { intOption, printJson } from "./options.js";
+import { intOption, outFile, printJson } from "./options.js";
 
 export function registerDb(program: Command): void {
   const db = program.command("db").description("build, inspect and hash SQLite databases");
@@ -15,7 +15,7 @@ export function registerDb(program: Command): void {
     .description("build a generated database (only 'shop' exists) deterministically from a seed")
     .argument("<name>", "which database to build: shop")
     .option("--seed <n>", `random seed (default ${DEFAULT_SHOP_SEED}, the committed data/shop/shop.sqlite)`, intOption("--seed", 0))
-    .option("--out <path>", "where to write it (default data/shop/shop.sqlite in the kit)")
+    .option("--out <path>", "where to write it (default data/shop/shop.sqlite in the kit)", outFile("--out", "shop.sqlite"))
     .option("--force", "overwrite the file at the target path (rows files and task manifests record its sha256)")
     .option("--json", "print {path, sha256, seed} as JSON")
     .action((name: string, opts: { seed?: number; out?: string; force?: boolean; json?: boolean }) => {

@@ -107,7 +107,7 @@ export function registerDelta(program: Command): void {
       const opts = { by: flags.by, B: flags.B, seed: flags.seed, permutations: flags.permutations, markers: flags.marker.length ? flags.marker : undefined };
       if (flags.json) {
         const report = pairedDelta(a, b, opts);
-        printJson({ ...report, duplicates_dropped: { a: fileA.duplicates.count, b: fileB.duplicates.count }, setup_differences: setup });
+        printJson({ ...report, duplicates_dropped: { a: fileA.duplicates.count, b: fileB.duplicates.count }, setup_errors_left_out: { a: fileA.setupErrors.count, b: fileB.setupErrors.count }, setup_differences: setup });
         return;
       }
       process.stdout.write(duplicatesLine(flags.a, fileA) + duplicatesLine(flags.b, fileB));

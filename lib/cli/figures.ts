@@ -2,7 +2,7 @@
 import { relative } from "node:path";
 import type { Command } from "commander";
 import { exportFigures, parseFormats } from "../report/export.js";
-import { listFigures } from "../report/store.js";
+import { listFigures, noFiguresError } from "../report/store.js";
 import { intOption, printJson } from "./options.js";
 
 function show(path: string): string {
@@ -19,6 +19,7 @@ export function registerFigures(program: Command): void {
     .option("--json", "print JSON")
     .action((opts: { report: string; json?: boolean }) => {
       const figures = listFigures(opts.report);
+      if (figures.length === 0) throw noFiguresError(opts.report);
       if (opts.json) printJson(figures.map((f) => ({ name: f.name, path: f.path, traces: f.figure.data.length })));
       else for (const f of figures) process.stdout.write(`${f.name}  (${f.figure.data.length} traces)  ${show(f.path)}\n`);
     });

@@ -24,7 +24,7 @@ export function registerNotebooks(program: Command): void {
     .description("execute notebooks on a fresh tslab kernel each; write the executed .ipynb and an .html report")
     .argument("[names...]", "notebook names (notebooks/<name>.ipynb, extension optional) or paths; default: all kit notebooks")
     .option("--param <name=value>", "set a parameter (repeatable); the value is JSON when it parses, else a string", collect, [])
-    .option("--out <dir>", "folder for the executed notebooks and HTML reports", kitPath("reports"))
+    .option("--out <dir>", "report folder: the executed notebooks, the HTML reports, and the figures/ and tables/ they save", kitPath("reports"))
     .option("--timeout-ms <n>", "time limit per cell in ms (0 = none)", intOption("--timeout-ms"), 600_000)
     .option("--json", "print the results as JSON")
     .action(async (names: string[], opts: { param: string[]; out: string; timeoutMs: number; json?: boolean }) => {

@@ -2,6 +2,8 @@
  * Shared parsing of option values, so every command rejects bad numbers the same way (exit 2, naming the
  * flag) and prints JSON the same way.
  */
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { DIALECTS, type Dialect } from "../db/dialect.js";
 import { UsageError } from "../core/errors.js";
 
@@ -38,6 +40,17 @@ export function numberOption(flag: string, bounds: NumberBounds = {}): (value: s
 export function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
   if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`${flag} must be one of ${allowed.join(", ")}, got '${value}'`);
   return value as T;
+}
+
+/**
+ * Parses a flag naming a file to write: a path that is an existing folder is refused (UsageError naming
+ * the flag), before anything is written beside it; `example` names a file that could go in that folder.
+ */
+export function outFile(flag: string, example: string): (value: string) => string {
+  return (value: string) => {
+    if (existsSync(value) && statSync(value).isDirectory()) throw new UsageError(`${flag} ${value} is a folder; give the path of the file to write (e.g. ${join(value, example)})`);
+    return value;
+  };
 }
 
 /** Collects a repeatable flag (`--param a=1 --param b=2`) into an array. */

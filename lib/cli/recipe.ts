@@ -8,7 +8,7 @@ import { writeJsonlAtomic } from "../core/jsonl.js";
 import { checkpointSteps, defaultRecipe, exportModel, runRecipe, trainOnlyTasks } from "../recipes/default-model.js";
 import { buildToolTranscripts } from "../recipes/tool-data.js";
 import { UsageError } from "../core/errors.js";
-import { intOption, numberOption, printJson } from "./options.js";
+import { intOption, numberOption, outFile, printJson } from "./options.js";
 
 interface RecipeFlags {
   tasks: string;
@@ -110,7 +110,7 @@ export function registerRecipe(program: Command): void {
     .description("write tool-use SFT conversations: per train task an episode that probes the live database with the SQL tool, then commits the gold query (native and hermes formats, plus single-style turns)")
     .option("--tasks <file>", "task file (only its train split is read)", kitPath("data/shop/tasks.jsonl"))
     .option("--extra-tasks <file>", "extra train-only tasks (e.g. from `t2s tasks augment`); any holdout task, id or gold SQL is an error")
-    .requiredOption("--out <file>", "conversations file to write (JSONL of {messages, tools?}; `conversations` of an SFT config)")
+    .requiredOption("--out <file>", "conversations file to write (JSONL of {messages, tools?}; `conversations` of an SFT config)", outFile("--out", "conversations.jsonl"))
     .option("--seed <n>", "seed of every choice (plan, probe, format, style)", intOption("--seed", 0), 0)
     .option("--single-share <x>", "share of single-style conversations (no tool)", numberOption("--single-share", { min: 0, max: 1 }), 0.2)
     .option("--hermes-share <x>", "share of hermes-text tool calls among tool-style conversations (the rest native)", numberOption("--hermes-share", { min: 0, max: 1 }), 0.5)

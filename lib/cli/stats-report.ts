@@ -6,7 +6,7 @@ import type { Command } from "commander";
 import { T2sError, UsageError } from "../core/errors.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import { fmt, fmtCI, formatTable } from "../stats/format.js";
-import { duplicatesNote, evalRuns, readStatRows, taskCounts, type RowsFile, type StatRow } from "../stats/rows.js";
+import { duplicatesNote, evalRuns, readStatRows, setupErrorsNote, taskCounts, type RowsFile, type StatRow } from "../stats/rows.js";
 import { summarize, type Summary, type SummaryStats } from "../stats/summary.js";
 import { behaviourLines, behaviourProfile } from "../report/behaviour.js";
 import { collect, intOption, printJson } from "./options.js";
@@ -37,13 +37,16 @@ export function loadRowsForStats(path: string, skipBad: boolean | undefined, run
   // one run_id whose rows were added under --force with another setup: the rows cannot tell them apart
   const forced = findMeta(path)?.forced ?? [];
   if (forced.length) process.stderr.write(`warning: ${path}: rows were added under --force with another setup (${forced.join("; ")}); its numbers pool them\n`);
-  if (file.rows.length === 0) throw new T2sError("no_rows", `${path} has no rows to report on`);
+  if (file.rows.length === 0) {
+    if (file.setupErrors.count) throw new T2sError("no_rows", `${path} has no graded rows to report on: ${setupErrorsNote(path, file.setupErrors).replace(`${path}: `, "")}`);
+    throw new T2sError("no_rows", `${path} has no rows to report on`);
+  }
   return file;
 }
 
-/** The line a report prints when it dropped duplicate rows (empty when there were none). */
+/** The lines a report prints when it dropped duplicate rows or left out setup-error rows (empty when neither). */
 export function duplicatesLine(path: string, file: RowsFile): string {
-  return file.duplicates.count ? `${duplicatesNote(path, file.duplicates)}\n` : "";
+  return (file.duplicates.count ? `${duplicatesNote(path, file.duplicates)}\n` : "") + (file.setupErrors.count ? `${setupErrorsNote(path, file.setupErrors)}\n` : "");
 }
 
 /** Refuses a --by field no row has, naming the fields the rows do have. */
@@ -98,7 +101,7 @@ export function registerReport(program: Command): void {
     .option("--B <n>", "bootstrap resamples", intOption("--B", 1), DEFAULT_B)
     .option("--seed <n>", "bootstrap seed", intOption("--seed", 0), DEFAULT_SEED)
     .option("--skip-bad", "skip malformed lines and rows without task_id/correct (default: stop at the first, naming file:line)")
-    .option("--json", "print JSON: n_tasks, n_rows, k, pass1, pass1_ci, passk, passk_ci, powk, powk_ci, headroom, by (and behaviour with --behaviour)")
+    .option("--json", "print JSON: n_tasks, n_rows, k, pass1, pass1_ci, passk, passk_ci, powk, powk_ci, headroom, by, duplicates_dropped, setup_errors_left_out (and behaviour with --behaviour)")
     .option("--behaviour", "also print the behaviour profile: executable SQL, answers with a query the episode ran, tool calls, invalid calls, tool errors, turns, no committed query, tokens (per episode)")
     .option("--run <run_id>", "only the rows of this run (a file holding rows of several runs is refused otherwise)")
     .option("--baseline <file>", "with --behaviour: a second rows file (e.g. the base model's) shown as the 'before' column, with the change")
@@ -108,6 +111,7 @@ export function registerReport(program: Command): void {
       checkByFields(file.rows, opts.by);
       const summary = summarize(file.rows, { k: opts.k, by: opts.by, B: opts.B, seed: opts.seed });
       summary.duplicates_dropped += file.duplicates.count;
+      summary.setup_errors_left_out += file.setupErrors.count;
       const sets = opts.behaviour ? [...(opts.baseline ? [{ label: "before", rows: loadRowsForStats(opts.baseline, opts.skipBad).rows }] : []), { label: opts.baseline ? "after" : "rows", rows: file.rows }] : [];
       if (opts.json) printJson(opts.behaviour ? { ...summary, behaviour: Object.fromEntries(sets.map((x) => [x.label, behaviourProfile(x.rows)])) } : summary);
       else {

@@ -15,6 +15,7 @@ import { EXPORT_FORMATS, exportTasks, type ExportFormat } from "../tasks/export.
 import { readTasks, writeTasks } from "../tasks/io.js";
 import { describeMissing, loadTaskSource, SOURCE_FORMATS, type LoadOptions, type SourceFormat } from "../tasks/loaders.js";
 import { augmentTrainingTasks } from "../tasks/shop/augment.js";
+import { commandLine, onInterrupt } from "./interrupt.js";
 import { DEFAULT_AUTHOR_SEED } from "../tasks/shop/author.js";
 import { writeShopTaskSet } from "../tasks/shop/ship.js";
 import { HOLDOUT_FRACTION } from "../tasks/split.js";
@@ -23,7 +24,7 @@ import { parseTeacherSpec, runTeacher } from "../tasks/teacher.js";
 import type { Task } from "../tasks/types.js";
 import { VERIFY_MODES, verifyTasks, type VerifyMode } from "../tasks/verify.js";
 import { DIALECTS } from "../db/dialect.js";
-import { dialectOption, intOption, oneOf, printJson } from "./options.js";
+import { dialectOption, intOption, oneOf, outFile, printJson } from "./options.js";
 
 interface SourceOpts {
   format?: string;
@@ -59,7 +60,7 @@ export function registerTasks(program: Command): void {
   const tasks = program.command("tasks").description("task sets: verify, author, augment, split, stats, export");
 
   addSourceOptions(tasks.command("verify").description("execute every gold query twice; keep tasks with 1-50 stable, non-NULL rows (--mode eval: every stable gold)"))
-    .option("--out <path>", "write the kept tasks to this jsonl file")
+    .option("--out <path>", "write the kept tasks to this jsonl file", outFile("--out", "kept.jsonl"))
     .option("--mode <mode>", "train: 1-50 stable, non-NULL rows (the rule for training tasks); eval: every gold that runs and is stable, whatever its rows", "train")
     .option("--dialect <name>", `run the golds as ${DIALECTS.join(" or ")} (default: each task's own; spider for Spider/BIRD folders); kept tasks record it`)
     .option("--workers <n>", "executor worker processes (default: CPU count)", intOption("--workers", 1))
@@ -94,7 +95,7 @@ export function registerTasks(program: Command): void {
     .argument("[target]", "'shop' for the programmatic shop author (omit with --teacher)")
     .option("--seed <n>", `seed of the programmatic author (default ${DEFAULT_AUTHOR_SEED}, the shipped set)`, intOption("--seed", 0))
     .option("--db <path>", "database to author over (default data/shop/shop.sqlite)")
-    .option("--out <path>", "tasks file (default data/shop/tasks.jsonl for shop; required with --teacher)")
+    .option("--out <path>", "tasks file (default data/shop/tasks.jsonl for shop; required with --teacher)", outFile("--out", "tasks.jsonl"))
     .option("--teacher <spec>", "author with an OpenAI-compatible model: openai:<model>@<base-url>")
     .option("--db-id <id>", "db_id written into teacher tasks (default: the file name without .sqlite)")
     .option("--rounds <n>", "teacher: rounds over all archetype x difficulty cells", intOption("--rounds", 1), 2)
@@ -145,8 +146,8 @@ export function registerTasks(program: Command): void {
   tasks
     .command("augment")
     .description("write extra train-only shop tasks: the templates with other literal values, none sharing an id or gold SQL with --exclude")
-    .requiredOption("--out <path>", "tasks file to write (train split only)")
-    .option("--seed <n>", "seed of the drafts (default 7; the shipped set uses 1)", intOption("--seed", 0), 7)
+    .requiredOption("--out <path>", "tasks file to write (train split only)", outFile("--out", "extra.jsonl"))
+    .option("--seed <n>", "seed of the drafts (the shipped set uses 1)", intOption("--seed", 0), 7)
     .option("--attempts <n>", "drafts per template, also the most tasks kept per template", intOption("--attempts", 1), 100)
     .option("--phrasings <n>", "questions kept per distinct gold query (other words and styles for the same query)", intOption("--phrasings", 1), 1)
     .option("--exclude <path>", "task set the output must not overlap (ids, normalised gold SQL)", kitPath("data", "shop", "tasks.jsonl"))
@@ -161,6 +162,8 @@ export function registerTasks(program: Command): void {
       if (!existsSync(dbPath)) throw new UsageError(`no shop database at ${dbPath}; build it with 't2s db build shop'`);
       const exclude = readTasks(opts.exclude);
       const executor = await createExecutorPool({ workers: opts.workers });
+      // the tasks are written whole at the end (by rename), from the seed alone: a stop leaves --out as it was
+      const interrupted = onInterrupt(() => `nothing written: ${out} is written whole at the end and is as it was; the same seed drafts the same tasks again with: ${commandLine()}`);
       try {
         const t0 = Date.now();
         const r = await augmentTrainingTasks(dbPath, { executor, seed: opts.seed, attempts: opts.attempts, phrasings: opts.phrasings, exclude, dbId: opts.dbId, onProgress: opts.json ? undefined : (phase, d, t) => progress(phase)(d, t) });
@@ -174,6 +177,7 @@ export function registerTasks(program: Command): void {
         lines.push(`by archetype: ${Object.entries(byArchetype).map(([k, v]) => `${k} ${v}`).join(", ")}`);
         process.stdout.write(lines.join("\n") + "\n");
       } finally {
+        interrupted();
         await executor.close();
       }
     });
@@ -213,7 +217,7 @@ export function registerTasks(program: Command): void {
 
   addSourceOptions(tasks.command("export").description("write the set for other trainers: verl-style and TRL-style jsonl (train.jsonl, test.jsonl = holdout)"))
     .requiredOption("--to <format>", `${EXPORT_FORMATS.join(", ")} or all`)
-    .option("--out <dir>", "output folder (default ./export)", "export")
+    .option("--out <dir>", "output folder", "export")
     .option("--notes <file>", "database notes to put in the system prompt (default: the shop NOTES for db_id 'shop')")
     .option("--style <style>", "episode style of the prompts: single, or tool (the SQL tool's prompt and schema; verl rows run its tool_agent loop)", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")

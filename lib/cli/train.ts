@@ -1,7 +1,11 @@
 /** `t2s train sft|grpo --config FILE`: supervised fine-tuning or GRPO on the in-process model. */
 import type { Command } from "commander";
+import { existsSync } from "node:fs";
+import { T2sError } from "../core/errors.js";
 import { readConfig, type TrainMode } from "../train/config.js";
 import { runTraining } from "../train/run.js";
+import { checkpointStep, latestCheckpoint } from "../train/checkpoint.js";
+import { commandLine, onInterrupt } from "./interrupt.js";
 import { numberOption, printJson } from "./options.js";
 
 interface TrainFlags {
@@ -39,9 +43,18 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
     .option("--json", "print the run summary as JSON at the end")
     .action(async (flags: TrainFlags) => {
       const cfg = readConfig(flags.config, mode);
+      if (cfg.band && !existsSync(cfg.band.rows)) throw missingBandRows(flags.config, cfg.band, cfg.tasks);
       const note = (m: string) => {
         if (!flags.quiet) process.stderr.write(`${m}\n`);
       };
+      // checkpoints are written whole (temp folder + rename): a stop keeps the newest, and --resume goes on from it
+      const interrupted = flags.plan ? () => undefined : onInterrupt(() => {
+        const last = latestCheckpoint(cfg.output_dir);
+        const resume = commandLine(["--resume"]);
+        return last
+          ? `${cfg.output_dir} keeps the checkpoint after step ${checkpointStep(last)} (the steps after it run again); continue with: ${resume}`
+          : `no checkpoint in ${cfg.output_dir} yet (one is written every ${cfg.checkpoint_every} step(s)), so the run starts over with: ${resume}`;
+      });
       const summary = await runTraining(cfg, {
         resume: flags.resume,
         force: flags.force,
@@ -51,12 +64,22 @@ function addMode(train: Command, mode: TrainMode, what: string): void {
         onNote: flags.plan ? (m) => process.stdout.write(`${m}\n`) : note,
         onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
         onStep: (r) => note(stepLine(mode, r, mode === "grpo" ? cfg.steps : Number(r.total_steps))),
-      });
+      }).finally(interrupted);
       if (flags.json) printJson(summary);
       else if (summary.planned) return;
       else if (summary.stopped_early) process.stdout.write(`stopped by --max-seconds after ${summary.resumed_from + summary.steps_done} of ${summary.steps} steps (continue with --resume); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
       else process.stdout.write(`trained ${summary.steps} steps on ${summary.conversations !== undefined ? `${summary.conversations} conversations` : `${summary.tasks} tasks`} (${summary.backend}); log: ${summary.output_dir}/train_log.jsonl; result: ${summary.final ?? "-"}\n`);
     });
+}
+
+/** The error for a config whose band rows file is missing: what that file is and what makes it. */
+function missingBandRows(config: string, band: { rows: string; lo: number; hi: number }, tasks: string): T2sError {
+  return new T2sError(
+    "no_band_rows",
+    `${band.rows} does not exist: it is the band rows of ${config} (band.rows), the base model's rollouts on the train split from which ` +
+      `the training band (pass rate in [${band.lo}, ${band.hi}]) is chosen. Notebook 02-headroom writes it (t2s notebooks run 02-headroom), ` +
+      `or run: t2s benchmark --policy <base model> --tasks ${tasks} --split train --k 8 --out ${band.rows}`,
+  );
 }
 
 export function registerTrain(program: Command): void {

@@ -11,7 +11,7 @@ import { tokenize, type Token } from "./sqltext.js";
 export interface SchemaOptions {
   /** Up to this many distinct non-NULL example values per column (0 = none, the default). */
   sampleValues?: number;
-  /** Only these tables (default: every table). */
+  /** Only these tables and views (default: every one); a name the database lacks is an error ("unknown_table"). */
   tables?: string[];
 }
 
@@ -132,6 +132,10 @@ export function schemaDdlOf(db: Database.Database, opts: SchemaOptions = {}): st
     .prepare("SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' AND sql IS NOT NULL ORDER BY rowid")
     .all() as { type: string; name: string; sql: string }[];
   const wanted = opts.tables ? new Set(opts.tables.map((t) => t.toLowerCase())) : undefined;
+  const unknown = (opts.tables ?? []).filter((t) => !rows.some((r) => r.name.toLowerCase() === t.toLowerCase()));
+  if (unknown.length) {
+    throw new T2sError("unknown_table", `no table or view named ${unknown.map((t) => `'${t}'`).join(", ")} in ${db.name}; it has ${rows.map((r) => r.name).join(", ") || "none"}`);
+  }
   const parts: string[] = [];
   for (const r of rows) {
     if (wanted && !wanted.has(r.name.toLowerCase())) continue;

@@ -6,7 +6,7 @@
  */
 import type { ExecOutcome } from "../db/types.js";
 import type { GradeResult } from "../verifier/types.js";
-import { PolicyError, type ChatMessage, type Completion, type FinishReason, type Policy, type SampleOptions, type Sampling } from "../policy/types.js";
+import { CONTEXT_EXCEEDED, PolicyError, type ChatMessage, type Completion, type FinishReason, type Policy, type SampleOptions, type Sampling } from "../policy/types.js";
 import { toolResponseText } from "../model/toolcalls.js";
 import type { EpisodeStyle, ToolProtocol } from "./prompt.js";
 import { checkCall, fromNative, hasHermesCall, hasSolution, parseHermesCalls, sqlToolSpec, type RawCall } from "./tools.js";
@@ -141,7 +141,9 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
     try {
       c = (await deps.policy.complete(messages, request))[0];
     } catch (e) {
-      if (e instanceof PolicyError && e.reason === "context_overflow") {
+      // a later turn that outgrew the window is the episode's own doing (its tool results, its replies);
+      // the first turn's prompt is all setup, so its refusal is rethrown as the setup error it is
+      if (e instanceof PolicyError && e.reason === CONTEXT_EXCEEDED && turns > 0) {
         truncatedBy = "context";
         break;
       }

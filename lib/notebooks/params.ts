@@ -42,6 +42,17 @@ export function parametersSource(params: Params): string {
   return lines.join("\n");
 }
 
+/** The source of the notebook's cell tagged `parameters` ("" when it has none). */
+function parametersCellSource(nb: Notebook): string {
+  const cell = nb.cells.find((c) => c.cell_type === "code" && tags(c).includes("parameters"));
+  return cell ? joinSource(cell.source) : "";
+}
+
+/** True when the notebook's `parameters` cell declares `name` (let, const or var). */
+export function declaresParameter(nb: Notebook, name: string): boolean {
+  return new RegExp(`\\b(let|const|var)\\s+${name.replace(/\$/g, "\\$")}\\b`).test(parametersCellSource(nb));
+}
+
 export interface Injection {
   /** Index of the injected cell in the notebook's cells, or -1 when nothing was injected. */
   index: number;
@@ -58,8 +69,7 @@ export function injectParameters(nb: Notebook, params: Params): Injection {
   const names = Object.keys(params);
   if (names.length === 0) return { index: -1, unknown: [] };
   const at = nb.cells.findIndex((c) => c.cell_type === "code" && tags(c).includes("parameters"));
-  const declared = at >= 0 ? joinSource(nb.cells[at].source) : "";
-  const unknown = at >= 0 ? names.filter((n) => !new RegExp(`\\b(let|const|var)\\s+${n.replace(/\$/g, "\\$")}\\b`).test(declared)) : [];
+  const unknown = at >= 0 ? names.filter((n) => !declaresParameter(nb, n)) : [];
   const cell: CodeCell = {
     cell_type: "code",
     id: newCellId(),

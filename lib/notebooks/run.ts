@@ -9,14 +9,17 @@ import { kitRoot } from "../core/paths.js";
 import { TslabKernel, type ExecuteOutcome } from "./kernel.js";
 import { joinSource, prepareForRun, readNotebook, serializeNotebook, type CodeCell, type ErrorOutput, type Notebook } from "./nbformat.js";
 import { errorFromStderr, OutputCollector } from "./outputs.js";
-import { injectParameters, type Params } from "./params.js";
+import { declaresParameter, injectParameters, type Params } from "./params.js";
 import { renderNotebookHtml } from "./html.js";
 import { signForJupyter } from "./trust.js";
 
 export interface RunNotebookOptions {
   /** Parameters to inject (see params.ts); also exported to the kernel as T2S_PARAMS. */
   params?: Params;
-  /** Folder for the executed .ipynb and .html (created if missing). */
+  /**
+   * Folder for the executed .ipynb and .html (created if missing), and for the figures and tables the
+   * notebook saves: a notebook that declares `report_dir` gets this folder as it unless `params` sets one.
+   */
   outDir: string;
   /** Per-cell time limit in ms; 0 or undefined for none. */
   timeoutMs?: number;
@@ -73,13 +76,17 @@ function failureOutput(cell: CodeCell, outcome: ExecuteOutcome, timeoutMs: numbe
   return errorFromStderr(cell, status === "error" ? "the cell failed without printing an error" : `the kernel answered status '${String(status)}'`);
 }
 
+/** The parameter the kit's notebooks save their figures and tables under (lib/report NotebookReport's dir). */
+export const REPORT_DIR_PARAM = "report_dir";
+
 /** Executes the notebook at `path` and writes `<outDir>/<name>.ipynb` and `.html`; returns what happened. */
 export async function runNotebook(path: string, opts: RunNotebookOptions): Promise<NotebookRunResult> {
   const input = resolve(path);
   const name = basename(input).replace(/\.ipynb$/i, "");
   const log = opts.progress ?? (() => {});
   const nb: Notebook = prepareForRun(readNotebook(input));
-  const params = opts.params ?? {};
+  // the figures and tables go where the report goes (the kernel runs in the kit root, so the path is absolute)
+  const params: Params = { ...(declaresParameter(nb, REPORT_DIR_PARAM) ? { [REPORT_DIR_PARAM]: resolve(opts.outDir) } : {}), ...opts.params };
   const injection = injectParameters(nb, params);
   const warnings = injection.unknown.map((n) => `parameter '${n}' is not declared in the cell tagged 'parameters'`);
   for (const w of warnings) log(`${name}: warning: ${w}`);

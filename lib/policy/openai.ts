@@ -2,9 +2,12 @@
  * `openai:<model>@<base_url>`: any server that speaks OpenAI's /v1/chat/completions (vLLM, SGLang,
  * llama.cpp server, Ollama, hosted APIs). Transient failures (429, 5xx, connection errors, timeouts) are
  * retried with backoff and reported through `onRetry` as re-rolls; they never become a model failure.
+ * Each request's max_tokens is sized to the server's context window (context.ts); a refusal for the
+ * run's setup (context, key, model name) is a setup PolicyError, never a model failure either.
  */
 import { CONCURRENCY } from "../core/defaults.js";
 import { T2sError, UsageError } from "../core/errors.js";
+import { ContextWindows, isContextRefusal, type PromptParts } from "./context.js";
 import { httpCall, makeAgents } from "./http.js";
 import { EndpointPool } from "./endpoints.js";
 import { Limiter } from "./limiter.js";
@@ -77,13 +80,10 @@ function classifyStatus(status: number, body: string, origin: string, retryAfter
     return new PolicyError(`http_${status}`, `${origin} answered ${status}: ${detail}`, { retryable: true, status, retryAfterMs: retryAfter });
   }
   if (status === 401 || status === 403) {
-    return new PolicyError("auth", `${origin} refused the API key (${status}); set T2S_API_KEY or OPENAI_API_KEY: ${detail}`, { status, fatal: true });
+    return new PolicyError("auth", `${origin} refused the API key (${status}); set T2S_API_KEY or OPENAI_API_KEY: ${detail}`, { status, fatal: true, setup: true });
   }
   if (status === 404) {
-    return new PolicyError("not_found", `${origin} answered 404 (wrong base URL or unknown model?): ${detail}`, { status, fatal: true });
-  }
-  if (/context length|context window|too long|maximum.*tokens/i.test(body)) {
-    return new PolicyError("context_overflow", `${origin} rejected the prompt as too long: ${detail}`, { status });
+    return new PolicyError("not_found", `${origin} answered 404 (wrong base URL or unknown model?): ${detail}`, { status, fatal: true, setup: true });
   }
   return new PolicyError(`http_${status}`, `${origin} answered ${status}: ${detail}`, { status });
 }
@@ -136,6 +136,7 @@ export class OpenAIPolicy implements Policy {
   private readonly limiter: Limiter;
   private readonly agents;
   private readonly apiKey: string | undefined;
+  private readonly windows: ContextWindows;
 
   constructor(readonly model: string, baseUrl: string | readonly string[], private readonly opts: OpenAIPolicyOptions = {}) {
     const urls = typeof baseUrl === "string" ? [baseUrl] : [...baseUrl];
@@ -145,6 +146,16 @@ export class OpenAIPolicy implements Policy {
     this.limiter = new Limiter(opts.concurrency ?? CONCURRENCY);
     this.agents = makeAgents(opts.concurrency ?? CONCURRENCY);
     this.apiKey = opts.apiKey ?? process.env.T2S_API_KEY ?? process.env.OPENAI_API_KEY;
+    const lookupMs = opts.timeoutMs ?? defaultTimeoutMs(undefined);
+    this.windows = new ContextWindows(model, {
+      get: (url) => httpCall(url, { headers: this.headers(), timeoutMs: lookupMs, agent: this.agentFor(url) }),
+      post: (url, body) => httpCall(url, { method: "POST", body, headers: this.headers(), timeoutMs: lookupMs, agent: this.agentFor(url) }),
+    });
+  }
+
+  /** The context window (max_model_len) `baseUrl` reported for the model, once a request has gone there; null when unknown. */
+  contextWindow(baseUrl = this.baseUrl): number | null {
+    return this.windows.limit(baseUrl);
   }
 
   private headers(): Record<string, string> {
@@ -155,25 +166,37 @@ export class OpenAIPolicy implements Policy {
     return url.startsWith("https:") ? this.agents.https : this.agents.http;
   }
 
-  /** Returns the completions for `messages`; retries transient failures and reports each via `onRetry`. */
+  /**
+   * Returns the completions for `messages`; retries transient failures and reports each via `onRetry`.
+   * max_tokens is cut to the room the server's context window leaves after the prompt (context.ts).
+   */
   complete(messages: ChatMessage[], opts: SampleOptions & { tools?: ToolSpec[] }): Promise<Completion[]> {
     const body: Record<string, unknown> = { model: this.model, messages: messages.map(toWire) };
     if (opts.temperature !== undefined) body.temperature = opts.temperature;
     if (opts.top_p !== undefined) body.top_p = opts.top_p;
-    if (opts.max_tokens !== undefined) body.max_tokens = opts.max_tokens;
     if (opts.stop && opts.stop.length) body.stop = opts.stop;
     if (opts.seed !== undefined) body.seed = opts.seed;
     if (opts.n !== undefined && opts.n !== 1) body.n = opts.n;
     // tool_choice is left to the server's default ("auto" when tools are given): vLLM rejects an explicit
     // "auto" unless it was started with --enable-auto-tool-choice
     if (opts.tools && opts.tools.length) body.tools = opts.tools;
-    const text = JSON.stringify(body);
+    const prompt: PromptParts = { messages: body.messages as unknown[], ...(opts.tools && opts.tools.length ? { tools: opts.tools } : {}) };
     const timeoutMs = this.opts.timeoutMs ?? defaultTimeoutMs(opts.max_tokens);
+    const send = (url: string, maxTokens: number | undefined) => {
+      const text = JSON.stringify(maxTokens === undefined ? body : { ...body, max_tokens: maxTokens });
+      return httpCall(url, { method: "POST", body: text, headers: this.headers(), timeoutMs, signal: opts.signal, agent: this.agentFor(url) });
+    };
     const once = (base: string) =>
       this.endpoints.use(base, async () => {
         const url = `${base}/chat/completions`;
         const t0 = Date.now();
-        const reply = await httpCall(url, { method: "POST", body: text, headers: this.headers(), timeoutMs, signal: opts.signal, agent: this.agentFor(url) });
+        let maxTokens = await this.windows.budget(base, prompt, opts.max_tokens);
+        let reply = await send(url, maxTokens);
+        if (isContextRefusal(reply.status, reply.text)) {
+          maxTokens = await this.windows.afterRefusal(base, prompt, opts.max_tokens, maxTokens, reply.text);
+          reply = await send(url, maxTokens);
+          if (isContextRefusal(reply.status, reply.text)) throw this.windows.refusal(base, reply.text);
+        }
         if (reply.status < 200 || reply.status >= 300) throw classifyStatus(reply.status, reply.text, new URL(url).origin, retryAfterMs(reply.headers["retry-after"]));
         let json: unknown;
         try {
@@ -200,7 +223,7 @@ export class OpenAIPolicy implements Policy {
             }
           }
         }),
-      { retries: this.opts.retries, baseMs: this.opts.backoffMs, jitterKey: `${opts.seed ?? ""}:${text.length}`, onRetry: opts.onRetry, signal: opts.signal },
+      { retries: this.opts.retries, baseMs: this.opts.backoffMs, jitterKey: `${opts.seed ?? ""}:${JSON.stringify(body).length}`, onRetry: opts.onRetry, signal: opts.signal },
     );
   }
 

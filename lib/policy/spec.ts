@@ -25,9 +25,15 @@ export function registerPolicyKind(kind: string, factory: PolicyFactory): void {
   registry.set(kind, factory);
 }
 
-/** The kinds createPolicy accepts now. */
+/**
+ * Kinds whose module (lib/policy/<kind>.ts) registers itself when loadPolicy first meets the kind, so they
+ * are absent from the registry until then; named here so a message can offer them before they load.
+ */
+const LOADED_ON_USE = ["tfjs"];
+
+/** The kinds loadPolicy accepts: those registered now and those whose module registers itself on use. */
 export function policyKinds(): string[] {
-  return [...registry.keys()];
+  return [...new Set([...registry.keys(), ...LOADED_ON_USE])];
 }
 
 registerPolicyKind("openai", (rest, opts) => {
@@ -42,7 +48,7 @@ function splitSpec(spec: string): { kind: string; rest: string } {
 }
 
 function unknownKind(spec: string): UsageError {
-  return new UsageError(`unknown policy '${spec}': use one of ${policyKinds().map((k) => `${k}:...`).join(", ")} (e.g. openai:<model>@http://localhost:8000/v1, or openai:<model>@<url1>,<url2> for a fleet)`);
+  return new UsageError(`unknown policy '${spec}': use one of ${policyKinds().map((k) => `${k}:...`).join(", ")} (e.g. openai:<model>@http://localhost:8000/v1, openai:<model>@<url1>,<url2> for a fleet, or tfjs:<model dir>[+<adapter dir>])`);
 }
 
 /**
@@ -52,6 +58,7 @@ function unknownKind(spec: string): UsageError {
 export function createPolicy(spec: string, opts: PolicyOptions = {}): Policy {
   const { kind, rest } = splitSpec(spec);
   const factory = registry.get(kind);
+  if (!factory && LOADED_ON_USE.includes(kind)) throw new UsageError(`policy kind '${kind}' loads its module on first use: use loadPolicy('${spec}')`);
   if (!factory) throw unknownKind(spec);
   const p = factory(rest, opts);
   if (p instanceof Promise) throw new UsageError(`policy kind '${kind}' loads asynchronously: use loadPolicy('${spec}')`);

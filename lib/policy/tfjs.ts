@@ -8,7 +8,7 @@
  * float32 beside it, as `t2s serve --quantization int8` and the GRPO sampler run it.
  */
 import { resolve } from "node:path";
-import { UsageError } from "../core/errors.js";
+import { UsageError, isT2sError } from "../core/errors.js";
 import { loadModel } from "../model/load.js";
 import { attachAdapter, mergedModel } from "../model/lora.js";
 import { applyQuantization, type QuantizationName } from "../model/quantization.js";
@@ -16,7 +16,7 @@ import type { CausalLM } from "../model/model.js";
 import { ChatEngine, type ChatResult } from "../model/chat.js";
 import { openAiToolCalls } from "../model/toolcalls.js";
 import { registerPolicyKind } from "./spec.js";
-import { PolicyError, type ChatMessage, type Completion, type Policy, type SampleOptions, type ToolSpec } from "./types.js";
+import { CONTEXT_EXCEEDED, PolicyError, type ChatMessage, type Completion, type Policy, type SampleOptions, type ToolSpec } from "./types.js";
 
 /** Splits "<model dir>[+<adapter dir>]". */
 export function parseTfjsSpec(rest: string): { modelDir: string; adapterDir: string | null } {
@@ -47,6 +47,8 @@ export function chatPolicy(engine: ChatEngine, ident: { name: string; model: str
       );
     } catch (e) {
       if (o.signal?.aborted) throw new PolicyError("aborted", "the request was cancelled");
+      // a prompt that fills the model's window: the same setup error a server's refusal is
+      if (isT2sError(e, "context_length_exceeded")) throw new PolicyError(CONTEXT_EXCEEDED, `${ident.name}: ${(e as Error).message}`, { setup: true });
       throw new PolicyError("local_model", `the local model failed: ${(e as Error).message}`, { fatal: true });
     }
     const latency = Date.now() - started;

@@ -70,6 +70,9 @@ export interface Policy {
  * A request that could not be served. `retryable` errors (429, 5xx, connection, timeout) were already
  * retried by the client; when one escapes, the episode is lost (not scored), never counted as the model's
  * failure. `reason` is a short key for counting ("http_500", "timeout", "connection", "http_400").
+ * A `setup` error is a refusal caused by how the run is set up, not by the model: the prompt does not fit
+ * the model's context ("context_exceeded"), the key ("auth"), the model name or URL ("not_found"). An
+ * episode refused for one is recorded as a setup error, apart from the model's outcomes, never scored.
  */
 export class PolicyError extends Error {
   readonly reason: string;
@@ -77,15 +80,21 @@ export class PolicyError extends Error {
   readonly status?: number;
   /** Fatal errors stop the whole run (bad key, unknown model): retrying other episodes cannot help. */
   readonly fatal: boolean;
+  /** Refused for the run's setup (context, key, model name), not for anything the model did. */
+  readonly setup: boolean;
   /** The server asked to wait this long before retrying (Retry-After). */
   readonly retryAfterMs?: number;
-  constructor(reason: string, message: string, opts: { retryable?: boolean; status?: number; fatal?: boolean; retryAfterMs?: number } = {}) {
+  constructor(reason: string, message: string, opts: { retryable?: boolean; status?: number; fatal?: boolean; setup?: boolean; retryAfterMs?: number } = {}) {
     super(message);
     this.name = "PolicyError";
     this.reason = reason;
     this.retryable = opts.retryable ?? false;
     this.status = opts.status;
     this.fatal = opts.fatal ?? false;
+    this.setup = opts.setup ?? false;
     this.retryAfterMs = opts.retryAfterMs;
   }
 }
+
+/** The reason of a PolicyError for a prompt that does not fit the model's context window. */
+export const CONTEXT_EXCEEDED = "context_exceeded";

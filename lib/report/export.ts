@@ -7,7 +7,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { T2sError, UsageError } from "../core/errors.js";
 import { plotlySource, type PlotlyFigure } from "./display.js";
-import { FIGURES_DIR, listFigures } from "./store.js";
+import { FIGURES_DIR, listFigures, noFiguresError } from "./store.js";
 
 export type FigureFormat = "svg" | "png" | "pdf";
 export const FIGURE_FORMATS: FigureFormat[] = ["svg", "png", "pdf"];
@@ -62,7 +62,7 @@ function size(fig: PlotlyFigure, key: "width" | "height", def: number): number {
 export async function exportFigures(dir: string, opts: ExportOptions = {}): Promise<ExportedFigure[]> {
   const formats = opts.formats ?? FIGURE_FORMATS;
   const figures = listFigures(dir).filter((f) => !opts.only || f.name.includes(opts.only));
-  if (figures.length === 0) throw new T2sError("no_figures", `no figures in ${join(dir, FIGURES_DIR)} (notebooks save them there when they run with report_dir set)`);
+  if (figures.length === 0) throw opts.only ? new T2sError("no_figures", `no figure in ${join(dir, FIGURES_DIR)} has '${opts.only}' in its name`) : noFiguresError(dir);
   const executablePath = findBrowser(opts.browser);
   const { chromium } = await import("playwright-core");
   const browser = await chromium.launch({ executablePath, args: BROWSER_FLAGS, headless: true });

@@ -45,6 +45,11 @@ export interface SavedFigure {
   figure: PlotlyFigure;
 }
 
+/** The error for a report folder without figures (`t2s figures list` and `export` alike). */
+export function noFiguresError(dir: string): T2sError {
+  return new T2sError("no_figures", `no figures in ${join(dir, FIGURES_DIR)} (notebooks save them there when run with 't2s notebooks run --out ${dir}', or with report_dir set to it)`);
+}
+
 /** Returns the figures saved in a report folder, sorted by name; throws naming the file for bad JSON. */
 export function listFigures(dir: string): SavedFigure[] {
   if (!existsSync(dir)) throw new T2sError("not_found", `report folder ${dir} does not exist`);

@@ -69,6 +69,8 @@ export interface BenchmarkOptions {
   /** Replace the environment (tests, benches). */
   env?: RolloutEnv;
   progressStream?: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Where notes that are not progress go (tasks skipped for a missing database); default: the progress stream. */
+  onNote?: (text: string) => void;
   onProgress?: (p: ProgressSnapshot) => void;
   progressIntervalMs?: number;
   /** Group the summary by these row fields (default difficulty, archetype). */
@@ -105,14 +107,23 @@ function lazyPool(workers?: number): Executor {
 /** Runs (or resumes) a benchmark and returns its rows, pass@k summary and failure breakdown. */
 export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult> {
   let all: Task[];
+  let skipped = "";
   if (typeof opts.tasks === "string") {
     const loaded = loadTaskSource(opts.tasks, { strict: opts.strict });
-    if (loaded.missing.length) opts.progressStream?.write(describeMissing(loaded.missing) + "\n");
+    if (loaded.missing.length) {
+      skipped = describeMissing(loaded.missing);
+      if (opts.onNote) opts.onNote(skipped);
+      else opts.progressStream?.write(skipped + "\n");
+    }
     all = loaded.tasks;
   } else all = opts.tasks;
   const tasks = selectTasks(all, opts.split, opts.limit, opts.band);
   const band = opts.band ? `, band [${opts.band.lo}, ${opts.band.hi}] of ${opts.band.rows}` : "";
-  if (tasks.length === 0) throw new T2sError("no_tasks", `no tasks to run${opts.split ? ` in split '${opts.split}'` : ""}${band}${typeof opts.tasks === "string" ? ` of ${opts.tasks}` : ""}`);
+  if (tasks.length === 0) {
+    // the error itself says why, whatever was shown before (--quiet shows nothing)
+    const why = skipped ? `; ${skipped.split("\n").map((l) => l.trim()).join(" ")}` : "";
+    throw new T2sError("no_tasks", `no tasks to run${opts.split ? ` in split '${opts.split}'` : ""}${band}${typeof opts.tasks === "string" ? ` of ${opts.tasks}` : ""}${why}`);
+  }
   const style = opts.style ?? "single";
   const toolRows = opts.toolRows ?? TOOL_ROWS;
   const prompt: PromptConfig = { style, protocol: opts.protocol, maxToolCalls: opts.maxToolCalls, toolRows };

@@ -1,5 +1,5 @@
 /**
- * Progress of a rollout: rows landed out of the total, rate, ETA, re-rolls and lost episodes by reason.
+ * Progress of a rollout: rows landed out of the total, rate, ETA, re-rolls, and lost and refused episodes by reason.
  * Shown as a live line on stderr (rewritten in place on a terminal, a line every 10 s in a log) and
  * passed to a callback, throttled the same way, for notebooks.
  */
@@ -13,6 +13,9 @@ export interface ProgressSnapshot {
   /** Episodes lost (retries exhausted, rejected requests, failing gold queries); a re-run tops them up. */
   lost: number;
   lost_by: Record<string, number>;
+  /** Episodes the server refused for the run's setup (context, key, model name): recorded as setup-error rows, not scored. */
+  refused: number;
+  refused_by: Record<string, number>;
   /** Requests retried (429, 5xx, connection, timeout); not failures of the model. */
   rerolled: number;
   rerolled_by: Record<string, number>;
@@ -53,12 +56,14 @@ export function progressLine(p: ProgressSnapshot): string {
   line += ` ${p.rate_per_s.toFixed(p.rate_per_s < 10 ? 2 : 1)}/s ETA ${p.done ? "0s" : fmtDuration(p.eta_s)}`;
   if (p.rerolled) line += ` | re-rolled ${p.rerolled} (${fmtCounts(p.rerolled_by)})`;
   if (p.lost) line += ` | lost ${p.lost} (${fmtCounts(p.lost_by)})`;
+  if (p.refused) line += ` | refused ${p.refused} (${fmtCounts(p.refused_by)})`;
   return line;
 }
 
 export class Progress {
   private landedNow = 0;
   private readonly lostBy: Record<string, number> = {};
+  private readonly refusedBy: Record<string, number> = {};
   private readonly rerolledBy: Record<string, number> = {};
   private readonly started: number;
   private lastEmit = -Infinity;
@@ -90,18 +95,27 @@ export class Progress {
     this.maybeEmit();
   }
 
+  /** An episode was refused for the run's setup (`reason`); its setup-error row is written. */
+  refused(reason: string): void {
+    this.refusedBy[reason] = (this.refusedBy[reason] ?? 0) + 1;
+    this.maybeEmit();
+  }
+
   /** The counts now. */
   snapshot(): ProgressSnapshot {
     const elapsed = (this.now() - this.started) / 1000;
     const rate = elapsed > 0 ? this.landedNow / elapsed : 0;
     const lost = Object.values(this.lostBy).reduce((a, b) => a + b, 0);
-    const remaining = this.opts.total - this.opts.resumed - this.landedNow - lost;
+    const refused = Object.values(this.refusedBy).reduce((a, b) => a + b, 0);
+    const remaining = this.opts.total - this.opts.resumed - this.landedNow - lost - refused;
     return {
       total: this.opts.total,
       landed: this.opts.resumed + this.landedNow,
       resumed: this.opts.resumed,
       lost,
       lost_by: { ...this.lostBy },
+      refused,
+      refused_by: { ...this.refusedBy },
       rerolled: Object.values(this.rerolledBy).reduce((a, b) => a + b, 0),
       rerolled_by: { ...this.rerolledBy },
       elapsed_s: elapsed,

@@ -2,7 +2,7 @@
  * A rollout: k sampled episodes per task, written to a rows store as each lands, resumable. Tasks,
  * policy and the environment (prompts, tool execution, grading) come in from the caller, so this file is
  * the scheduling and bookkeeping only: plan the missing samples, run them `concurrency` at a time, count
- * re-rolls and losses, keep the metadata sidecar honest.
+ * re-rolls, losses and refusals, keep the metadata sidecar honest.
  */
 import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
@@ -19,7 +19,7 @@ import { lockRows, removeDeadTemps } from "./lock.js";
 import { gradingMeta, metaDifferences, metaPath, readMeta, tasksHash, writeMeta, type RunGrading, type RunMeta } from "./meta.js";
 import { planEpisodes } from "./plan.js";
 import { Progress, type ProgressSnapshot } from "./progress.js";
-import { makeRow } from "./episode-row.js";
+import { makeRow, makeSetupRow, type RowContext } from "./episode-row.js";
 import type { RolloutRow } from "./row.js";
 import { RowsStore } from "./store.js";
 import { CONCURRENCY, MAX_TOOL_CALLS, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
@@ -75,6 +75,8 @@ export interface RolloutResult {
   duplicates: number;
   /** The first error message seen for each loss reason. */
   lostExamples: Record<string, string>;
+  /** The first refusal seen for each setup-error reason (its row is in the file, left out of `rows`). */
+  refusedExamples: Record<string, string>;
 }
 
 function currentMeta(tasks: Task[], policy: Policy, opts: RolloutOptions): RunMeta {
@@ -131,9 +133,11 @@ function reconcileMeta(existing: RunMeta | null, now: RunMeta, hasRows: boolean,
 
 /**
  * Runs the missing episodes of `tasks` (topping each up to k samples in the rows file) and returns the
- * rows, final progress and metadata. Lost episodes (retries exhausted, rejected requests, failing gold)
- * write no row, so running again fills them. A fatal policy error (bad key, unknown model) stops the run
- * and throws T2sError("policy_<reason>").
+ * graded rows, final progress and metadata. Lost episodes (retries exhausted, rejected requests, failing
+ * gold) write no row, so running again fills them. An episode the server refused for the run's setup
+ * (PolicyError `setup`: context, key, model name) writes a setup-error row, which no statistic counts and
+ * a later run replaces. A fatal policy error (bad key, unknown model) stops the run and throws
+ * T2sError("policy_<reason>"), as does a run whose every episode was refused for one same reason.
  */
 export async function runRollout(tasks: Task[], policy: Policy, env: RolloutEnv, opts: RolloutOptions): Promise<RolloutResult> {
   if (!Number.isInteger(opts.k) || opts.k < 1) throw new UsageError(`k must be an integer >= 1, got ${opts.k}`);
@@ -166,6 +170,7 @@ async function rollOut(tasks: Task[], ids: Set<string>, policy: Policy, env: Rol
   const plan = planEpisodes(tasks, opts.k, evalRun, seed, (e, t, s) => store.has(e, t, s));
   const progress = new Progress({ total: tasks.length * opts.k, resumed: plan.done, stream: opts.progressStream, onProgress: opts.onProgress, intervalMs: opts.progressIntervalMs });
   const lostExamples: Record<string, string> = {};
+  const refusedExamples: Record<string, string> = {};
   const abort = new AbortController();
   setMaxListeners(0, abort.signal); // every request in flight listens on the one run-wide signal
   let fatal: unknown = null;
@@ -176,8 +181,14 @@ async function rollOut(tasks: Task[], ids: Set<string>, policy: Policy, env: Rol
     while (fatal === null && next < plan.todo.length) {
       const item = plan.todo[next++];
       let rerolls = 0;
+      let opening: ChatMessage[] = [];
+      const context = (): RowContext => ({
+        run_id: meta.run_id, eval_run: evalRun, sample: item.sample, seed: item.seed,
+        policy: policy.name, model: policy.model ?? null, adapter: policy.adapter ?? null,
+        style: ep.style, protocol: ep.style === "tool" ? ep.protocol ?? "native" : null, rerolls,
+      });
       try {
-        const opening = await env.opening(item.task);
+        opening = await env.opening(item.task);
         const result = await runEpisode(
           opening,
           { policy, runTool: (q) => env.runTool(item.task, q), grade: (r, f) => env.grade(item.task, r, f) },
@@ -191,17 +202,31 @@ async function rollOut(tasks: Task[], ids: Set<string>, policy: Policy, env: Rol
             },
           },
         );
-        const row = makeRow(item.task, {
-          run_id: meta.run_id, eval_run: evalRun, sample: item.sample, seed: item.seed,
-          policy: policy.name, model: policy.model ?? null, adapter: policy.adapter ?? null,
-          style: ep.style, protocol: ep.style === "tool" ? ep.protocol ?? "native" : null, rerolls,
-        }, result);
+        const row = makeRow(item.task, context(), result);
         // once the run is fatal (a failed append among them) no episode still in flight writes its row
         if (fatal !== null) return;
         store.append(row, { fsync: opts.fsync });
         progress.landed();
       } catch (e) {
         if (fatal !== null) return;
+        if (e instanceof PolicyError && e.setup) {
+          try {
+            store.append(makeSetupRow(item.task, context(), opening, e.reason, e.message), { fsync: opts.fsync });
+          } catch (failed) {
+            fatal = failed;
+            abort.abort();
+            return;
+          }
+          refusedExamples[e.reason] ??= `${item.task.id}: ${e.message}`;
+          progress.refused(e.reason);
+          if (e.fatal) {
+            // a refused key or an unknown model refuses every other episode alike: stop at the first
+            fatal = e;
+            abort.abort();
+            return;
+          }
+          continue;
+        }
         const reason = e instanceof PolicyError && !e.fatal && e.reason !== "aborted" ? e.reason : isT2sError(e, "gold_failed") ? "gold_failed" : null;
         if (reason === null) {
           fatal = e;
@@ -221,6 +246,12 @@ async function rollOut(tasks: Task[], ids: Set<string>, policy: Policy, env: Rol
     if (fatal instanceof PolicyError) throw new T2sError(`policy_${fatal.reason}`, fatal.message);
     throw fatal;
   }
+  const refusedReasons = Object.keys(final.refused_by);
+  if (final.refused === plan.todo.length && refusedReasons.length === 1) {
+    // nothing this run asked for was answered, all for one reason: that reason is the result, not a score
+    const reason = refusedReasons[0];
+    throw new T2sError(`policy_${reason}`, `every episode of this run (${final.refused}) was refused for the setup, so nothing was scored; the first: ${refusedExamples[reason]}`);
+  }
   const rows = store.rows.filter((r) => r.eval_run === evalRun && ids.has(r.task_id) && r.sample < opts.k);
-  return { rows, progress: final, meta, tornBytes, duplicates, lostExamples };
+  return { rows, progress: final, meta, tornBytes, duplicates, lostExamples, refusedExamples };
 }

@@ -6,7 +6,7 @@
 import type { ChatMessage, FinishReason } from "../policy/types.js";
 import type { EpisodeStyle, ToolProtocol } from "../episode/prompt.js";
 import type { Outcome } from "../verifier/types.js";
-import type { StatRow } from "../stats/rows.js";
+import type { SETUP_ERROR, StatRow } from "../stats/rows.js";
 
 /** A row as the kit writes it. (A type, not an interface: it is then a StatRow without a cast.) */
 export type RolloutRow = {
@@ -34,7 +34,9 @@ export type RolloutRow = {
   /** 1-based assistant turn that was graded (0: the model never answered). */
   graded_turn: number;
   final_sql: string | null;
-  outcome: Outcome;
+  /** The grade's outcome, or "setup_error": the server refused the episode's request for the run's setup
+   * (`setup_error` says why); such a row is no sample, and every statistic leaves it out. */
+  outcome: Outcome | typeof SETUP_ERROR;
   correct: boolean;
   executes: boolean;
   has_sql: boolean;
@@ -51,7 +53,8 @@ export type RolloutRow = {
   truncated_by: string | null;
   /** The server that answered the graded turn, when the policy spreads requests over several. */
   endpoint?: string;
-  error?: string;
+  /** Why the request was refused, on a setup-error row: "context_exceeded", "auth", "not_found", ... */
+  setup_error?: string;
 };
 
 /**

@@ -2,11 +2,14 @@
  * The rows store: an append-only jsonl file, one line per episode, written with one write call as each
  * episode lands. A torn last line (the writer killed mid-write) is cut off when the store opens, so the
  * next append starts on a clean line and the file stays valid jsonl; a malformed line in the middle is an
- * error, never silently dropped or rewritten.
+ * error, never silently dropped or rewritten. A setup-error row (a request the server refused) stays in the
+ * file as the record of the refusal but does not count as done: the sample runs again on resume, and its
+ * graded row then stands for it.
  */
 import { appendFileSync, closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, truncateSync, writeSync } from "node:fs";
 import { T2sError } from "../core/errors.js";
 import { parseJsonl } from "../core/jsonl.js";
+import { isSetupError } from "../stats/rows.js";
 import { rowKey, type RolloutRow } from "./row.js";
 
 export interface OpenedStore {
@@ -34,10 +37,22 @@ function repairTail(path: string): number {
   }
 }
 
+/** The complete lines (rows, setup errors among them) of the rows file at `path` now; read only, nothing repaired. */
+export function completeRows(path: string): number {
+  if (!existsSync(path)) return 0;
+  const buf = readFileSync(path);
+  let n = 0;
+  for (let i = buf.indexOf(0x0a); i !== -1; i = buf.indexOf(0x0a, i + 1)) n++;
+  return n;
+}
+
 export class RowsStore {
   private readonly keys = new Set<string>();
+  /** Setup-error rows in the file (not in `rows`, not done). */
+  setupErrors = 0;
   /** Why an append failed; set once, after which the store takes no more rows. */
   private failure: string | null = null;
+  /** The graded rows, one per (eval run, task, sample), in file order. */
   private constructor(readonly path: string, readonly rows: RolloutRow[]) {}
 
   /** Opens (or creates on first append) the rows file at `path`, repairing a torn tail. */
@@ -51,6 +66,10 @@ export class RowsStore {
       if (!r || typeof r !== "object" || typeof r.task_id !== "string" || !Number.isInteger(r.sample)) {
         throw new T2sError("bad_rows", `${path}: line ${i + 1} is not a rollout row (needs task_id and sample)`);
       }
+      if (isSetupError(r)) {
+        store.setupErrors++;
+        return;
+      }
       const key = rowKey(String(r.eval_run ?? ""), r.task_id, r.sample);
       if (store.keys.has(key)) {
         duplicates++;
@@ -62,7 +81,7 @@ export class RowsStore {
     return { store, tornBytes, duplicates };
   }
 
-  /** True when the row (eval run, task, sample) is already stored. */
+  /** True when a graded row (eval run, task, sample) is already stored. */
   has(evalRun: string, taskId: string, sample: number): boolean {
     return this.keys.has(rowKey(evalRun, taskId, sample));
   }
@@ -92,6 +111,10 @@ export class RowsStore {
       throw new T2sError("write_failed", `${this.path}: could not append a row (${this.failure}); the file keeps its complete rows, and running again resumes once the cause is fixed`);
     } finally {
       closeSync(fd);
+    }
+    if (isSetupError(row)) {
+      this.setupErrors++;
+      return;
     }
     this.keys.add(key);
     this.rows.push(row);

@@ -9,7 +9,7 @@ import { mean } from "./estimators.js";
 import { DEFAULT_PERMUTATIONS, signFlipTest } from "./permutation.js";
 import { pairedPower } from "./power.js";
 import { deriveSeed } from "../core/random.js";
-import { binaryValue, compareIds, dedupeRows, evalRunOf, evalRuns, isBinary, splitByGroup, taskCounts, validateRows, type StatRow } from "./rows.js";
+import { binaryValue, compareIds, dedupeRows, evalRunOf, evalRuns, isBinary, splitByGroup, taskCounts, validateRows, withoutSetupErrors, type StatRow } from "./rows.js";
 import { noiseBand, verdictFor, type NoiseBand, type Verdict } from "./verdict.js";
 import { UsageError } from "../core/errors.js";
 
@@ -163,7 +163,7 @@ function diffsStats(pairs: readonly PairedTask[], s: Settings): { delta: number 
 /** Returns the comparison of one marker field over the tasks both files have it for. */
 export function markerDelta(a: readonly StatRow[], b: readonly StatRow[], field: string, opts: DeltaOptions = {}): MarkerDelta {
   const s = checkOptions(opts);
-  const pairs = pairTasks(dedupeRows(a).rows, dedupeRows(b).rows, field);
+  const pairs = pairTasks(dedupeRows(withoutSetupErrors(a).rows).rows, dedupeRows(withoutSetupErrors(b).rows).rows, field);
   const d = diffsStats(pairs, s);
   return { n_paired: pairs.length, a: mean(pairs.map((t) => t.a)), b: mean(pairs.map((t) => t.b)), delta: d.delta, ci: d.ci, p: d.p };
 }
@@ -174,16 +174,16 @@ function runPass1(rows: readonly StatRow[], runIds: readonly string[]): number[]
 }
 
 /**
- * Returns the full comparison of `a` and `b` (no groups), with what lies behind the numbers. Rows
- * repeating an (eval run, task, sample) key are de-duplicated first (the first kept; counted in
- * `stats.duplicates_dropped`).
+ * Returns the full comparison of `a` and `b` (no groups), with what lies behind the numbers. Setup-error
+ * rows are left out; rows repeating an (eval run, task, sample) key are de-duplicated first (the first
+ * kept; counted in `stats.duplicates_dropped`).
  */
 export function compareRows(inputA: readonly StatRow[], inputB: readonly StatRow[], opts: DeltaOptions = {}): DeltaDetail {
   const s = checkOptions(opts);
   validateRows(inputA, "a");
   validateRows(inputB, "b");
-  const { rows: a, duplicates: dupA } = dedupeRows(inputA);
-  const { rows: b, duplicates: dupB } = dedupeRows(inputB);
+  const { rows: a, duplicates: dupA } = dedupeRows(withoutSetupErrors(inputA).rows);
+  const { rows: b, duplicates: dupB } = dedupeRows(withoutSetupErrors(inputB).rows);
   const pairs = pairTasks(a, b);
   const paired = new Set(pairs.map((t) => t.task_id));
   const pa = a.filter((r) => paired.has(String(r.task_id)));
@@ -235,8 +235,8 @@ export function compareRows(inputA: readonly StatRow[], inputB: readonly StatRow
 export function compareGroups(a: readonly StatRow[], b: readonly StatRow[], opts: DeltaOptions = {}): Record<string, Record<string, DeltaDetail>> {
   const out: Record<string, Record<string, DeltaDetail>> = {};
   // de-duplicated before the split, so two copies of a sample filed under different groups count once
-  const ua = dedupeRows(a).rows;
-  const ub = dedupeRows(b).rows;
+  const ua = dedupeRows(withoutSetupErrors(a).rows).rows;
+  const ub = dedupeRows(withoutSetupErrors(b).rows).rows;
   for (const field of opts.by ?? []) {
     const ga = splitByGroup(ua, field);
     const gb = splitByGroup(ub, field);

@@ -4,6 +4,7 @@
  * empty group value counts as missing) and grouped into per-task counts. Everything downstream works on
  * counts sorted by task id, so a statistic never depends on the order of the lines in the file. Rows of
  * different runs in one file are refused (mixedRuns), never pooled or de-duplicated into each other.
+ * Setup-error rows (requests the server refused) are left out of every count and reported apart.
  */
 import { readFileSync } from "node:fs";
 import { T2sError } from "../core/errors.js";
@@ -20,6 +21,46 @@ export interface StatRow {
   eval_run?: string;
   correct: boolean | 0 | 1;
   [field: string]: unknown;
+}
+
+/**
+ * The outcome of a row whose episode the server refused for the run's setup (the prompt does not fit the
+ * model's context, a refused key, an unknown model): the model never answered, so the row is no sample.
+ * Every statistic leaves such rows out (withoutSetupErrors) and says how many it left out.
+ */
+export const SETUP_ERROR = "setup_error";
+
+/** True for a setup-error row (outcome "setup_error"): a refused request, not a graded sample. */
+export function isSetupError(row: Record<string, unknown>): boolean {
+  return row.outcome === SETUP_ERROR;
+}
+
+/** Setup-error rows left out of the statistics, by reason (the row's `setup_error`, e.g. "context_exceeded"). */
+export interface SetupErrors {
+  count: number;
+  by: Record<string, number>;
+}
+
+/** Returns the graded rows of `rows` (setup errors left out) and what was left out. */
+export function withoutSetupErrors<T extends Record<string, unknown>>(rows: readonly T[]): { rows: T[]; setupErrors: SetupErrors } {
+  const kept: T[] = [];
+  const setupErrors: SetupErrors = { count: 0, by: {} };
+  for (const row of rows) {
+    if (!isSetupError(row)) {
+      kept.push(row);
+      continue;
+    }
+    const reason = typeof row.setup_error === "string" && row.setup_error ? row.setup_error : "unknown";
+    setupErrors.count++;
+    setupErrors.by[reason] = (setupErrors.by[reason] ?? 0) + 1;
+  }
+  return { rows: kept, setupErrors };
+}
+
+/** The one line that says a rows file's setup errors were left out of its numbers. */
+export function setupErrorsNote(path: string, s: SetupErrors): string {
+  const by = Object.entries(s.by).sort((a, b) => b[1] - a[1] || compareIds(a[0], b[0])).map(([k, v]) => `${k} ${v}`).join(", ");
+  return `${path}: left out ${s.count} setup-error row(s) (requests the server refused: ${by}); they are not samples of the model`;
 }
 
 /** The eval run a row belongs to when it names none. */
@@ -161,9 +202,11 @@ export interface TaskCounts {
  * every statistic rests on these counts, so none can count a sample twice.
  */
 export function taskCounts(rows: readonly StatRow[], value: (row: StatRow) => 0 | 1 | null = (r) => binaryValue(r.correct)): TaskCounts[] {
-  assertNoDuplicates(rows);
+  // setup errors are no samples, whichever way the rows came (a file, a rollout's result, a notebook)
+  const graded = withoutSetupErrors(rows).rows;
+  assertNoDuplicates(graded);
   const byTask = new Map<string, TaskCounts>();
-  for (const row of rows) {
+  for (const row of graded) {
     const v = value(row);
     if (v === null) continue;
     const id = taskIdOf(row);
@@ -210,6 +253,8 @@ export interface RowsFile {
   tornTail: boolean;
   /** Rows dropped because they repeat an earlier row's (eval run, task, sample): the first is kept. */
   duplicates: Duplicates;
+  /** Setup-error rows (requests the server refused) left out: they are no samples. */
+  setupErrors: SetupErrors;
 }
 
 /** Line numbers (1-based) of the records readJsonl returns for `text`, in order. */
@@ -261,7 +306,9 @@ export function readStatRows(path: string, opts: { skipBad?: boolean; allowMixed
   });
   skipped.sort((x, y) => x.line - y.line);
   for (const r of rows) if (typeof r.task_id === "number") r.task_id = String(r.task_id);
-  const picked = opts.run !== undefined ? rowsOfRun(rows, opts.run, path) : rows;
+  // a setup error is left out before anything else: a later graded row of the same sample replaces it
+  const graded = withoutSetupErrors(rows);
+  const picked = opts.run !== undefined ? rowsOfRun(graded.rows, opts.run, path) : graded.rows;
   if (!opts.allowMixed) {
     const mixed = mixedRuns(picked);
     if (mixed) {
@@ -273,7 +320,7 @@ export function readStatRows(path: string, opts: { skipBad?: boolean; allowMixed
     }
   }
   const unique = dedupeRows(picked);
-  return { rows: unique.rows, skipped, tornTail: content.tornTail, duplicates: unique.duplicates };
+  return { rows: unique.rows, skipped, tornTail: content.tornTail, duplicates: unique.duplicates, setupErrors: graded.setupErrors };
 }
 
 const text = (v: unknown): string => (v === undefined || v === null ? "none" : String(v));

@@ -6,7 +6,7 @@
  */
 import { bootstrapCI, DEFAULT_B, DEFAULT_SEED, type Interval } from "./bootstrap.js";
 import { mean, passAtK, passPowK } from "./estimators.js";
-import { dedupeRows, evalRunOf, splitByGroup, taskCounts, taskIdOf, validateRows, type StatRow, type TaskCounts } from "./rows.js";
+import { dedupeRows, evalRunOf, splitByGroup, taskCounts, taskIdOf, validateRows, withoutSetupErrors, type StatRow, type TaskCounts } from "./rows.js";
 import { UsageError } from "../core/errors.js";
 
 export interface SummaryOptions {
@@ -39,6 +39,8 @@ export interface Summary extends SummaryStats {
   by: Record<string, Record<string, SummaryStats>>;
   /** Rows left out because they repeat an earlier row's (eval run, task, sample); the first of each counts. */
   duplicates_dropped: number;
+  /** Setup-error rows left out: requests the server refused, which are no samples of the model. */
+  setup_errors_left_out: number;
 }
 
 /**
@@ -102,13 +104,15 @@ function checkOptions(opts: SummaryOptions): void {
 
 /**
  * Returns pass@1, pass@k, pass^k, headroom and their bootstrap intervals for `rows`, overall and for
- * every value of every `by` field (groups use the overall k and the same seed). Rows repeating an
- * (eval run, task, sample) key are de-duplicated first (the first kept) and counted in `duplicates_dropped`.
+ * every value of every `by` field (groups use the overall k and the same seed). Setup-error rows are left
+ * out (counted in `setup_errors_left_out`); rows repeating an (eval run, task, sample) key are
+ * de-duplicated first (the first kept) and counted in `duplicates_dropped`.
  */
 export function summarize(input: readonly StatRow[], opts: SummaryOptions = {}): Summary {
   checkOptions(opts);
   validateRows(input, "rows");
-  const { rows, duplicates } = dedupeRows(input);
+  const graded = withoutSetupErrors(input);
+  const { rows, duplicates } = dedupeRows(graded.rows);
   const B = opts.B ?? DEFAULT_B;
   const seed = opts.seed ?? DEFAULT_SEED;
   const k = opts.k ?? defaultK(rows);
@@ -118,7 +122,7 @@ export function summarize(input: readonly StatRow[], opts: SummaryOptions = {}):
     // fromEntries defines own properties, so even a group value "__proto__" lands as a key
     by[field] = Object.fromEntries([...splitByGroup(rows, field)].map(([key, groupRows]) => [key, summarizeTasks(groupRows, k, B, seed)]));
   }
-  return { ...overall, by, duplicates_dropped: duplicates.count };
+  return { ...overall, by, duplicates_dropped: duplicates.count, setup_errors_left_out: graded.setupErrors.count };
 }
 
 /** One point of a pass@k curve. */

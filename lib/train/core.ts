@@ -74,6 +74,8 @@ export class TrainerCore {
 
   /** Runs `lossOf(i)` for every micro-batch, sums the gradients, clips, and applies one AdamW update. */
   async optimizerStep(microBatches: number, lossOf: (i: number) => tf.Scalar): Promise<{ loss: number; gradNorm: number; lr: number }> {
+    // one turn of the event loop per update: on wasm and cpu every op resolves at once, and Ctrl-C's handler would wait for the run's end
+    await new Promise<void>((resolve) => setImmediate(resolve));
     const acc = new GradAccumulator();
     const vars = this.params.map((p) => p.variable);
     let loss = 0;

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { runEpisode, type EpisodeDeps, type GradeFacts } from "../../lib/episode/loop.js";
 import { scriptedPolicy, type ScriptedReply } from "../../lib/policy/scripted.js";
-import { PolicyError, type ChatMessage, type Policy } from "../../lib/policy/types.js";
+import { CONTEXT_EXCEEDED, PolicyError, type ChatMessage, type Policy } from "../../lib/policy/types.js";
 import type { ExecOutcome } from "../../lib/db/types.js";
 import type { GradeResult } from "../../lib/verifier/types.js";
 
@@ -113,17 +113,27 @@ test("the tool-call budget: the last allowed result says so, one more call trunc
   assert.match(r.messages.filter((m) => m.role === "tool")[1].content ?? "", /no tool calls left/);
 });
 
-test("the context budget stops before a turn that would not fit; a context overflow from the server too", async () => {
+test("the context budget stops before a turn that would not fit; a context refusal of a later turn too", async () => {
   const graded: Array<{ reply: string; facts: GradeFacts }> = [];
   const p = script({ text: "", tool_calls: [{ name: "execute_sql_query", arguments: { query: "SELECT 1" } }], tokens_out: 900 }, "<solution>SELECT 42</solution>");
   const r = await runEpisode(opening, deps(p, graded), { style: "tool", maxContextTokens: 1000, sampling: { max_tokens: 200 } });
   assert.equal(r.truncated_by, "context");
   assert.equal(r.n_assistant_turns, 1);
-  const overflow: Policy = { name: "x", complete: async () => { throw new PolicyError("context_overflow", "too long"); } };
-  const r2 = await runEpisode(opening, deps(overflow, graded), { style: "tool" });
+  // the conversation outgrew the window after a tool call: the episode's own doing, graded truncated
+  const inner = script(call("SELECT 1"));
+  let calls = 0;
+  const later: Policy = { name: "x", complete: async (m, o) => { if (calls++ > 0) throw new PolicyError(CONTEXT_EXCEEDED, "too long", { setup: true }); return inner.complete(m, o); } };
+  const r2 = await runEpisode(opening, deps(later, graded), { style: "tool" });
   assert.equal(r2.truncated_by, "context");
-  assert.equal(r2.graded_turn, 0);
+  assert.equal(r2.graded_turn, 1);
   assert.equal(r2.grade.outcome, "truncated");
+});
+
+test("a context refusal of the first turn is the setup's, not the model's: it is thrown, never graded", async () => {
+  const graded: Array<{ reply: string; facts: GradeFacts }> = [];
+  const refused: Policy = { name: "x", complete: async () => { throw new PolicyError(CONTEXT_EXCEEDED, "the prompt has 3000 tokens", { setup: true }); } };
+  await assert.rejects(runEpisode(opening, deps(refused, graded), { style: "tool" }), (e: unknown) => e instanceof PolicyError && e.setup && e.reason === CONTEXT_EXCEEDED);
+  assert.equal(graded.length, 0);
 });
 
 test("a reply with a <solution> ends the episode even if it also calls a tool", async () => {

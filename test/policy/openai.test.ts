@@ -72,7 +72,7 @@ test("500s and 429s are retried and reported as re-rolls, then the answer arrive
   }
 });
 
-test("retries run out -> a retryable PolicyError; 401 -> fatal; 400 too long -> context_overflow", async () => {
+test("retries run out -> a retryable PolicyError; 401 -> fatal setup error; 400 too long, unsizable -> context_exceeded setup error", async () => {
   const server = await startFakeOpenAI(scriptedResponder([
     { match: "down", turns: [{ status: 503 }] },
     { match: "auth", turns: [{ status: 401 }] },
@@ -82,8 +82,8 @@ test("retries run out -> a retryable PolicyError; 401 -> fatal; 400 too long -> 
   try {
     await assert.rejects(p.complete(msgs("down"), {}), (e: unknown) => e instanceof PolicyError && e.retryable && e.reason === "http_503");
     assert.equal(server.statusCounts[503], 3);
-    await assert.rejects(p.complete(msgs("auth"), {}), (e: unknown) => e instanceof PolicyError && e.fatal && e.reason === "auth");
-    await assert.rejects(p.complete(msgs("huge"), {}), (e: unknown) => e instanceof PolicyError && !e.fatal && e.reason === "context_overflow");
+    await assert.rejects(p.complete(msgs("auth"), {}), (e: unknown) => e instanceof PolicyError && e.fatal && e.setup && e.reason === "auth");
+    await assert.rejects(p.complete(msgs("huge"), {}), (e: unknown) => e instanceof PolicyError && !e.fatal && e.setup && e.reason === "context_exceeded");
   } finally {
     await p.close();
     await server.close();

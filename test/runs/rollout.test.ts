@@ -10,6 +10,8 @@ import type { RolloutRow } from "../../lib/runs/row.js";
 import type { Task } from "../../lib/tasks/types.js";
 import type { ProgressSnapshot } from "../../lib/runs/progress.js";
 import { scratchDir } from "../helpers.js";
+import { readStatRows } from "../../lib/stats/rows.js";
+import { summarize } from "../../lib/stats/summary.js";
 
 const task = (id: string) => ({ id, db_id: "d", db_path: "/x", question: `question ${id}`, gold_sql: "SELECT 42", difficulty: "easy", archetype: "count", style: "terse", split: "holdout", source: "t" }) as Task;
 const tasks = ["t1", "t2", "t3"].map(task);
@@ -109,6 +111,47 @@ test("a fatal policy error stops the run with a clear error; rows already writte
   const out = join(scratchDir(), "rows.jsonl");
   const bad: Policy = { name: "bad", complete: async () => { throw new PolicyError("auth", "key refused", { fatal: true }); } };
   await assert.rejects(runRollout(tasks, bad, env, opts(out)), (e: Error & { code?: string }) => e.code === "policy_auth" && /key refused/.test(e.message));
+});
+
+test("an episode refused for the setup writes a setup-error row that no statistic counts; a later run replaces it", async () => {
+  const out = join(scratchDir(), "rows.jsonl");
+  const refusing: Policy = {
+    ...policy,
+    complete: async (m, o) => {
+      if (m.some((x) => x.content === "question t1")) throw new PolicyError("context_exceeded", "the prompt has 3000 tokens", { setup: true });
+      return policy.complete(m, o);
+    },
+  };
+  const r = await runRollout(tasks, refusing, env, opts(out));
+  assert.equal(r.rows.length, 4);
+  assert.ok(r.rows.every((x) => x.task_id !== "t1"));
+  assert.deepEqual(r.progress.refused_by, { context_exceeded: 2 });
+  assert.equal(r.progress.lost, 0);
+  assert.match(r.refusedExamples.context_exceeded, /^t1: the prompt has 3000 tokens/);
+  const refused = rowsOf(out).filter((x) => x.task_id === "t1");
+  assert.equal(refused.length, 2);
+  assert.ok(refused.every((x) => x.outcome === "setup_error" && x.setup_error === "context_exceeded" && x.reason === "the prompt has 3000 tokens" && x.graded_turn === 0));
+  const file = readStatRows(out);
+  assert.equal(file.rows.length, 4);
+  assert.deepEqual(file.setupErrors, { count: 2, by: { context_exceeded: 2 } });
+  const s = summarize(rowsOf(out));
+  assert.equal(s.n_tasks, 2);
+  assert.equal(s.setup_errors_left_out, 2);
+  // the same run with the setup fixed runs exactly the refused samples again
+  const again = await runRollout(tasks, policy, env, opts(out));
+  assert.equal(again.progress.resumed, 4);
+  assert.equal(again.rows.length, 6);
+  const after = readStatRows(out);
+  assert.equal(after.rows.length, 6);
+  assert.equal(after.duplicates.count, 0);
+  assert.equal(after.setupErrors.count, 2);
+});
+
+test("a run whose every episode is refused for one reason stops with that reason, not a score", async () => {
+  const out = join(scratchDir(), "rows.jsonl");
+  const refusing: Policy = { name: "x", complete: async () => { throw new PolicyError("context_exceeded", "the prompt has 3000 tokens", { setup: true }); } };
+  await assert.rejects(runRollout(tasks, refusing, env, opts(out)), (e: Error & { code?: string }) => e.code === "policy_context_exceeded" && /every episode of this run \(6\) was refused.*3000 tokens/.test(e.message));
+  assert.equal(rowsOf(out).length, 6);
 });
 
 test("gold failures are lost as gold_failed, not scored against the model", async () => {

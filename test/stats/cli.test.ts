@@ -19,13 +19,13 @@ writeFileSync(fileA, toJsonl(rowsA));
 writeFileSync(fileB, toJsonl(rowsB));
 
 const REPORT_KEYS = ["n_tasks", "n_rows", "k", "pass1", "pass1_ci", "passk", "passk_ci", "powk", "powk_ci", "headroom"];
-const DELTA_KEYS = ["n_paired", "delta", "ci", "p", "verdict", "runs_a", "runs_b", "run_deltas", "detectable_effect", "tasks_needed", "markers", "duplicates_dropped", "by", "setup_differences"];
+const DELTA_KEYS = ["n_paired", "delta", "ci", "p", "verdict", "runs_a", "runs_b", "run_deltas", "detectable_effect", "tasks_needed", "markers", "duplicates_dropped", "by", "setup_errors_left_out", "setup_differences"];
 
 test("report --json prints exactly the documented keys, equal to summarize()", async () => {
   const r = await runCli(["report", "--rows", fileA, "--by", "difficulty", "--B", "300", "--json"]);
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout);
-  assert.deepEqual(Object.keys(out), [...REPORT_KEYS, "by", "duplicates_dropped"]);
+  assert.deepEqual(Object.keys(out), [...REPORT_KEYS, "by", "duplicates_dropped", "setup_errors_left_out"]);
   assert.deepEqual(Object.keys(out.by.difficulty), ["easy", "hard"]);
   assert.deepEqual(Object.keys(out.by.difficulty.easy), REPORT_KEYS);
   assert.equal(out.n_tasks, 12);
@@ -50,12 +50,12 @@ test("delta --json prints exactly the documented keys, equal to pairedDelta()", 
   const out = JSON.parse(r.stdout);
   assert.deepEqual(Object.keys(out), DELTA_KEYS);
   assert.deepEqual(Object.keys(out.markers), ["executes", "has_sql"]);
-  assert.deepEqual(Object.keys(out.by.difficulty.hard), DELTA_KEYS.filter((k) => k !== "by" && k !== "setup_differences"));
+  assert.deepEqual(Object.keys(out.by.difficulty.hard), DELTA_KEYS.filter((k) => k !== "by" && k !== "setup_differences" && k !== "setup_errors_left_out"));
   assert.equal(out.n_paired, 12);
   assert.equal(out.runs_a, 2);
   assert.equal(out.run_deltas.length, 2);
   assert.equal(out.setup_differences.length, 2, "neither file has a sidecar");
-  const { setup_differences: _setup, ...stats } = out;
+  const { setup_differences: _setup, setup_errors_left_out: _refused, ...stats } = out;
   assert.deepEqual(stats, JSON.parse(JSON.stringify(pairedDelta(rowsA, rowsB, { by: ["difficulty"], B: 300 }))));
   const human = await runCli(["delta", "--a", fileA, "--b", fileB, "--B", "300"]);
   assert.equal(human.code, 0, human.stderr);
