@@ -47,6 +47,19 @@ export interface RunOptions {
   poolBudgetBytes?: number;
 }
 
+/**
+ * Appends one record to a run's train_log.jsonl, whole or not at all: a write that fails midway cuts the
+ * log back to what it held (appendJsonl) and throws T2sError("write_failed") naming the cause.
+ */
+export function appendTrainLog(path: string, record: Record<string, unknown>): void {
+  try {
+    appendJsonl(path, [record]);
+  } catch (e) {
+    const cause = `${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message}`;
+    throw new T2sError("write_failed", `${path}: could not append a log record (${cause}); the log keeps its earlier records, and --resume continues from the last checkpoint once the cause is fixed`);
+  }
+}
+
 export class TrainerCore {
   readonly params: NamedVariable[];
   readonly optimizer: AdamW;
@@ -103,15 +116,27 @@ export class TrainerCore {
     return this.run.outDir ? join(this.run.outDir, "train_log.jsonl") : null;
   }
 
-  /** Appends a record to train_log.jsonl and hands it to the callback. */
+  /**
+   * Appends a record to train_log.jsonl and hands it to the callback. After a failed append nothing more
+   * is logged (write_failed), so the log never shows a later step after a missing one.
+   */
   log(record: Record<string, unknown>): void {
+    if (this.logFailure) throw this.logFailure;
     const p = this.logPath();
     if (p) {
       mkdirSync(this.run.outDir!, { recursive: true });
-      appendJsonl(p, [record]);
+      try {
+        appendTrainLog(p, record);
+      } catch (e) {
+        this.logFailure = e as Error;
+        throw e;
+      }
     }
     this.run.onStep?.(record);
   }
+
+  /** Why appending to train_log.jsonl failed; once set, log() refuses. */
+  private logFailure: Error | null = null;
 
   warn(message: string): void {
     if (this.run.onWarning) this.run.onWarning(message);

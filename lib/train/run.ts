@@ -9,7 +9,6 @@ import { join } from "node:path";
 import { ExecutorPool } from "../db/pool.js";
 import type { Executor } from "../db/types.js";
 import { T2sError } from "../core/errors.js";
-import { appendJsonl } from "../core/jsonl.js";
 import { promptTemplateHash, type PromptConfig } from "../episode/prompt.js";
 import { sqlToolSpec } from "../episode/tools.js";
 import { renderChat } from "../model/chat.js";
@@ -26,6 +25,7 @@ import { readTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";
 import { selectTasks } from "../tasks/select.js";
 import { checkpointStep, latestCheckpoint, removeTempCheckpoints } from "./checkpoint.js";
+import { appendTrainLog } from "./core.js";
 import { takeLock } from "../runs/lock.js";
 import { writeFileAtomic } from "../core/files.js";
 import { configChanges, type TrainConfig } from "./config.js";
@@ -290,7 +290,7 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
     if (hooks.resume) hooks.onNote?.(resumedFrom ? `resuming after step ${resumedFrom}` : "no checkpoint to resume from; starting at step 0");
     if (change) {
       // after resume(), which rewrites the log up to the checkpoint, so the record lands in order
-      appendJsonl(join(cfg.output_dir, "train_log.jsonl"), [{ event: "config_changed", at_step: change.atStep, changed: change.changed, previous_config: change.previous, time: new Date().toISOString() }]);
+      appendTrainLog(join(cfg.output_dir, "train_log.jsonl"), { event: "config_changed", at_step: change.atStep, changed: change.changed, previous_config: change.previous, time: new Date().toISOString() });
       hooks.onWarning?.(`resuming at step ${change.atStep} with a changed config (${change.changed.join("; ")}); the old one is kept as ${change.previous}`);
     }
     const records = await trainer.train();
