@@ -3,7 +3,7 @@
  * llama.cpp server, Ollama, hosted APIs). Transient failures (429, 5xx, connection errors, timeouts) are
  * retried with backoff and reported through `onRetry` as re-rolls; they never become a model failure.
  */
-import { CONCURRENCY } from "../core/defaults.js";
+import { CONCURRENCY, settingFromEnv } from "../core/defaults.js";
 import { T2sError, UsageError } from "../core/errors.js";
 import { httpCall, makeAgents } from "./http.js";
 import { EndpointPool } from "./endpoints.js";
@@ -144,7 +144,7 @@ export class OpenAIPolicy implements Policy {
     this.name = `openai:${model}@${urls.join(",")}`;
     this.limiter = new Limiter(opts.concurrency ?? CONCURRENCY);
     this.agents = makeAgents(opts.concurrency ?? CONCURRENCY);
-    this.apiKey = opts.apiKey ?? process.env.T2S_API_KEY ?? process.env.OPENAI_API_KEY;
+    this.apiKey = opts.apiKey ?? settingFromEnv("api_key") ?? process.env.OPENAI_API_KEY;
   }
 
   private headers(): Record<string, string> {
