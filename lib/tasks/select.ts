@@ -5,7 +5,11 @@
  * statistics' rules (duplicates dropped, mixed runs refused), so the band is the one `t2s report` and
  * notebook 02 count from the same file.
  */
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { T2sError } from "../core/errors.js";
+import { writeFileAtomic } from "../core/files.js";
+import { SeededRandom } from "../core/random.js";
 import { loadStatRows, readingNotes, validateRows, type StatRow } from "../stats/rows.js";
 import { taskPassRates } from "../stats/summary.js";
 import type { Task } from "./types.js";
@@ -69,4 +73,61 @@ export function selectTasks(all: Task[], split?: "train" | "holdout", limit?: nu
     chosen = chosen.filter((t) => ids.has(t.id));
   }
   return limit !== undefined ? chosen.slice(0, limit) : chosen;
+}
+
+/** How a training config selects its tasks (lib/train/settings.ts: `split`, `band`, `limit`). */
+export interface RunSelection {
+  split: "train" | "holdout" | "all";
+  band: BandSpec | null;
+  limit: number | null;
+}
+
+/** The tasks a training run selects: selectTasks, with split "all" meaning no split filter. */
+export function selectRunTasks(all: Task[], sel: RunSelection): Task[] {
+  return selectTasks(all, sel.split === "all" ? undefined : sel.split, sel.limit ?? undefined, sel.band ?? undefined);
+}
+
+/** The file in a training run's output_dir that records the tasks it trains on. */
+export const RUN_TASKS_FILE = "train_tasks.json";
+
+/** What RUN_TASKS_FILE holds: the task file, the selection, and the ids (sorted) the run trains on. */
+export interface RunTasks extends RunSelection {
+  tasks: string;
+  count: number;
+  task_ids: string[];
+}
+
+/** Writes the tasks a run trains on into `<outputDir>/train_tasks.json` (atomically). */
+export function writeRunTasks(outputDir: string, tasksFile: string, sel: RunSelection, tasks: readonly Task[]): void {
+  mkdirSync(outputDir, { recursive: true });
+  const ids = tasks.map((t) => t.id).sort();
+  const record: RunTasks = { tasks: tasksFile, split: sel.split, band: sel.band, limit: sel.limit, count: ids.length, task_ids: ids };
+  writeFileAtomic(join(outputDir, RUN_TASKS_FILE), JSON.stringify(record, null, 2) + "\n");
+}
+
+/** Reads a run's train_tasks.json (null when the run folder has none; T2sError "bad_run_tasks" when it is not one). */
+export function readRunTasks(outputDir: string): RunTasks | null {
+  const path = join(outputDir, RUN_TASKS_FILE);
+  if (!existsSync(path)) return null;
+  let record: RunTasks;
+  try {
+    record = JSON.parse(readFileSync(path, "utf8")) as RunTasks;
+  } catch (e) {
+    throw new T2sError("bad_run_tasks", `${path}: not valid JSON (${(e as Error).message})`);
+  }
+  if (!record || !Array.isArray(record.task_ids) || !record.task_ids.every((id) => typeof id === "string")) {
+    throw new T2sError("bad_run_tasks", `${path}: no "task_ids" list of strings`);
+  }
+  return record;
+}
+
+/**
+ * A seeded sample of `size` of `ids` (sorted; same ids and seed, same sample), or all of them when `size`
+ * is 0 or not below their number: `sample` is then null.
+ */
+export function sampleTaskIds(ids: readonly string[], size: number, seed: number): { ids: string[]; sample: { size: number; seed: number } | null } {
+  const sorted = [...ids].sort();
+  if (size <= 0 || size >= sorted.length) return { ids: sorted, sample: null };
+  const picked = new SeededRandom(seed).shuffle(sorted).slice(0, size).sort();
+  return { ids: picked, sample: { size, seed } };
 }

@@ -23,7 +23,7 @@ import { defaultEnv } from "../runs/env.js";
 import { runRollout } from "../runs/rollout.js";
 import { readTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";
-import { selectTasks } from "../tasks/select.js";
+import { selectRunTasks, selectTasks, writeRunTasks } from "../tasks/select.js";
 import { checkpointStep, latestCheckpoint, removeTempCheckpoints } from "./checkpoint.js";
 import { appendTrainLog } from "./core.js";
 import { takeLock } from "../runs/lock.js";
@@ -79,7 +79,7 @@ export interface RunSummary {
 
 /** The tasks a run trains on, out of all tasks of its file: split, then band, then `limit` (as `t2s benchmark` selects them). */
 export function chooseTasks(cfg: TrainConfig, all: Task[]): Task[] {
-  const tasks = selectTasks(all, cfg.split === "all" ? undefined : cfg.split, cfg.limit ?? undefined, cfg.band ?? undefined);
+  const tasks = selectRunTasks(all, cfg);
   if (tasks.length === 0) {
     throw new T2sError("no_tasks", `no tasks left to train on in ${cfg.tasks} (split '${cfg.split}'${cfg.band ? `, band [${cfg.band.lo}, ${cfg.band.hi}] of ${cfg.band.rows}` : ""})`);
   }
@@ -211,6 +211,8 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
 async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks: Task[]; tasks: Task[]; conversations: ReturnType<typeof readConversations>; fromConversations: boolean }): Promise<RunSummary> {
   const { allTasks, tasks, conversations, fromConversations } = input;
   const change = hooks.planOnly ? null : guardOutput(cfg, hooks.resume ?? false, hooks.force ?? false);
+  // which tasks this run trains on, for the serving check to score the same ones (lib/report/serving.ts)
+  if (!hooks.planOnly && !fromConversations) writeRunTasks(cfg.output_dir, cfg.tasks, cfg, tasks);
   const { model, lm } = await prepareModel(cfg, hooks);
   hooks.onNote?.(`${fromConversations ? `${conversations.length} conversations` : `${tasks.length} tasks`}; ${lm.trainableParams().length} trainable tensors (${cfg.adapter ? `LoRA r=${cfg.adapter.r} on ${cfg.adapter.targets.join(",")}` : "all weights"})`);
   const prompt = promptConfig(cfg);
