@@ -14,6 +14,7 @@ import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, saveCheckpoint, typ
 import type { NamedVariable, TrainableLM } from "./lm.js";
 import { AdamW, clipFactor, globalGradNorm, GradAccumulator } from "./optimizer.js";
 import { learningRate, type ScheduleKind } from "./schedule.js";
+import { wasmHeapBytes } from "./memory-plan.js";
 
 export interface OptimOptions {
   lr: number;
@@ -122,6 +123,9 @@ export class TrainerCore {
    */
   log(record: Record<string, unknown>): void {
     if (this.logFailure) throw this.logFailure;
+    // on wasm the heap only grows: its size is the most the run has held, to set beside the memory plan
+    const heap = wasmHeapBytes();
+    if (heap !== null) record.wasm_heap_gb = Number((heap / 1e9).toFixed(3));
     const p = this.logPath();
     if (p) {
       mkdirSync(this.run.outDir!, { recursive: true });

@@ -211,8 +211,6 @@ export async function runTraining(cfg: TrainConfig, hooks: RunHooks = {}): Promi
 async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks: Task[]; tasks: Task[]; conversations: ReturnType<typeof readConversations>; fromConversations: boolean }): Promise<RunSummary> {
   const { allTasks, tasks, conversations, fromConversations } = input;
   const change = hooks.planOnly ? null : guardOutput(cfg, hooks.resume ?? false, hooks.force ?? false);
-  // which tasks this run trains on, for the serving check to score the same ones (lib/report/serving.ts)
-  if (!hooks.planOnly && !fromConversations) writeRunTasks(cfg.output_dir, cfg.tasks, cfg, tasks);
   const { model, lm } = await prepareModel(cfg, hooks);
   hooks.onNote?.(`${fromConversations ? `${conversations.length} conversations` : `${tasks.length} tasks`}; ${lm.trainableParams().length} trainable tensors (${cfg.adapter ? `LoRA r=${cfg.adapter.r} on ${cfg.adapter.targets.join(",")}` : "all weights"})`);
   const prompt = promptConfig(cfg);
@@ -222,8 +220,8 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
   const examples = cfg.mode === "sft" ? (fromConversations ? conversations.map((c) => conversationExample(tok, c)) : await sftExamples(model, tasks, cfg, (t) => planEnv.opening(t))) : [];
   const planned = await planRun(cfg, model, lm, {
     openings: cfg.mode === "grpo" ? await Promise.all(tasks.slice(0, 64).map((t) => planEnv.opening(t))) : undefined,
-    promptTokens: (m) => tok.encode(renderChat(tok, m, { tools, addGenerationPrompt: true }), { addSpecialTokens: false }).length,
-    sftRowTokens: Math.max(1, ...examples.map((e) => e.ids.length)),
+    promptIds: (m) => tok.encode(renderChat(tok, m, { tools, addGenerationPrompt: true }), { addSpecialTokens: false }),
+    sftRows: examples,
   });
   for (const line of formatPlan(planned.plan).split("\n")) hooks.onNote?.(line);
   if (hooks.planOnly) {
@@ -232,6 +230,8 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
     return { mode: cfg.mode, output_dir: cfg.output_dir, steps: 0, resumed_from: 0, tasks: tasks.length, backend: model.backend, final: null, steps_done: 0, stopped_early: false, last: null, planned: true };
   }
   assertPlanFits(planned.plan, planned.input);
+  // which tasks this run trains on, for the serving check to score the same ones (lib/report/serving.ts)
+  if (!fromConversations) writeRunTasks(cfg.output_dir, cfg.tasks, cfg, tasks);
   lm.recompute = planned.plan.recompute;
   lm.maxActivationElements = cfg.max_tensor_elements;
   const common = {

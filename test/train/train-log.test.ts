@@ -34,4 +34,5 @@ test("a train log append that fails midway leaves the log as it was; the run sto
   assert.equal(again.code, 0, again.stderr);
   const records = readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
   assert.deepEqual(records.map((x) => x.event ?? x.step), ["note", 0, 1], "every line is a whole record");
+  assert.ok((records[2].wasm_heap_gb as number) > 0, "on wasm each step records the heap's size");
 });
