@@ -3,8 +3,9 @@
  * device will hold, line by line, and the peak against the device's memory. It is an estimate from the
  * model's shape and the run's settings, not a measurement; its constants count the tensors the decoder's
  * tape keeps per token (see `activationFloats`), and docs/training.md sets the estimate beside the peaks
- * measured on an H200. The plan also makes two choices: whether each layer is recomputed in the backward
- * (`gradient_checkpointing` auto) and whether the sampler's cache is freed before each update.
+ * measured on an H200. On wasm, whose tfjs ops keep far more, the update is counted by wasmUpdateBytes
+ * and checked against the heap's 4 GiB. The plan also makes two choices: whether each layer is recomputed
+ * in the backward (`gradient_checkpointing` auto) and whether the sampler's cache is freed before each update.
  */
 import { T2sError } from "../core/errors.js";
 import { tf } from "../backend/tf.js";
@@ -50,7 +51,7 @@ export interface MemoryPlan {
   update: number;
   peak: number;
   limit: number | null;
-  /** What the limit is, as the verdict names it ("on the device", "of the wasm heap"). */
+  /** What the limit is, as the verdict names it ("on the device", "in the wasm heap"). */
   limitName: string;
   recompute: boolean;
   releaseSampler: boolean;
@@ -75,12 +76,13 @@ export function wasmHeapBytes(): number | null {
 /**
  * What an update costs on wasm, where every op runs as a tfjs op and the tape keeps its inputs, measured with
  * bench/wasm-memory.ts on the kit's model (4 layers, D 256) and the tiny test model (2 layers, D 64): over
- * 12 points (rows, prompt and reply lengths, layers kept or recomputed) the peak of tensor bytes of one update
- * was 0.94-1.05 of these terms (docs/training.md, "Memory on wasm"). `tokenFactor`: the tape's floats per token and layer over activationFloats (rms norms, rotary,
- * LoRA sums and the backward's gradients of each); `scoreFloats`: floats per attention score and layer (the
- * scores before and after scaling and masking, the softmax, and their gradients: the ops path holds
- * [rows, heads, queries, keys]); `logitFloats`: floats per scored logit (log-softmax pieces, probabilities,
- * the gradient); `recomputeFactor`: a recomputed layer's forward and backward over its share of the kept ones.
+ * 12 points (rows, prompt and reply lengths, layers kept or recomputed) the peak of tensor bytes of one
+ * update was 0.94-1.05 of these terms (docs/training.md, "Memory on wasm"). `tokenFactor`: the tape's floats
+ * per token and layer over activationFloats (RMS norms, rotary, LoRA sums and the backward's gradients of
+ * each); `scoreFloats`: floats per attention score and layer (the scores before and after scaling and
+ * masking, the softmax, and their gradients: the ops path holds [rows, heads, queries, keys]);
+ * `logitFloats`: floats per scored logit (log-softmax pieces, probabilities, the gradient);
+ * `recomputeFactor`: a recomputed layer's forward and backward over its share of the kept ones.
  */
 const WASM_TAPE = { tokenFactor: 7, scoreFloats: 10, logitFloats: 7, recomputeFactor: 1.2 };
 
@@ -195,7 +197,7 @@ export function planMemory(i: PlanInput, limit: number | null): MemoryPlan {
   const lines = [...fixed];
   if (kv) lines.push({ what: "sampler KV cache", bytes: kv, note: `${i.sampler!.slots} sequences x ${i.sampler!.maxLength} tokens${releaseSampler ? "; freed before each update" : ""}` });
   lines.push(...upd.lines.map((l) => ({ ...l, what: `update: ${l.what}` })));
-  const peak = Math.max(sampling, update) * (1 + (wasm ? WASM_SLACK : SLACK));
+  const peak = slack(Math.max(sampling, update));
   lines.push({ what: "allocator slack", bytes: peak - Math.max(sampling, update), note: wasm ? `${WASM_SLACK * 100}% over the tensors alive (fragmentation, XNNPACK's buffers)` : `${SLACK * 100}% over the tensors alive` });
   return { lines, sampling, update, peak, limit, limitName: wasm ? "in the wasm heap" : "on the device", recompute, releaseSampler };
 }

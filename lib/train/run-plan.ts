@@ -92,4 +92,3 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
   }
   return { plan: planMemory(input, limit), input, samplerLength: rowTokens, microBatchRows: input.microBatchRows };
 }
-
