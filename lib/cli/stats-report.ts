@@ -3,10 +3,10 @@
  * by group. The notebooks' reports (tables and figures) are lib/report's.
  */
 import type { Command } from "commander";
-import { T2sError, UsageError } from "../core/errors.js";
+import { UsageError } from "../core/errors.js";
 import { DEFAULT_B, DEFAULT_SEED } from "../stats/bootstrap.js";
 import { fmt, fmtCI, formatTable } from "../stats/format.js";
-import { duplicatesNote, evalRuns, readStatRows, setupErrorsNote, taskCounts, type RowsFile, type StatRow } from "../stats/rows.js";
+import { duplicatesNote, evalRuns, loadStatRows, readingNotes, setupErrorsNote, taskCounts, type RowsFile, type StatRow } from "../stats/rows.js";
 import { summarize, type Summary, type SummaryStats } from "../stats/summary.js";
 import { behaviourLines, behaviourProfile } from "../report/behaviour.js";
 import { collect, intOption, printJson } from "./options.js";
@@ -27,20 +27,12 @@ interface ReportFlags {
 
 /** Reads a rows file for a stats command (only run_id `run` when given), telling stderr what was skipped; throws when nothing is left. */
 export function loadRowsForStats(path: string, skipBad: boolean | undefined, run?: string): RowsFile {
-  const file = readStatRows(path, { skipBad, run });
-  if (file.skipped.length) {
-    const shown = file.skipped.slice(0, 5).map((s) => `${path}:${s.line}: ${s.message}`);
-    const more = file.skipped.length > 5 ? `\n  ... and ${file.skipped.length - 5} more` : "";
-    process.stderr.write(`warning: skipped ${file.skipped.length} bad line(s):\n  ${shown.join("\n  ")}${more}\n`);
-  }
-  if (file.tornTail) process.stderr.write(`warning: ${path}: ignored a cut-off last line (a writer was interrupted)\n`);
+  const file = loadStatRows(path, { skipBad, run });
+  // the duplicates line goes to stdout above the numbers (duplicatesLine)
+  for (const note of readingNotes(path, file, { duplicates: false, setupErrors: false })) process.stderr.write(`${note}\n`);
   // one run_id whose rows were added under --force with another setup: the rows cannot tell them apart
   const forced = findMeta(path)?.forced ?? [];
   if (forced.length) process.stderr.write(`warning: ${path}: rows were added under --force with another setup (${forced.join("; ")}); its numbers pool them\n`);
-  if (file.rows.length === 0) {
-    if (file.setupErrors.count) throw new T2sError("no_rows", `${path} has no graded rows to report on: ${setupErrorsNote(path, file.setupErrors).replace(`${path}: `, "")}`);
-    throw new T2sError("no_rows", `${path} has no rows to report on`);
-  }
   return file;
 }
 

@@ -19,6 +19,8 @@ export interface SharedSetting {
   default: number | string;
   /** How the docs state the default, where the plain value reads worse. */
   shown?: string;
+  /** The environment variable that sets it, read only through this table (settingFromEnv). */
+  env?: string;
   doc: string;
 }
 
@@ -40,6 +42,7 @@ export const SHARED_SETTINGS = {
   engine_max_tokens: { name: "engine_max_tokens", type: int(0), default: 256, doc: "new tokens per sequence of a generation request that names no budget" },
   backend: { name: "backend", type: { kind: "enum", options: ["auto", "webgpu", "tensorflow", "wasm", "cpu"] }, default: "auto", doc: "tfjs backend when neither a flag, a config nor T2S_BACKEND names one (auto: the best that starts)" },
   quantization: { name: "quantization", type: { kind: "enum", options: ["none", "int8"] }, default: "none", doc: "how sampling and serving run the base's linear layers on WebGPU: none (the weights' precision) or int8 (W8A8 on the GPU's matrix units); a learner keeps its own precision" },
+  api_key: { name: "api_key", type: { kind: "string" }, default: "", shown: "none", env: "T2S_API_KEY", doc: "API key the `openai:` policies send (unset: $OPENAI_API_KEY; none: no Authorization header) and `t2s env serve` requires of its clients unless `--api-key` names one (required off loopback)" },
   max_tensor_elements: { name: "max_tensor_elements", type: int(1), default: 2 ** 28, shown: "2^28", doc: "cap on B x T x vocab of one training micro-batch's logits: 2^28 floats = 1 GiB, half of WebGPU's 2 GiB binding limit" },
 } as const satisfies Record<string, SharedSetting>;
 
@@ -72,6 +75,17 @@ export const DEFAULT_BACKEND: string = SHARED_SETTINGS.backend.default;
 /** Cap on B x T x vocab of one training micro-batch's logits. */
 export const MAX_TENSOR_ELEMENTS: number = SHARED_SETTINGS.max_tensor_elements.default;
 
+/** The settings an environment variable sets. */
+export type EnvSettingName = { [K in SharedSettingName]: (typeof SHARED_SETTINGS)[K] extends { env: string } ? K : never }[SharedSettingName];
+
+/**
+ * The value of a setting's environment variable as set (an empty string included), or undefined when it
+ * is unset: the one place lib/ reads such a variable, so every reader means the same variable.
+ */
+export function settingFromEnv(name: EnvSettingName, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env[SHARED_SETTINGS[name].env];
+}
+
 function typeWords(t: ScalarType): string {
   if (t.kind === "string") return "string";
   if (t.kind === "enum") return t.options.join(" \\| ");
@@ -83,6 +97,6 @@ function typeWords(t: ScalarType): string {
 
 /** The shared settings as the markdown table of docs/architecture.md ("Shared settings"). */
 export function sharedSettingsMarkdown(): string[] {
-  const rows = Object.values(SHARED_SETTINGS as Record<string, SharedSetting>).map((s) => `| \`${s.name}\` | ${typeWords(s.type)} | ${s.shown ?? JSON.stringify(s.default)} | ${s.doc} |`);
+  const rows = Object.values(SHARED_SETTINGS as Record<string, SharedSetting>).map((s) => `| \`${s.name}\` | ${typeWords(s.type)} | ${s.shown ?? JSON.stringify(s.default)} | ${s.doc}${s.env ? `; set by \`${s.env}\`` : ""} |`);
   return ["| setting | type | default | meaning |", "|---|---|---|---|", ...rows];
 }

@@ -3,7 +3,7 @@
  * a torn last line (a writer killed mid-line: no trailing newline, invalid JSON) is told apart from a
  * malformed line in the middle, because append-only stores must ignore the former and reject the latter.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { writeFileAtomic } from "./files.js";
 import { dirname } from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -79,10 +79,34 @@ export function readJsonl<T = unknown>(path: string, options: ReadJsonlOptions =
   return parseJsonl<T>(text, path, options);
 }
 
-/** Appends records as JSON lines (one write call, so a line is never interleaved with another writer's). */
-export function appendJsonl(path: string, records: unknown[]): void {
+/**
+ * Appends records as JSON lines, whole or not at all, for a file with one writer (the rows store, the
+ * train log). A write that fails midway (disk full, file size limit, I/O error) cuts the file back to its
+ * length before the append and rethrows the error, so the file holds what it held before and the next
+ * append does not glue a record to half of another. `fsync` flushes the lines to the disk before returning.
+ * Only a process killed mid-write leaves a torn last line; readers ignore it, and the rows store and the
+ * trainer cut it when they open the file.
+ */
+export function appendJsonl(path: string, records: unknown[], opts: { fsync?: boolean } = {}): void {
   if (records.length === 0) return;
-  appendFileSync(path, records.map((r) => JSON.stringify(r)).join("\n") + "\n");
+  const bytes = Buffer.from(records.map((r) => JSON.stringify(r)).join("\n") + "\n", "utf8");
+  const fd = openSync(path, "a");
+  try {
+    const start = fstatSync(fd).size;
+    try {
+      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+      if (opts.fsync) fsyncSync(fd);
+    } catch (e) {
+      try {
+        ftruncateSync(fd, start);
+      } catch {
+        // the torn tail stays; it is the last line, which readers ignore and the next open cuts
+      }
+      throw e;
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Formats records as JSONL text. */

@@ -7,6 +7,7 @@
 import { realpathSync, statSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { timingSafeEqual } from "node:crypto";
+import { settingFromEnv } from "../core/defaults.js";
 import { UsageError } from "../core/errors.js";
 import { BadRequest } from "./errors.js";
 
@@ -63,7 +64,7 @@ export function isLoopbackHost(host: string): boolean {
 
 /** The key requests must carry: `--api-key`, else T2S_API_KEY; required off loopback. */
 export function serviceApiKey(host: string, flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const key = flag ?? (env.T2S_API_KEY || undefined);
+  const key = flag ?? (settingFromEnv("api_key", env) || undefined);
   if (key !== undefined && key.trim() === "") throw new UsageError("--api-key must not be empty");
   if (key === undefined && !isLoopbackHost(host)) {
     throw new UsageError(`--host ${host} is reachable from other machines: give --api-key KEY (or set T2S_API_KEY) so only clients with the key are answered`);

@@ -5,7 +5,7 @@
  * Each request's max_tokens is sized to the server's context window (context.ts); a refusal for the
  * run's setup (context, key, model name) is a setup PolicyError, never a model failure either.
  */
-import { CONCURRENCY } from "../core/defaults.js";
+import { CONCURRENCY, settingFromEnv } from "../core/defaults.js";
 import { T2sError, UsageError } from "../core/errors.js";
 import { ContextWindows, isContextRefusal, type PromptParts } from "./context.js";
 import { httpCall, makeAgents } from "./http.js";
@@ -145,7 +145,7 @@ export class OpenAIPolicy implements Policy {
     this.name = `openai:${model}@${urls.join(",")}`;
     this.limiter = new Limiter(opts.concurrency ?? CONCURRENCY);
     this.agents = makeAgents(opts.concurrency ?? CONCURRENCY);
-    this.apiKey = opts.apiKey ?? process.env.T2S_API_KEY ?? process.env.OPENAI_API_KEY;
+    this.apiKey = opts.apiKey ?? settingFromEnv("api_key") ?? process.env.OPENAI_API_KEY;
     const lookupMs = opts.timeoutMs ?? defaultTimeoutMs(undefined);
     this.windows = new ContextWindows(model, {
       get: (url) => httpCall(url, { headers: this.headers(), timeoutMs: lookupMs, agent: this.agentFor(url) }),

@@ -17,7 +17,7 @@ export { behaviourProfile, behaviourTable, behaviourLines, toolQueries, toolErro
 export { failures, where, countBy, sample, taskRows, showHtml, browseHtml, resultHtml, type ShowOptions } from "./failures.js";
 export { NotebookReport, namedFigureHtml, type ReportOptions } from "./notebook-report.js";
 export { saveFigure, saveTableCsv, listFigures, FIGURES_DIR, TABLES_DIR } from "./store.js";
-export { checkTrainerAgreement, checkAdapterPlacement, readRewardLog, checkAdapterNotNoop, checkGradedTurn, checksTable, checksHtml, type Check } from "./serving.js";
+export { checkTrainerAgreement, checkAdapterPlacement, readRewardLog, checkAdapterNotNoop, checkGradedTurn, checksTable, checksHtml, trainerTasks, servedTasks, describeServedTasks, type Check, type TrainerTasks, type ServedTasks } from "./serving.js";
 export {
   benchmarkStep, failureSampleHtml, bandSelection, writeBand, trainConfigFacts, trainStep, holdoutCheckpoints, taskMap, policyModelDir, benchmarkBanner, servingStep,
   DEFAULT_MODEL_DIR, DEFAULT_POLICY, DEFAULT_TASKS, DEFAULT_BENCHMARK_ROWS, type BenchmarkStep, type BandSelection,

@@ -9,7 +9,7 @@ import * as aq from "arquero";
 import { ExecutorPool } from "../db/pool.js";
 import { T2sError } from "../core/errors.js";
 import { kitPath } from "../core/paths.js";
-import { readTasks } from "../tasks/io.js";
+import { readTasks, writeTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";
 import { checkBand, inBand, passRates } from "../tasks/select.js";
 import { commandText, runT2s, startT2s } from "./commands.js";
@@ -250,6 +250,11 @@ export interface ServingParams {
   /** Model name the endpoint serves the base under (default "base"; "" scores no base rows). */
   servedBase?: string;
   tasks?: string;
+  /**
+   * Only these tasks of `tasks` (the trainer's, or a seeded sample of them: lib/report/serving.ts
+   * servedTasks); split and limit are then not applied.
+   */
+  taskIds?: readonly string[];
   split?: string;
   limit?: number;
   k?: number;
@@ -291,9 +296,10 @@ async function scoreServed(p: ServingParams, url: string, commands: string[], st
   // a fresh rows file per session: the server's port, part of the policy spec, changes every time
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   try {
+    const chosen = p.taskIds ? chosenTasksFile(p.tasks ?? DEFAULT_TASKS, p.taskIds, join(p.outDir, `served-tasks-${stamp}.jsonl`)) : null;
     const score = async (name: string) => {
       const step = await benchmarkStep({
-        policy: `openai:${name}@${url}`, tasks: p.tasks, split: p.split ?? "train", limit: p.limit ?? 16, k: p.k ?? 1,
+        policy: `openai:${name}@${url}`, tasks: chosen ?? p.tasks, split: chosen ? undefined : p.split ?? "train", limit: chosen ? undefined : p.limit ?? 16, k: p.k ?? 1,
         temperature: 0, maxTokens: p.maxTokens, out: join(p.outDir, `served-${name.replace(/[^A-Za-z0-9_.-]/g, "_")}-${stamp}.jsonl`), style: p.style,
       });
       if (step.command) commands.push(step.command);
@@ -306,6 +312,15 @@ async function scoreServed(p: ServingParams, url: string, commands: string[], st
   } finally {
     await stop();
   }
+}
+
+/** Writes the tasks of `tasksFile` named by `ids` to `out` and returns it; an id the file lacks is an error. */
+function chosenTasksFile(tasksFile: string, ids: readonly string[], out: string): string {
+  const byId = new Map(readTasks(abs(tasksFile)).map((t) => [t.id, t]));
+  const missing = ids.filter((id) => !byId.has(id));
+  if (missing.length) throw new T2sError("unknown_task", `${tasksFile} has no task ${missing.slice(0, 3).join(", ")}${missing.length > 3 ? ` (and ${missing.length - 3} more)` : ""} of the ${ids.length} to score: pass the task file the trainer used`);
+  writeTasks(abs(out), ids.map((id) => byId.get(id)!));
+  return abs(out);
 }
 
 async function startT2sServer(args: string[], timeoutMs: number, onLine: (l: string) => void): Promise<{ url: string; stop(): Promise<void> }> {

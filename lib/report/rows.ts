@@ -3,10 +3,8 @@
  * the one rows reader, so a notebook table and `t2s report` count and group one file the same way. The
  * row type is lib/runs/row.ts's, imported type-only.
  */
-import { duplicatesNote, groupKeyOf, isCorrect as statIsCorrect, readStatRows, setupErrorsNote } from "../stats/rows.js";
-import { existsSync } from "node:fs";
+import { groupKeyOf, isCorrect as statIsCorrect, loadStatRows, readingNotes } from "../stats/rows.js";
 import type { RowRecord } from "../runs/row.js";
-import { T2sError } from "../core/errors.js";
 
 /**
  * A row as the report reads it: the one row schema of lib/runs/row.ts as read back from a file (task_id,
@@ -15,17 +13,14 @@ import { T2sError } from "../core/errors.js";
 export type ReportRow = RowRecord;
 
 /**
- * Reads a rows file with lib/stats's reader (readStatRows); throws T2sError naming the file when it is
+ * Reads a rows file with lib/stats's reader (loadStatRows); throws T2sError naming the file when it is
  * missing, malformed, empty or mixes runs. A row that repeats an earlier row's (eval run, task, sample) is
- * dropped (the first is kept, as the rows store keeps it) and the drop is said on the console (a notebook
- * shows it under the cell); so are setup-error rows (requests the server refused), which are left out.
+ * dropped (the first is kept, as the rows store keeps it), and that and a cut-off last line are said on
+ * the console (a notebook shows it under the cell).
  */
 export function readRows(path: string): ReportRow[] {
-  if (!existsSync(path)) throw new T2sError("not_found", `rows file ${path} does not exist`);
-  const file = readStatRows(path);
-  if (file.setupErrors.count) console.warn(setupErrorsNote(path, file.setupErrors));
-  if (file.rows.length === 0) throw new T2sError("no_rows", `${path} has no ${file.setupErrors.count ? "graded " : ""}rows`);
-  if (file.duplicates.count) console.warn(duplicatesNote(path, file.duplicates));
+  const file = loadStatRows(path);
+  for (const note of readingNotes(path, file)) console.warn(note);
   return file.rows as ReportRow[];
 }
 

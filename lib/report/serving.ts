@@ -3,9 +3,12 @@
  * returns PASS/FAIL (or SKIP when its inputs are missing) with the reason in numbers.
  */
 import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import * as aq from "arquero";
 import { T2sError } from "../core/errors.js";
 import { checkAdapter } from "../model/adapter-check.js";
+import { readTasks } from "../tasks/io.js";
+import { readRunTasks, RUN_TASKS_FILE, sampleTaskIds, selectRunTasks, type RunSelection } from "../tasks/select.js";
 import { isCorrect, type ReportRow } from "./rows.js";
 import type { Table } from "./tables.js";
 import { readTrainLog, type TrainRecord } from "./training.js";
@@ -70,6 +73,77 @@ export function checkAdapterPlacement(baseDir: string, adapterDir: string): Chec
   };
 }
 
+/** The tasks a training run trained on and where that was read. */
+export interface TrainerTasks {
+  /** Task ids, sorted. */
+  ids: string[];
+  /** The task file they come from. */
+  tasksFile: string;
+  /** The file that said which they are (train_tasks.json, or the run's config). */
+  source: string;
+}
+
+/**
+ * The tasks a training run trained on, from its folder (where its train_log.jsonl is): the run's
+ * train_tasks.json, else the same selection made again from the run's resolved config (`config.json`, or
+ * the `train_config.json` a published adapter carries). Null when the folder has none of them (a TRL run).
+ */
+export function trainerTasks(runDir: string): TrainerTasks | null {
+  const recorded = readRunTasks(runDir);
+  if (recorded) return { ids: [...recorded.task_ids].sort(), tasksFile: recorded.tasks, source: join(runDir, RUN_TASKS_FILE) };
+  const configPath = ["config.json", "train_config.json"].map((f) => join(runDir, f)).find((p) => existsSync(p));
+  if (!configPath) return null;
+  let cfg: Partial<RunSelection> & { tasks?: unknown; conversations?: unknown };
+  try {
+    cfg = JSON.parse(readFileSync(configPath, "utf8"));
+  } catch (e) {
+    throw new T2sError("bad_config", `${configPath}: not valid JSON (${(e as Error).message})`);
+  }
+  if (typeof cfg.tasks !== "string" || cfg.conversations) return null;
+  const tasksFile = resolve(runDir, cfg.tasks);
+  const band = cfg.band ? { ...cfg.band, rows: resolve(runDir, cfg.band.rows) } : null;
+  const tasks = selectRunTasks(readTasks(tasksFile), { split: cfg.split ?? "train", band, limit: cfg.limit ?? null });
+  return { ids: tasks.map((t) => t.id).sort(), tasksFile, source: configPath };
+}
+
+/** The tasks a serving check scores: the trainer's, all of them or a seeded sample. */
+export interface ServedTasks {
+  /** Task ids to score, sorted. */
+  ids: string[];
+  /** How many tasks the trainer trained on. */
+  of: number;
+  /** The seeded sample's size and seed; null when all the trainer's tasks are scored. */
+  sample: { size: number; seed: number } | null;
+  tasksFile: string;
+  source: string;
+}
+
+/** The trainer's tasks to score: all of them when `size` is 0 or not below their number, else a seeded sample of `size`. */
+export function servedTasks(trainer: TrainerTasks, size: number, seed: number): ServedTasks {
+  const picked = sampleTaskIds(trainer.ids, size, seed);
+  return { ids: picked.ids, of: trainer.ids.length, sample: picked.sample, tasksFile: trainer.tasksFile, source: trainer.source };
+}
+
+/** Says which tasks a serving check scores, e.g. "a seeded sample of 64 of the 255 tasks the trainer trained on (seed 0; from .../train_tasks.json)". */
+export function describeServedTasks(t: ServedTasks): string {
+  const which = t.sample ? `a seeded sample of ${t.sample.size} of the ${t.of} tasks the trainer trained on (seed ${t.sample.seed})` : `all ${t.of} tasks the trainer trained on`;
+  return `${which}; from ${t.source}`;
+}
+
+/** Why the served rows are not on the tasks `expected` names, or null when they are exactly those. */
+function coverageProblem(served: readonly ReportRow[], expected: ServedTasks): string | null {
+  const want = new Set(expected.ids);
+  const got = new Set(served.map((r) => String(r.task_id)));
+  const missing = expected.ids.filter((id) => !got.has(id));
+  const others = [...got].filter((id) => !want.has(id)).sort();
+  if (missing.length === 0 && others.length === 0) return null;
+  const scored = [...got].filter((id) => want.has(id)).length;
+  return `the served rows cover ${scored} of the ${expected.ids.length} tasks to score (${describeServedTasks(expected)})` +
+    (missing.length ? `; ${missing.length} missing (e.g. ${missing.slice(0, 3).join(", ")})` : "") +
+    (others.length ? `; ${others.length} other tasks (e.g. ${others.slice(0, 3).join(", ")})` : "") +
+    ": score the trainer's tasks (or the stated sample) so the two numbers are on the same prompts";
+}
+
 function mean(xs: number[]): number {
   return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
 }
@@ -77,11 +151,16 @@ function mean(xs: number[]): number {
 /**
  * Compares the served score on training prompts with the trainer's own log: mean reward (and correct
  * rate) of the served rows against the mean of the trainer's last `lastSteps` records. PASS when the
- * reward gap is within `tolerance` (default 0.15: sampling noise of a few dozen episodes).
+ * reward gap is within `tolerance` (default 0.15: sampling noise of a few dozen episodes) and, given
+ * `tasks` (the trainer's tasks or a seeded sample of them), the served rows are on exactly those tasks: a
+ * score on other prompts than the trainer's differs for that reason alone. Without `tasks` the reason says
+ * that the prompts may differ.
  */
-export function checkTrainerAgreement(served: readonly ReportRow[], log: readonly TrainRecord[], opts: { lastSteps?: number; tolerance?: number } = {}): Check {
+export function checkTrainerAgreement(served: readonly ReportRow[], log: readonly TrainRecord[], opts: { lastSteps?: number; tolerance?: number; tasks?: ServedTasks } = {}): Check {
   const name = "served score matches the trainer's log";
   if (served.length === 0 || log.length === 0) return { check: name, status: "SKIP", reason: served.length === 0 ? "no served rows" : "no trainer log records" };
+  const coverage = opts.tasks ? coverageProblem(served, opts.tasks) : null;
+  if (coverage) return { check: name, status: "FAIL", reason: coverage };
   const last = log.slice(-(opts.lastSteps ?? 3));
   const logReward = mean(last.map((r) => (typeof r.reward_mean === "number" ? r.reward_mean : 0)));
   const hasCorrect = last.some((r) => typeof r.correct_rate === "number");
@@ -90,10 +169,11 @@ export function checkTrainerAgreement(served: readonly ReportRow[], log: readonl
   const servedCorrect = mean(served.map((r) => (isCorrect(r) ? 1 : 0)));
   const tol = opts.tolerance ?? 0.15;
   const gap = Math.abs(servedReward - logReward);
+  const on = opts.tasks ? `on ${describeServedTasks(opts.tasks)}` : "on prompts that may not be the trainer's (its tasks are unknown: no train_tasks.json or config beside its log)";
   return {
     check: name,
     status: gap <= tol ? "PASS" : "FAIL",
-    reason: `served reward ${f3(servedReward)} (correct ${f3(servedCorrect)}, ${served.length} rows) vs trainer ${f3(logReward)} (${hasCorrect ? `correct ${f3(logCorrect)}, ` : ""}last ${last.length} steps): gap ${f3(gap)} ${gap <= tol ? "<=" : ">"} ${tol}`,
+    reason: `served reward ${f3(servedReward)} (correct ${f3(servedCorrect)}, ${served.length} rows) vs trainer ${f3(logReward)} (${hasCorrect ? `correct ${f3(logCorrect)}, ` : ""}last ${last.length} steps): gap ${f3(gap)} ${gap <= tol ? "<=" : ">"} ${tol}; ${on}`,
   };
 }
 

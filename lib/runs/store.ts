@@ -6,9 +6,9 @@
  * file as the record of the refusal but does not count as done: the sample runs again on resume, and its
  * graded row then stands for it.
  */
-import { appendFileSync, closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, truncateSync, writeSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, truncateSync } from "node:fs";
 import { T2sError } from "../core/errors.js";
-import { parseJsonl } from "../core/jsonl.js";
+import { appendJsonl, parseJsonl } from "../core/jsonl.js";
 import { isSetupError } from "../stats/rows.js";
 import { rowKey, type RolloutRow } from "./row.js";
 
@@ -95,22 +95,12 @@ export class RowsStore {
     if (this.failure) throw new T2sError("write_failed", `${this.path}: no more rows are written after a failed append (${this.failure}); run again to resume`);
     const key = rowKey(row.eval_run, row.task_id, row.sample);
     if (this.keys.has(key)) throw new T2sError("duplicate_row", `${this.path} already holds ${row.task_id} sample ${row.sample} of eval run ${row.eval_run}`);
-    const fd = openSync(this.path, "a");
-    const start = fstatSync(fd).size;
     try {
-      const bytes = Buffer.from(JSON.stringify(row) + "\n", "utf8");
-      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
-      if (opts.fsync) fsyncSync(fd);
+      // a failed write cuts the file back to where the row started (lib/core/jsonl.ts)
+      appendJsonl(this.path, [row], opts);
     } catch (e) {
       this.failure = `${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message}`;
-      try {
-        ftruncateSync(fd, start);
-      } catch {
-        // the torn tail stays; the next open cuts it (repairTail), since no row follows it
-      }
       throw new T2sError("write_failed", `${this.path}: could not append a row (${this.failure}); the file keeps its complete rows, and running again resumes once the cause is fixed`);
-    } finally {
-      closeSync(fd);
     }
     if (isSetupError(row)) {
       this.setupErrors++;

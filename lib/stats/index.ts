@@ -39,6 +39,8 @@ export { signFlipTest, type SignFlipResult } from "./permutation.js";
 export { studentTQuantile, studentTCdf, normalQuantile, normalCdf, logGamma, regularizedBeta } from "./distributions.js";
 export {
   readStatRows,
+  loadStatRows,
+  readingNotes,
   validateRows,
   taskCounts,
   evalRuns,

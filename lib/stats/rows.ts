@@ -1,12 +1,13 @@
 /**
  * Stat rows: the one reader of rollout rows files (`t2s report`, `t2s delta`, the notebooks' tables and
- * figures all read through readStatRows), validated, normalised (a numeric task_id becomes its text, an
- * empty group value counts as missing) and grouped into per-task counts. Everything downstream works on
+ * figures and a run's training band all read through loadStatRows / readStatRows), validated, normalised
+ * (a numeric task_id becomes its text, an empty group value counts as missing) and grouped into per-task
+ * counts. Everything downstream works on
  * counts sorted by task id, so a statistic never depends on the order of the lines in the file. Rows of
  * different runs in one file are refused (mixedRuns), never pooled or de-duplicated into each other.
  * Setup-error rows (requests the server refused) are left out of every count and reported apart.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { T2sError } from "../core/errors.js";
 import { readJsonl } from "../core/jsonl.js";
 
@@ -321,6 +322,40 @@ export function readStatRows(path: string, opts: { skipBad?: boolean; allowMixed
   }
   const unique = dedupeRows(picked);
   return { rows: unique.rows, skipped, tornTail: content.tornTail, duplicates: unique.duplicates, setupErrors: graded.setupErrors };
+}
+
+/**
+ * Reads a rows file for a statistic, the band of a run included: readStatRows (validated, de-duplicated,
+ * mixed runs refused), refusing a missing file ("not_found") and one with no rows ("no_rows"). What the
+ * caller must tell the user (duplicates dropped, lines skipped, a cut-off last line) is in readingNotes.
+ */
+export function loadStatRows(path: string, opts: { skipBad?: boolean; allowMixed?: boolean; run?: string } = {}): RowsFile {
+  if (!existsSync(path)) throw new T2sError("not_found", `rows file ${path} does not exist`);
+  const file = readStatRows(path, opts);
+  if (file.rows.length === 0) {
+    if (file.setupErrors.count) throw new T2sError("no_rows", `${path} has no graded rows to report on: ${setupErrorsNote(path, file.setupErrors).replace(`${path}: `, "")}`);
+    const left = file.skipped.length ? ` (all ${file.skipped.length} line(s) were bad and skipped)` : file.tornTail ? " (only a cut-off last line)" : "";
+    throw new T2sError("no_rows", `${path} has no rows${left}`);
+  }
+  return file;
+}
+
+/**
+ * The lines that say what reading `path` left out of the numbers, empty when nothing was: lines skipped
+ * under skipBad (the first 5 named), a cut-off last line and, unless `duplicates` is false (a caller that
+ * prints duplicatesNote itself), the duplicates dropped.
+ */
+export function readingNotes(path: string, file: RowsFile, opts: { duplicates?: boolean; setupErrors?: boolean } = {}): string[] {
+  const notes: string[] = [];
+  if (file.skipped.length) {
+    const shown = file.skipped.slice(0, 5).map((s) => `${path}:${s.line}: ${s.message}`);
+    const more = file.skipped.length > 5 ? `\n  ... and ${file.skipped.length - 5} more` : "";
+    notes.push(`warning: skipped ${file.skipped.length} bad line(s):\n  ${shown.join("\n  ")}${more}`);
+  }
+  if (file.tornTail) notes.push(`warning: ${path}: ignored a cut-off last line (a writer was interrupted)`);
+  if (opts.duplicates !== false && file.duplicates.count) notes.push(duplicatesNote(path, file.duplicates));
+  if (opts.setupErrors !== false && file.setupErrors.count) notes.push(setupErrorsNote(path, file.setupErrors));
+  return notes;
 }
 
 const text = (v: unknown): string => (v === undefined || v === null ? "none" : String(v));

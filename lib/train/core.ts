@@ -14,6 +14,7 @@ import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, saveCheckpoint, typ
 import type { NamedVariable, TrainableLM } from "./lm.js";
 import { AdamW, clipFactor, globalGradNorm, GradAccumulator } from "./optimizer.js";
 import { learningRate, type ScheduleKind } from "./schedule.js";
+import { wasmHeapBytes } from "./memory-plan.js";
 
 export interface OptimOptions {
   lr: number;
@@ -45,6 +46,19 @@ export interface RunOptions {
   maxSeconds?: number;
   /** Bytes of freed buffers the WebGPU pool may keep between micro-batches and steps (default T2S_GPU_POOL_MB; the memory plan passes its room). */
   poolBudgetBytes?: number;
+}
+
+/**
+ * Appends one record to a run's train_log.jsonl, whole or not at all: a write that fails midway cuts the
+ * log back to what it held (appendJsonl) and throws T2sError("write_failed") naming the cause.
+ */
+export function appendTrainLog(path: string, record: Record<string, unknown>): void {
+  try {
+    appendJsonl(path, [record]);
+  } catch (e) {
+    const cause = `${(e as NodeJS.ErrnoException).code ?? "error"}: ${(e as Error).message}`;
+    throw new T2sError("write_failed", `${path}: could not append a log record (${cause}); the log keeps its earlier records, and --resume continues from the last checkpoint once the cause is fixed`);
+  }
 }
 
 export class TrainerCore {
@@ -105,15 +119,30 @@ export class TrainerCore {
     return this.run.outDir ? join(this.run.outDir, "train_log.jsonl") : null;
   }
 
-  /** Appends a record to train_log.jsonl and hands it to the callback. */
+  /**
+   * Appends a record to train_log.jsonl and hands it to the callback. After a failed append nothing more
+   * is logged (write_failed), so the log never shows a later step after a missing one.
+   */
   log(record: Record<string, unknown>): void {
+    if (this.logFailure) throw this.logFailure;
+    // on wasm the heap only grows: its size is the most the run has held, to set beside the memory plan
+    const heap = wasmHeapBytes();
+    if (heap !== null) record.wasm_heap_gb = Number((heap / 1e9).toFixed(3));
     const p = this.logPath();
     if (p) {
       mkdirSync(this.run.outDir!, { recursive: true });
-      appendJsonl(p, [record]);
+      try {
+        appendTrainLog(p, record);
+      } catch (e) {
+        this.logFailure = e as Error;
+        throw e;
+      }
     }
     this.run.onStep?.(record);
   }
+
+  /** Why appending to train_log.jsonl failed; once set, log() refuses. */
+  private logFailure: Error | null = null;
 
   warn(message: string): void {
     if (this.run.onWarning) this.run.onWarning(message);

@@ -3,10 +3,12 @@
  * device will hold, line by line, and the peak against the device's memory. It is an estimate from the
  * model's shape and the run's settings, not a measurement; its constants count the tensors the decoder's
  * tape keeps per token (see `activationFloats`), and docs/training.md sets the estimate beside the peaks
- * measured on an H200. The plan also makes two choices: whether each layer is recomputed in the backward
- * (`gradient_checkpointing` auto) and whether the sampler's cache is freed before each update.
+ * measured on an H200. On wasm, whose tfjs ops keep far more, the update is counted by wasmUpdateBytes
+ * and checked against the heap's 4 GiB. The plan also makes two choices: whether each layer is recomputed
+ * in the backward (`gradient_checkpointing` auto) and whether the sampler's cache is freed before each update.
  */
 import { T2sError } from "../core/errors.js";
+import { tf } from "../backend/tf.js";
 import type { ModelConfig } from "../model/config.js";
 
 export type CheckpointingSetting = "auto" | "on" | "off";
@@ -30,6 +32,10 @@ export interface PlanInput {
   /** beta > 0: a reference forward per micro-batch (no tape). */
   reference: boolean;
   gradientCheckpointing: CheckpointingSetting;
+  /** The tfjs backend the run trains on: "wasm" is planned by its own costs (wasmUpdateBytes); others as WebGPU. */
+  backend?: string;
+  /** Tokens at the start every row shares (the system prompt and schema): the trainer runs them once per micro-batch. */
+  sharedPrefix?: number;
 }
 
 export interface PlanLine {
@@ -45,9 +51,47 @@ export interface MemoryPlan {
   update: number;
   peak: number;
   limit: number | null;
+  /** What the limit is, as the verdict names it ("on the device", "in the wasm heap"). */
+  limitName: string;
   recompute: boolean;
   releaseSampler: boolean;
 }
+
+/**
+ * The most the wasm backend's heap can hold: tfjs-backend-wasm keeps every tensor in one WebAssembly memory,
+ * which grows up to 4 GiB less one 64 KiB page (its emscripten build's heap maximum) and never shrinks.
+ */
+export const WASM_HEAP_BYTES = 4294901760;
+
+/**
+ * Bytes of the wasm backend's heap now (its WebAssembly memory, which grows and never shrinks: the most
+ * the run has held so far, rounded up by the heap's growth steps), or null when wasm is not the backend.
+ */
+export function wasmHeapBytes(): number | null {
+  if (tf.getBackend() !== "wasm") return null;
+  const heap = (tf.backend() as unknown as { wasm?: { HEAPU8?: Uint8Array } }).wasm?.HEAPU8;
+  return heap ? heap.length : null;
+}
+
+/**
+ * What an update costs on wasm, where every op runs as a tfjs op and the tape keeps its inputs, measured with
+ * bench/wasm-memory.ts on the kit's model (4 layers, D 256) and the tiny test model (2 layers, D 64): over
+ * 12 points (rows, prompt and reply lengths, layers kept or recomputed) the peak of tensor bytes of one
+ * update was 0.94-1.05 of these terms (docs/training.md, "Memory on wasm"). `tokenFactor`: the tape's floats
+ * per token and layer over activationFloats (RMS norms, rotary, LoRA sums and the backward's gradients of
+ * each); `scoreFloats`: floats per attention score and layer (the scores before and after scaling and
+ * masking, the softmax, and their gradients: the ops path holds [rows, heads, queries, keys]);
+ * `logitFloats`: floats per scored logit (log-softmax pieces, probabilities, the gradient);
+ * `recomputeFactor`: a recomputed layer's forward and backward over its share of the kept ones.
+ */
+const WASM_TAPE = { tokenFactor: 7, scoreFloats: 10, logitFloats: 7, recomputeFactor: 1.2 };
+
+/**
+ * The wasm heap over its tensors: fragmentation and XNNPACK's buffers measured 1-12% where the heap passed
+ * 0.8 GB. A small heap shows more (it grows a fifth at a time), but a growth step never runs it out: it
+ * stops at the cap.
+ */
+const WASM_SLACK = 0.15;
 
 const F32 = 4;
 /**
@@ -99,18 +143,48 @@ function updateBytes(i: PlanInput, recompute: boolean): { lines: PlanLine[]; tot
   return { lines, total: lines.reduce((s, l) => s + l.bytes, 0) };
 }
 
-/** The plan for `i` on a device of `limit` bytes (null: unknown). */
+/**
+ * The update's peak on wasm: activations of every token the tape saw, the attention scores of the ops path
+ * (quadratic in the row length), the logits, with WASM_TAPE's measured factors. A shared prefix runs once
+ * per micro-batch: its tokens count once, and the rows' own tokens attend over the whole row.
+ */
+function wasmUpdateBytes(i: PlanInput, recompute: boolean): { lines: PlanLine[]; total: number } {
+  const c = i.config;
+  const T = i.rowTokens;
+  const prefix = Math.min(i.sharedPrefix ?? 0, T - 1);
+  const own = T - prefix;
+  const tokens = i.microBatchRows * own + prefix;
+  const scores = (i.microBatchRows * own * T + prefix * prefix) * c.numHeads;
+  const perLayerTokens = tokens * activationFloats(c) * WASM_TAPE.tokenFactor * F32;
+  const perLayerScores = scores * WASM_TAPE.scoreFloats * F32;
+  const what = `${i.microBatchRows} rows x ${T} tokens${prefix ? ` (${prefix} shared, run once)` : ""}`;
+  const lines: PlanLine[] = [];
+  if (recompute) {
+    lines.push({ what: "layer inputs kept", bytes: tokens * c.hiddenSize * F32 * c.numLayers, note: `${tokens} tokens x ${c.numLayers} layers` });
+    lines.push({ what: "one layer recomputed", bytes: (perLayerTokens + perLayerScores) * WASM_TAPE.recomputeFactor, note: `${what}: its activations and attention scores (tfjs ops), forward and backward` });
+  } else {
+    lines.push({ what: "activations", bytes: perLayerTokens * c.numLayers, note: `${tokens} tokens x ${c.numLayers} layers, tfjs ops and their gradients` });
+    lines.push({ what: "attention scores", bytes: perLayerScores * c.numLayers, note: `${what} x ${c.numHeads} heads x ${c.numLayers} layers: queries x keys, softmax and gradients` });
+  }
+  lines.push({ what: "logits", bytes: i.microBatchRows * i.scoredTokens * c.vocabSize * F32 * WASM_TAPE.logitFloats, note: `${i.microBatchRows} rows x ${i.scoredTokens} scored x vocab ${c.vocabSize}, log-softmax and gradient` });
+  if (i.reference) lines.push({ what: "reference forward", bytes: (tokens * activationFloats(c) + scores) * F32, note: "beta > 0, no tape, one layer at a time" });
+  return { lines, total: lines.reduce((s, l) => s + l.bytes, 0) };
+}
+
+/** The plan for `i` on a device of `limit` bytes (null: unknown); on wasm, `limit` is the heap's (WASM_HEAP_BYTES). */
 export function planMemory(i: PlanInput, limit: number | null): MemoryPlan {
   const c = i.config;
+  const wasm = i.backend === "wasm";
+  const updateOf = wasm ? wasmUpdateBytes : updateBytes;
   const fixed: PlanLine[] = [{ what: "weights", bytes: i.weightBytes, note: i.packed ? "16-bit matrices, float32 norms" : "float32" }];
   // AdamW: a gradient and two moments per trainable value (full training's weights are counted above)
   fixed.push({ what: "gradients + AdamW moments", bytes: i.trainable * F32 * 3, note: `${i.trainable.toLocaleString("en-US")} trainable values` });
   const kv = i.sampler ? i.sampler.slots * i.sampler.maxLength * c.numLayers * 2 * c.numKvHeads * c.headDim * F32 : 0;
   const base = fixed.reduce((s, l) => s + l.bytes, 0);
   const sampling = base + kv;
-  const kept = updateBytes(i, false);
-  const redone = updateBytes(i, true);
-  const slack = (b: number) => b * (1 + SLACK);
+  const kept = updateOf(i, false);
+  const redone = updateOf(i, true);
+  const slack = (b: number) => b * (1 + (wasm ? WASM_SLACK : SLACK));
   const fitsWith = (u: number, withKv: boolean) => limit === null || slack(base + u + (withKv ? kv : 0)) <= limit;
   // auto: recompute when kept activations do not fit, or when the tape would keep float32 copies of 16-bit
   // matrices worth more than the weights themselves (large models; a small model's copies cost nothing)
@@ -124,8 +198,8 @@ export function planMemory(i: PlanInput, limit: number | null): MemoryPlan {
   if (kv) lines.push({ what: "sampler KV cache", bytes: kv, note: `${i.sampler!.slots} sequences x ${i.sampler!.maxLength} tokens${releaseSampler ? "; freed before each update" : ""}` });
   lines.push(...upd.lines.map((l) => ({ ...l, what: `update: ${l.what}` })));
   const peak = slack(Math.max(sampling, update));
-  lines.push({ what: "allocator slack", bytes: peak - Math.max(sampling, update), note: `${SLACK * 100}% over the tensors alive` });
-  return { lines, sampling, update, peak, limit, recompute, releaseSampler };
+  lines.push({ what: "allocator slack", bytes: peak - Math.max(sampling, update), note: wasm ? `${WASM_SLACK * 100}% over the tensors alive (fragmentation, XNNPACK's buffers)` : `${SLACK * 100}% over the tensors alive` });
+  return { lines, sampling, update, peak, limit, limitName: wasm ? "in the wasm heap" : "on the device", recompute, releaseSampler };
 }
 
 const gb = (b: number) => `${(b / 1e9).toFixed(2)} GB`;
@@ -133,7 +207,7 @@ const gb = (b: number) => `${(b / 1e9).toFixed(2)} GB`;
 /** The plan as text, one line per entry, then the peak against the device. */
 export function formatPlan(p: MemoryPlan): string {
   const rows = p.lines.map((l) => `  ${l.what.padEnd(36)} ${gb(l.bytes).padStart(10)}  ${l.note}`);
-  const verdict = p.limit === null ? "device memory unknown (set T2S_GPU_MEMORY_GB to check the plan)" : `of ${gb(p.limit)} on the device${p.peak > p.limit ? ": does NOT fit" : ""}`;
+  const verdict = p.limit === null ? "device memory unknown (set T2S_GPU_MEMORY_GB to check the plan)" : `of ${gb(p.limit)} ${p.limitName}${p.peak > p.limit ? ": does NOT fit" : ""}`;
   rows.push(`  ${"peak".padEnd(36)} ${gb(p.peak).padStart(10)}  ${verdict}; gradient checkpointing ${p.recompute ? "on" : "off"}`);
   return `memory plan:\n${rows.join("\n")}`;
 }
@@ -147,13 +221,18 @@ export function assertPlanFits(p: MemoryPlan, i: PlanInput): void {
   let rows = i.microBatchRows;
   while (rows > 1 && planMemory({ ...i, microBatchRows: rows, gradientCheckpointing: p.recompute ? "on" : i.gradientCheckpointing }, p.limit).peak > p.limit) rows = Math.floor(rows / 2);
   const fitRows = planMemory({ ...i, microBatchRows: rows, gradientCheckpointing: p.recompute ? "on" : i.gradientCheckpointing }, p.limit).peak <= p.limit;
+  const wasm = i.backend === "wasm";
   const hints = [
-    fitRows && rows < i.microBatchRows ? `micro_batch_rows (now ${i.microBatchRows}; ${rows} fits)` : null,
+    fitRows && rows < i.microBatchRows ? `micro_batch_rows (now ${i.microBatchRows}; ${rows} fits)` : i.microBatchRows > 1 ? `micro_batch_rows (now ${i.microBatchRows})` : null,
+    // on wasm the attention scores grow with the square of the row: shorter rows are the other lever
+    wasm ? `the row length (now ${i.rowTokens} tokens: sampling.max_tokens, episode.max_context_tokens, shorter prompts)` : null,
     i.sampler ? `sampling.max_batch (now ${i.sampler.slots})` : null,
     !p.recompute ? "or set gradient_checkpointing on" : null,
-    i.packed ? null : "or load the weights 16-bit (weights_dtype bf16)",
+    i.packed || wasm ? null : "or load the weights 16-bit (weights_dtype bf16)",
+    wasm ? "or train on webgpu" : null,
   ].filter(Boolean);
-  throw new T2sError("memory_plan", `the run needs about ${gb(p.peak)} of device memory but the device has ${gb(p.limit)}; lower ${hints.join(", ")} (t2s train --plan prints the plan)`);
+  const has = wasm ? `the wasm heap holds at most ${gb(p.limit)}` : `the device has ${gb(p.limit)}`;
+  throw new T2sError("memory_plan", `the run needs about ${gb(p.peak)} of ${wasm ? "wasm heap" : "device memory"} but ${has}; lower ${hints.join(", ")} (t2s train --plan prints the plan)`);
 }
 
 /**

@@ -9,8 +9,10 @@ import type { CausalLM } from "../model/model.js";
 import type { ChatMessage } from "../policy/types.js";
 import { deviceMemoryBytes } from "../backend/device-memory.js";
 import type { TrainConfig } from "./config.js";
-import { planMemory, widestActivation, type MemoryPlan, type PlanInput } from "./memory-plan.js";
-import type { ModelTrainable } from "./trainable-model.js";
+import { firstScored, type TokenRow } from "./batching.js";
+import { commonPrefix } from "../model/prefix.js";
+import { planMemory, WASM_HEAP_BYTES, widestActivation, type MemoryPlan, type PlanInput } from "./memory-plan.js";
+import { MIN_SHARED_PREFIX, type ModelTrainable } from "./trainable-model.js";
 
 /** Prompts rendered to find the longest (a GRPO band holds hundreds of tasks of similar length). */
 const PROMPTS_MEASURED = 64;
@@ -28,18 +30,29 @@ export interface RunPlan {
 const round64 = (n: number) => Math.ceil(n / 64) * 64;
 
 /**
- * The plan for a run. `promptTokens` renders one opening's ids (GRPO), `rowTokens` gives SFT's longest
- * example; whichever applies to the mode is used.
+ * Tokens every row of a micro-batch shares at its start, which the trainer runs once (ModelTrainable):
+ * the common prefix of `rows`, a lower bound for any micro-batch drawn from them; 0 below MIN_SHARED_PREFIX.
  */
-export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTrainable, opts: { openings?: ChatMessage[][]; promptTokens?: (m: ChatMessage[]) => number; sftRowTokens?: number }): Promise<RunPlan> {
+function sharedPrefixOf(rows: number[][]): number {
+  const n = rows.length > 1 ? commonPrefix(rows) : 0;
+  return n >= MIN_SHARED_PREFIX ? n : 0;
+}
+
+/**
+ * The plan for a run. `promptIds` renders one opening's ids (GRPO), `sftRows` are SFT's examples (ids and
+ * loss mask); whichever applies to the mode is used.
+ */
+export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTrainable, opts: { openings?: ChatMessage[][]; promptIds?: (m: ChatMessage[]) => number[]; sftRows?: TokenRow[] }): Promise<RunPlan> {
   const c = model.config;
   const trainable = lm.trainableParams().reduce((s, p) => s + p.variable.size, 0);
   let rowTokens: number;
   let scored: number;
   let sampler: PlanInput["sampler"] = null;
   let rows: number;
+  let prefixRows: number[][];
   if (cfg.mode === "grpo") {
-    const longest = Math.max(1, ...(opts.openings ?? []).slice(0, PROMPTS_MEASURED).map((m) => opts.promptTokens!(m)));
+    prefixRows = (opts.openings ?? []).slice(0, PROMPTS_MEASURED).map((m) => opts.promptIds!(m));
+    const longest = prefixRows.reduce((m, ids) => Math.max(m, ids.length), 1);
     // a tool episode grows over turns up to its context budget; a single-style one by one turn
     const bound = cfg.episode.style === "tool" ? cfg.episode.max_context_tokens : Math.min(cfg.episode.max_context_tokens, Math.ceil(longest * 1.1) + cfg.sampling.max_tokens);
     rowTokens = Math.min(c.maxPositions, round64(bound));
@@ -49,8 +62,11 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
     rows = cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * c.vocabSize)));
     rows = Math.min(rows, episodes);
   } else {
-    rowTokens = Math.max(1, opts.sftRowTokens ?? 1);
-    scored = rowTokens;
+    const examples = opts.sftRows ?? [];
+    prefixRows = examples.map((e) => e.ids);
+    rowTokens = prefixRows.reduce((m, ids) => Math.max(m, ids.length), 1);
+    // a micro-batch's logits span from its rows' earliest scored position to its longest row's end (batching.ts)
+    scored = examples.length ? Math.max(1, rowTokens - 1 - examples.reduce((m, e) => Math.min(m, firstScored(e)), rowTokens)) : rowTokens;
     rows = Math.min(cfg.batch_size, cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * c.vocabSize))));
   }
   // no activation may pass max_tensor_elements either (WebGPU binds at most 2 GiB): the MLP's [tokens,
@@ -62,12 +78,17 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
   const input: PlanInput = {
     config: c, weightBytes, packed: (info?.packedBytes ?? 0) > 0, trainable, fullWeights: cfg.adapter === null,
     microBatchRows: rows, rowTokens, groupTokens, scoredTokens: scored, sampler, reference: cfg.mode === "grpo" && cfg.beta > 0, gradientCheckpointing: cfg.gradient_checkpointing,
+    backend: model.backend, sharedPrefix: rows > 1 ? sharedPrefixOf(prefixRows) : 0,
   };
-  // the device's memory matters on a GPU; the CPU backends use the host's, which the plan does not check
-  const limit = model.backend === "webgpu" ? deviceMemoryBytes() : null;
+  // the device's memory matters on a GPU, and wasm's one heap is capped at 4 GiB; the cpu backend uses the
+  // host's memory, which the plan does not check
+  const limit = model.backend === "webgpu" ? deviceMemoryBytes() : model.backend === "wasm" ? WASM_HEAP_BYTES : null;
   // micro_batch_rows 0: halve the rows until the plan fits (when the device's memory is known)
   if (!cfg.micro_batch_rows && limit !== null) {
-    while (input.microBatchRows > 1 && planMemory(input, limit).peak > limit) input.microBatchRows = Math.ceil(input.microBatchRows / 2);
+    while (input.microBatchRows > 1 && planMemory(input, limit).peak > limit) {
+      input.microBatchRows = Math.ceil(input.microBatchRows / 2);
+      if (input.microBatchRows === 1) input.sharedPrefix = 0;
+    }
   }
   return { plan: planMemory(input, limit), input, samplerLength: rowTokens, microBatchRows: input.microBatchRows };
 }

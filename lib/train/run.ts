@@ -10,7 +10,6 @@ import { join } from "node:path";
 import { ExecutorPool } from "../db/pool.js";
 import type { Executor } from "../db/types.js";
 import { T2sError } from "../core/errors.js";
-import { appendJsonl } from "../core/jsonl.js";
 import { promptTemplateHash, type PromptConfig } from "../episode/prompt.js";
 import { sqlToolSpec } from "../episode/tools.js";
 import { renderChat } from "../model/chat.js";
@@ -25,8 +24,9 @@ import { defaultEnv } from "../runs/env.js";
 import { runRollout } from "../runs/rollout.js";
 import { readTasks } from "../tasks/io.js";
 import type { Task } from "../tasks/types.js";
-import { selectTasks } from "../tasks/select.js";
+import { selectRunTasks, selectTasks, writeRunTasks } from "../tasks/select.js";
 import { checkpointStep, latestCheckpoint, removeTempCheckpoints } from "./checkpoint.js";
+import { appendTrainLog } from "./core.js";
 import { takeLock } from "../runs/lock.js";
 import { writeFileAtomic } from "../core/files.js";
 import { configChanges, type TrainConfig } from "./config.js";
@@ -80,7 +80,7 @@ export interface RunSummary {
 
 /** The tasks a run trains on, out of all tasks of its file: split, then band, then `limit` (as `t2s benchmark` selects them). */
 export function chooseTasks(cfg: TrainConfig, all: Task[]): Task[] {
-  const tasks = selectTasks(all, cfg.split === "all" ? undefined : cfg.split, cfg.limit ?? undefined, cfg.band ?? undefined);
+  const tasks = selectRunTasks(all, cfg);
   if (tasks.length === 0) {
     throw new T2sError("no_tasks", `no tasks left to train on in ${cfg.tasks} (split '${cfg.split}'${cfg.band ? `, band [${cfg.band.lo}, ${cfg.band.hi}] of ${cfg.band.rows}` : ""})`);
   }
@@ -223,8 +223,8 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
   const examples = cfg.mode === "sft" ? (fromConversations ? conversations.map((c) => conversationExample(tok, c)) : await sftExamples(model, tasks, cfg, (t) => planEnv.opening(t))) : [];
   const planned = await planRun(cfg, model, lm, {
     openings: cfg.mode === "grpo" ? await Promise.all(tasks.slice(0, 64).map((t) => planEnv.opening(t))) : undefined,
-    promptTokens: (m) => tok.encode(renderChat(tok, m, { tools, addGenerationPrompt: true }), { addSpecialTokens: false }).length,
-    sftRowTokens: Math.max(1, ...examples.map((e) => e.ids.length)),
+    promptIds: (m) => tok.encode(renderChat(tok, m, { tools, addGenerationPrompt: true }), { addSpecialTokens: false }),
+    sftRows: examples,
   });
   for (const line of formatPlan(planned.plan).split("\n")) hooks.onNote?.(line);
   if (hooks.planOnly) {
@@ -233,6 +233,8 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
     return { mode: cfg.mode, output_dir: cfg.output_dir, steps: 0, resumed_from: 0, tasks: tasks.length, backend: model.backend, final: null, steps_done: 0, stopped_early: false, last: null, planned: true };
   }
   assertPlanFits(planned.plan, planned.input);
+  // which tasks this run trains on, for the serving check to score the same ones (lib/report/serving.ts)
+  if (!fromConversations) writeRunTasks(cfg.output_dir, cfg.tasks, cfg, tasks);
   lm.recompute = planned.plan.recompute;
   lm.maxActivationElements = cfg.max_tensor_elements;
   const common = {
@@ -294,7 +296,7 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
     if (hooks.resume) hooks.onNote?.(resumedFrom ? `resuming after step ${resumedFrom}` : "no checkpoint to resume from; starting at step 0");
     if (change) {
       // after resume(), which rewrites the log up to the checkpoint, so the record lands in order
-      appendJsonl(join(cfg.output_dir, "train_log.jsonl"), [{ event: "config_changed", at_step: change.atStep, changed: change.changed, previous_config: change.previous, time: new Date().toISOString() }]);
+      appendTrainLog(join(cfg.output_dir, "train_log.jsonl"), { event: "config_changed", at_step: change.atStep, changed: change.changed, previous_config: change.previous, time: new Date().toISOString() });
       hooks.onWarning?.(`resuming at step ${change.atStep} with a changed config (${change.changed.join("; ")}); the old one is kept as ${change.previous}`);
     }
     const records = await trainer.train();

@@ -70,7 +70,7 @@ export function makeFullTrainable(model: CausalLM): NamedVariable[] {
  * Shortest common prefix worth running once per micro-batch: below it, the extra decoder call costs more
  * than the repeated prefix tokens it saves.
  */
-const MIN_SHARED_PREFIX = 16;
+export const MIN_SHARED_PREFIX = 16;
 
 export class ModelTrainable implements TrainableLM {
   readonly vocabSize: number;

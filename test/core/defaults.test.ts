@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { repoRoot as ROOT } from "../helpers.js";
-import { SHARED_SETTINGS, sharedSettingsMarkdown } from "../../lib/core/defaults.js";
+import { SHARED_SETTINGS, settingFromEnv, sharedSettingsMarkdown } from "../../lib/core/defaults.js";
+import { serviceApiKey } from "../../lib/envserve/access.js";
 import { defaultOf } from "../../lib/train/settings.js";
 
 const LIB = join(ROOT, "lib");
@@ -111,6 +112,21 @@ test("the scan sees the copies this table replaced, and no prose", () => {
   assert.deepEqual(probe("    const mu = o.mu ?? 1;"), ["mu"]);
   assert.deepEqual(probe("  /** Tool calls per episode (default 5). */\n  // maxToolCalls ?? 5"), []);
   assert.deepEqual(probe("  if (a.maxToolCalls == 5) return;"), []);
+});
+
+test("T2S_API_KEY is read through the settings table only (policy and env serve alike)", () => {
+  // a read of the variable: process.env.T2S_API_KEY, env.T2S_API_KEY, env["T2S_API_KEY"]; its name in a message is no read
+  const read: Rule = { what: "T2S_API_KEY", home: CORE, names: /T2S_API_KEY/, literal: /\.T2S_API_KEY\b|\[\s*["'`]T2S_API_KEY["'`]\s*\]/, nowhere: true };
+  assert.deepEqual(sites(read, LIB_FILES), [], "read it with settingFromEnv(\"api_key\") (lib/core/defaults.ts)");
+  assert.equal(SHARED_SETTINGS.api_key.env, "T2S_API_KEY");
+  assert.equal(settingFromEnv("api_key", { T2S_API_KEY: "k1", OPENAI_API_KEY: "k2" }), "k1");
+  assert.equal(settingFromEnv("api_key", {}), undefined);
+  assert.equal(serviceApiKey("127.0.0.1", undefined, { T2S_API_KEY: "k1" }), "k1", "env serve requires the table's variable");
+  assert.throws(() => serviceApiKey("0.0.0.0", undefined, { OPENAI_API_KEY: "k2" }), /--api-key/, "and not a client's OpenAI key");
+  const probe = (text: string) => sites(read, [{ path: "lib/x.ts", text }]).length;
+  assert.equal(probe("    this.apiKey = opts.apiKey ?? process.env.T2S_API_KEY ?? process.env.OPENAI_API_KEY;"), 1);
+  assert.equal(probe("  const key = flag ?? (env.T2S_API_KEY || undefined);"), 1);
+  assert.equal(probe('    throw new UsageError("give --api-key KEY (or set T2S_API_KEY)");'), 0);
 });
 
 test("docs/architecture.md's shared-settings table is the table's", () => {

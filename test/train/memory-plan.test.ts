@@ -5,11 +5,13 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
-import { assertPlanFits, formatPlan, planMemory, poolRoom, type PlanInput } from "../../lib/train/memory-plan.js";
+import { assertPlanFits, formatPlan, planMemory, poolRoom, WASM_HEAP_BYTES, type PlanInput } from "../../lib/train/memory-plan.js";
+import { readConfig } from "../../lib/model/config.js";
+import { tinyTrainingWorld } from "./tiny-world.js";
 import { isT2sError } from "../../lib/core/errors.js";
 import { MODEL_SHAPES } from "../../lib/model/shapes.js";
 
@@ -84,4 +86,62 @@ test("a row group bounds the recomputed layer's line, and the pool keeps no more
   assert.equal(poolRoom(grouped, 24 * GB), Math.min(24 * GB, 80 * GB - grouped.peak));
   assert.equal(poolRoom({ ...grouped, limit: null }, 24 * GB), 24 * GB);
   assert.equal(poolRoom({ ...grouped, limit: grouped.peak - 1 }, 24 * GB), 0);
+});
+
+/**
+ * Measured with `npm run bench:wasm-memory` (one GRPO update in a fresh process, every row its own prompt,
+ * r8 LoRA on q/k/v/o): the peak bytes of tensors in the wasm heap during the step, and the heap afterwards.
+ */
+const WASM_MEASURED: Array<{ model: string; rows: number; prompt: number; reply: number; recompute: boolean; tensors: number; heap: number }> = [
+  { model: "data/models/shop-sql-4m", rows: 2, prompt: 192, reply: 64, recompute: false, tensors: 434684772, heap: 539820032 },
+  { model: "data/models/shop-sql-4m", rows: 8, prompt: 192, reply: 64, recompute: false, tensors: 1577612160, heap: 1677000704 },
+  { model: "data/models/shop-sql-4m", rows: 4, prompt: 448, reply: 64, recompute: false, tensors: 1868484120, heap: 1908473856 },
+  { model: "data/models/shop-sql-4m", rows: 2, prompt: 448, reply: 256, recompute: false, tensors: 1490955428, heap: 1600454656 },
+  { model: "data/models/shop-sql-4m", rows: 2, prompt: 960, reply: 64, recompute: false, tensors: 2490732580, heap: 2525691904 },
+  { model: "data/models/shop-sql-4m", rows: 2, prompt: 960, reply: 64, recompute: true, tensors: 751742168, heap: 905183232 },
+  { model: "test/fixtures/model/qwen2", rows: 2, prompt: 960, reply: 64, recompute: false, tensors: 776003420, heap: 868286464 },
+  { model: "test/fixtures/model/qwen2", rows: 4, prompt: 704, reply: 256, recompute: false, tensors: 1382999360, heap: 1519321088 },
+];
+
+test("on wasm the plan counts what the heap really holds: the ops' tape, the attention scores, the logits", () => {
+  for (const m of WASM_MEASURED) {
+    const c = readConfig(resolve(m.model));
+    const weights = c.vocabSize * c.hiddenSize + c.numLayers * (c.hiddenSize * (c.numHeads + 2 * c.numKvHeads) * c.headDim + c.numHeads * c.headDim * c.hiddenSize + 3 * c.hiddenSize * c.intermediateSize);
+    const lora = c.numLayers * 8 * 2 * (2 * c.hiddenSize + c.numHeads * c.headDim + c.numKvHeads * c.headDim);
+    const p = planMemory({
+      config: c, weightBytes: weights * 4, packed: false, trainable: lora, fullWeights: false, microBatchRows: m.rows, rowTokens: m.prompt + m.reply,
+      scoredTokens: m.reply, sampler: null, reference: false, gradientCheckpointing: m.recompute ? "on" : "off", backend: "wasm", sharedPrefix: 0,
+    }, WASM_HEAP_BYTES);
+    const what = `${m.model} ${m.rows}x${m.prompt}+${m.reply}${m.recompute ? " recomputed" : ""}`;
+    // the tensors within 10% of the plan's, and the heap (tensors and the allocator's own) under its peak
+    // where the heap is large enough that its growth steps (a fifth at a time) are not what it shows
+    assert.ok(m.tensors / p.update > 0.9 && m.tensors / p.update < 1.1, `${what}: tensors ${m.tensors} vs planned ${p.update}`);
+    if (m.heap > 0.8 * GB) assert.ok(m.heap < p.peak, `${what}: heap ${m.heap} vs planned peak ${p.peak}`);
+    assert.match(formatPlan(p), /of 4\.29 GB in the wasm heap/);
+  }
+});
+
+test("a wasm run the plan says will not fit is refused before it starts, naming what to lower", async () => {
+  const dir = tinyTrainingWorld("t2s-wasm-plan-");
+  const config = join(dir, "grpo.json");
+  // 8 rows of a 1,024-token budget on a prompt of ~290 tokens, every layer's attention scores kept
+  writeFileSync(config, JSON.stringify({
+    model: "model", tasks: "tasks.jsonl", output_dir: "out", seed: 1, steps: 1, prompts_per_step: 1, group_size: 8, micro_batch_rows: 8,
+    adapter: { r: 2, alpha: 4 }, gradient_checkpointing: "off", sampling: { max_tokens: 1024 },
+  }));
+  const plan = spawnSync(process.execPath, [resolve("bin/t2s.js"), "train", "grpo", "--config", config, "--plan", "--backend", "wasm"], { encoding: "utf8" });
+  assert.equal(plan.status, 0, plan.stderr);
+  assert.match(plan.stdout, /update: attention scores .* 8 rows x \d+ tokens/);
+  assert.match(plan.stdout, /peak +\d+\.\d+ GB +of 4\.29 GB in the wasm heap: does NOT fit/);
+  const run = spawnSync(process.execPath, [resolve("bin/t2s.js"), "train", "grpo", "--config", config, "--backend", "wasm"], { encoding: "utf8" });
+  assert.equal(run.status, 1);
+  const errors = run.stderr.split("\n").filter((l) => l.startsWith("error"));
+  assert.equal(errors.length, 1, run.stderr);
+  assert.match(errors[0], /^error \[memory_plan\]: the run needs about \d+\.\d+ GB of wasm heap but the wasm heap holds at most 4\.29 GB; lower micro_batch_rows \(now 8; 4 fits\), the row length \(now \d+ tokens/);
+  assert.match(errors[0], /gradient_checkpointing on/);
+  assert.equal(existsSync(join(dir, "out", "train_log.jsonl")), false, "no step was taken");
+  // with layers recomputed (gradient_checkpointing auto picks it) the same run fits
+  writeFileSync(config, JSON.stringify({ ...JSON.parse(readFileSync(config, "utf8")), gradient_checkpointing: "auto" }));
+  const auto = spawnSync(process.execPath, [resolve("bin/t2s.js"), "train", "grpo", "--config", config, "--plan", "--backend", "wasm"], { encoding: "utf8" });
+  assert.match(auto.stdout, /of 4\.29 GB in the wasm heap; gradient checkpointing on/);
 });
