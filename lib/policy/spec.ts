@@ -9,7 +9,10 @@ import { readScript, scriptedPolicy } from "./scripted.js";
 import type { Policy } from "./types.js";
 
 /** Options every factory receives; each uses what applies to it. */
-export interface PolicyOptions extends OpenAIPolicyOptions {}
+export interface PolicyOptions extends OpenAIPolicyOptions {
+  /** tfjs: load an adapter recorded for another base (`--allow-base-mismatch`; default refused). */
+  allowBaseMismatch?: boolean;
+}
 
 /** Makes a policy from the part after "<kind>:"; may be async (loading weights). */
 export type PolicyFactory = (rest: string, opts: PolicyOptions) => Policy | Promise<Policy>;

@@ -62,11 +62,16 @@ export function chatPolicy(engine: ChatEngine, ident: { name: string; model: str
 }
 
 /** Returns a Policy that samples the local model (plus adapter) in this process. */
-export async function tfjsPolicy(rest: string, opts: { backend?: string } = {}): Promise<Policy> {
+export async function tfjsPolicy(rest: string, opts: { backend?: string; allowBaseMismatch?: boolean } = {}): Promise<Policy> {
   const { modelDir, adapterDir } = parseTfjsSpec(rest);
   const base = await loadModel(modelDir, { backend: opts.backend });
   let served: CausalLM = base;
-  if (adapterDir) served = mergedModel(base, adapterDir);
+  try {
+    if (adapterDir) served = await mergedModel(base, adapterDir, { allowBaseMismatch: opts.allowBaseMismatch });
+  } catch (e) {
+    base.dispose();
+    throw e;
+  }
   const engine = new ChatEngine(served);
   return {
     ...chatPolicy(engine, { name: `tfjs:${rest}`, model: base.name, adapter: adapterDir }, served.name),
@@ -77,4 +82,4 @@ export async function tfjsPolicy(rest: string, opts: { backend?: string } = {}):
   };
 }
 
-registerPolicyKind("tfjs", (rest) => tfjsPolicy(rest));
+registerPolicyKind("tfjs", (rest, opts) => tfjsPolicy(rest, { allowBaseMismatch: opts.allowBaseMismatch }));

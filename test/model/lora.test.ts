@@ -29,7 +29,7 @@ for (const [base, adapter] of [["llama", "llama-lora"], ["qwen2", "qwen2-lora"]]
       const plain = await model.logitsOf(s.ids);
       assert.ok(maxAbsDiff(baseRef.sequences[i].logits, plain) < 1e-4);
     }
-    const merged = mergedModel(model, fixtureDir(adapter));
+    const merged = await mergedModel(model, fixtureDir(adapter));
     for (const s of ref.merged.sequences) assert.ok(maxAbsDiff(s.logits, await merged.logitsOf(s.ids)) < 1e-4);
     merged.dispose();
     detachAdapter(model, "a");
