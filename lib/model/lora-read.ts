@@ -227,10 +227,11 @@ export function* recordOfBase(base: LoraBase): Io<BaseRecord | null> {
 
 /**
  * The steps that read adapter folder `dir` for `base` (see the module comment); `visit` gets each pair's
- * data in turn (none: nothing but the header is read, as `t2s adapter check` needs). Run them with
+ * data in turn, and may return steps of its own (none: nothing but the header is read, as `t2s adapter
+ * check` needs). Run them with
  * runSync or runAsync (adapter-files.ts).
  */
-export function* readAdapterSteps(dir: string, base: LoraBase, opts: AdapterLoadOptions = {}, visit?: (pair: LoadedPair) => void): Io<AdapterPlan> {
+export function* readAdapterSteps(dir: string, base: LoraBase, opts: AdapterLoadOptions = {}, visit?: (pair: LoadedPair) => Io<void> | void): Io<AdapterPlan> {
   const roots = opts.roots?.length ? yield* realRoots(opts.roots) : undefined;
   if (opts.roots?.length && !roots!.length) throw new T2sError("outside_roots", `none of the server's adapter folders (--lora-root) exists`);
   const limits = opts.limits;
@@ -275,7 +276,8 @@ export function* readAdapterSteps(dir: string, base: LoraBase, opts: AdapterLoad
         };
         const a = yield* half(p.a);
         const b = yield* half(p.b);
-        visit({ layer: p.layer, module: p.module, a, b, scale: p.scale });
+        const work = visit({ layer: p.layer, module: p.module, a, b, scale: p.scale });
+        if (work) yield* work;
         opts.onProgress?.(i + 1, pairs.length);
         yield* pause();
       }

@@ -9,11 +9,11 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
 import type { DecoderWeights, LayerWeights, Linear, LoraPair } from "./decoder.js";
-import { dense } from "./packed.js";
+import { dense, type WeightMatrix } from "./packed.js";
 import { CausalLM, type AttachedAdapter } from "./model.js";
 import { peftLoraKey } from "./lora-layout.js";
-import { writeSafetensors } from "./safetensors.js";
-import { runAsync, runSync } from "./adapter-files.js";
+import { writeSafetensors, type FloatTensor } from "./safetensors.js";
+import { pause, runAsync, runSync, type Io } from "./adapter-files.js";
 import { recordMetadata } from "./base-record.js";
 import { MODULES, readAdapterSteps, recordOfBase, type AdapterConfig, type AdapterLoadOptions, type AdapterPlan, type LoraBase } from "./lora-read.js";
 import { tf } from "../backend/tf.js";
@@ -68,6 +68,14 @@ export function attachAdapter(model: CausalLM, dir: string, opts: { name?: strin
   const info = describe(name, abs, plan.config, plan.pairs);
   model.adapters.set(name, info);
   return info;
+}
+
+/**
+ * Checks an adapter folder against a model as every load does (files, names, shapes, the recorded base)
+ * without reading its tensors; returns what it found (throws what a load would throw).
+ */
+export function inspectAdapter(model: CausalLM, dir: string, opts: AdapterLoadOptions = {}): AdapterPlan {
+  return runSync(readAdapterSteps(resolve(dir), loraBase(model), opts));
 }
 
 /**
@@ -179,6 +187,37 @@ export function detachAdapter(model: CausalLM, name: string): void {
 }
 
 /**
+ * Multiply-adds computed between two turns of the event loop at most when folding a pair in (2^24: tens of
+ * milliseconds on the CPU backend): a pair of a large module and a high rank is folded in row blocks.
+ */
+const MERGE_CHUNK_MACS = 2 ** 24;
+
+/** W + s·B·A as a new float32 matrix, in row blocks with a pause between them when the product is large. */
+function* mergedWeight(w: WeightMatrix, a: FloatTensor, b: FloatTensor, scale: number): Io<tf.Tensor2D> {
+  const [out, r] = b.shape;
+  const inp = a.shape[1];
+  const rowsPer = Math.max(1, Math.floor(MERGE_CHUNK_MACS / Math.max(1, inp * r)));
+  const A = tf.tensor2d(a.data, a.shape as [number, number]);
+  const B = tf.tensor2d(b.data, b.shape as [number, number]);
+  const W = dense(w);
+  const parts: tf.Tensor2D[] = [];
+  let merged: tf.Tensor2D | null = null;
+  try {
+    for (let row = 0; row < out; row += rowsPer) {
+      const rows = Math.min(rowsPer, out - row);
+      parts.push(tf.tidy(() => tf.add(rows === out ? W : tf.slice(W, [row, 0], [rows, inp]), tf.mul(tf.matMul(rows === out ? B : tf.slice(B, [row, 0], [rows, r]), A), scale))) as tf.Tensor2D);
+      if (row + rows < out) yield* pause();
+    }
+    merged = parts.length === 1 ? parts[0] : (tf.concat(parts, 0) as tf.Tensor2D);
+    return merged;
+  } finally {
+    tf.dispose(parts.filter((p) => p !== merged));
+    tf.dispose([A, B]);
+    if ((W as unknown) !== w) W.dispose();
+  }
+}
+
+/**
  * Returns a new model whose weights have the adapter folded in (W + s·B·A) for serving; the base model is
  * untouched and the two share every tensor the adapter does not change. `name` defaults to the folder name.
  * Reads off the event loop, one pair at a time with a turn of the loop between pairs, as every load does
@@ -189,10 +228,10 @@ export async function mergedModel(base: CausalLM, dir: string, opts: { name?: st
   const owned = new Set<tf.Tensor>();
   const layers: LayerWeights[] = base.weights.layers.map((l) => ({ ...l }));
   try {
-    await runAsync(readAdapterSteps(abs, loraBase(base), opts, (p) => {
+    await runAsync(readAdapterSteps(abs, loraBase(base), opts, function* (p) {
       const field = MODULES[p.module].field;
       const lin = layers[p.layer][field] as Linear;
-      const weight = tf.tidy(() => tf.add(dense(lin.weight), tf.mul(tf.matMul(tf.tensor2d(p.b.data, p.b.shape as [number, number]), tf.tensor2d(p.a.data, p.a.shape as [number, number])), p.scale))) as tf.Tensor2D;
+      const weight = yield* mergedWeight(lin.weight, p.a, p.b, p.scale);
       owned.add(weight);
       (layers[p.layer] as unknown as Record<string, Linear>)[field] = { weight, bias: lin.bias };
     }));

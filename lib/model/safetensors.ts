@@ -7,7 +7,7 @@
  * float32; writes can narrow again. Sharded checkpoints (`model.safetensors.index.json`) are read through
  * their weight map.
  */
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { writeFileAtomic } from "../core/files.js";
 import { basename, join } from "node:path";
 import { T2sError } from "../core/errors.js";
@@ -191,6 +191,13 @@ export function readSafetensorsHeader(file: string): Record<string, { dtype: str
   return out;
 }
 
+/** The `__metadata__` strings of a safetensors file (its header only is read). */
+export function readSafetensorsMetadata(file: string): Record<string, string> {
+  const f = SafetensorsFile.open(file);
+  f.close();
+  return f.metadata;
+}
+
 /** One tensor as stored: its dtype, shape and little-endian bytes (F32, F16 or BF16). */
 export interface RawTensor {
   shape: number[];
@@ -201,6 +208,7 @@ export interface RawTensor {
 /** An open safetensors file: its validated header entries, read one tensor at a time by offset. */
 class SafetensorsFile {
   readonly entries: Record<string, HeaderEntry>;
+  readonly metadata: Record<string, string>;
   private readonly dataStart: number;
   private readonly dataLen: number;
 
@@ -212,13 +220,20 @@ class SafetensorsFile {
     if (json.length) readSync(fd, json, 0, json.length, 8);
     const parsed = parseHeaderJson(json, file, size);
     this.entries = parsed.entries;
+    this.metadata = parsed.metadata;
     this.dataStart = parsed.dataStart;
     this.dataLen = parsed.dataLen;
   }
 
   static open(file: string): SafetensorsFile {
     if (!existsSync(file)) throw new T2sError("missing_file", `${file} does not exist`);
-    const fd = openSync(file, "r");
+    // a FIFO or a device would block open() or stream forever: only regular files are opened
+    if (!statSync(file).isFile()) throw new T2sError("not_regular_file", `${file} is not a regular file (a folder, FIFO, socket or device is never read)`);
+    const fd = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+    if (!fstatSync(fd).isFile()) {
+      closeSync(fd);
+      throw new T2sError("not_regular_file", `${file} is not a regular file`);
+    }
     try {
       return new SafetensorsFile(file, fd);
     } catch (e) {
@@ -297,6 +312,7 @@ export function readSafetensors(file: string, only?: Set<string>): Map<string, F
 export function readWeightMap(dir: string): Record<string, string> | null {
   const index = join(dir, "model.safetensors.index.json");
   if (!existsSync(index)) return null;
+  if (!statSync(index).isFile()) throw new T2sError("not_regular_file", `${index} is not a regular file`);
   return parseWeightMap(readFileSync(index), index);
 }
 

@@ -16,6 +16,7 @@ import { mergedModel } from "../../lib/model/lora.js";
 import { ADAPTER_LIMITS } from "../../lib/model/lora-read.js";
 import { readSafetensors, writeSafetensors } from "../../lib/model/safetensors.js";
 import { startServer, type RunningServer } from "../../lib/serve/server.js";
+import { runCli } from "../helpers.js";
 import { fixtureDir } from "../model/fixtures.js";
 
 const SECRET = "root:x:0:0:SECRET-CONTENT-7f3a";
@@ -224,4 +225,17 @@ test("a large adapter loads off the event loop (/health answers between its pair
     const healthBetween = Number(events[events.length - 1].split(" health ")[1]) - Number(events[0].split(" health ")[1]);
     assert.ok(healthBetween >= 1, `no /health answer between the first and the last pair: ${events.join(", ")}`);
   });
+});
+
+test("t2s serve's caps reach its adapters: an adapter over --max-lora-rank or --max-lora-bytes stops the start with one error line", HANG_GUARD, async () => {
+  const args = ["serve", "--model", fixtureDir("qwen2"), "--adapter", `sql=${fixtureDir("qwen2-lora")}`, "--port", "0", "--backend", "cpu"];
+  const rank = await runCli([...args, "--max-lora-rank", "1"]);
+  assert.equal(rank.code, 1);
+  assert.match(rank.stderr, /^error \[rank_too_large\]: .*--max-lora-rank raises it/m);
+  const bytes = await runCli([...args, "--max-lora-bytes", "1000"]);
+  assert.equal(bytes.code, 1);
+  assert.match(bytes.stderr, /^error \[file_too_large\]: .*adapter_model\.safetensors is \d+ bytes, over the limit of 1000 \(--max-lora-bytes raises it\)/m);
+  const config = await runCli([...args, "--max-lora-config-bytes", "10"]);
+  assert.equal(config.code, 1);
+  assert.match(config.stderr, /^error \[file_too_large\]: .*adapter_config\.json is \d+ bytes, over the limit of 10 \(--max-lora-config-bytes raises it\)/m);
 });
