@@ -18,7 +18,7 @@ import { expectedShapes, type ModelConfig } from "./config.js";
 import { closeFile, openRegularFile, pause, readAt, readWholeFile, realPath, type Io, type OpenedFile } from "./adapter-files.js";
 import { baseDifferences, baseMismatchError, baseRecordSteps, readHeaderOf, recordInMetadata, type BaseRecord } from "./base-record.js";
 import { parseLoraKey } from "./lora-layout.js";
-import { jsonErrorPosition, tensorSpan, widenRaw, type FloatTensor, type SafetensorsHeader, type TensorSpan } from "./safetensors.js";
+import { assertFinite, decode, jsonErrorPosition, tensorSpan, type FloatTensor, type SafetensorsHeader, type TensorSpan } from "./safetensors.js";
 
 /** The modules the kit places LoRA on, with their group in the PEFT path and their field in a decoder layer. */
 export const MODULES: Record<string, { group: "self_attn" | "mlp"; field: keyof LayerWeights }> = {
@@ -226,10 +226,35 @@ export function* recordOfBase(base: LoraBase): Io<BaseRecord | null> {
 }
 
 /**
+ * Bytes of a tensor read, widened and checked between two turns of the event loop at most (4 MiB: a few
+ * milliseconds of copying), so a large tensor never holds the loop for long.
+ */
+const READ_PIECE_BYTES = 4 * 1024 * 1024;
+
+/** One tensor of an opened adapter file, widened to float32 piece by piece (non-finite values refused). */
+function* readTensor(w: OpenedFile, header: SafetensorsHeader, t: TensorSpan & { key: string }): Io<FloatTensor> {
+  const bytesPer = t.count ? (t.end - t.begin) / t.count : 4;
+  const perPiece = Math.max(1, Math.floor(READ_PIECE_BYTES / bytesPer));
+  const data = new Float32Array(t.count);
+  for (let at = 0; at < t.count; at += perPiece) {
+    const n = Math.min(perPiece, t.count - at);
+    const bytes = yield* readAt(w, header.dataStart + t.begin + at * bytesPer, n * bytesPer);
+    if (bytes.length < n * bytesPer) throw new T2sError("bad_safetensors", `${w.shown}: tensor ${t.key}: the file ended while reading it (truncated?)`);
+    const piece = decode(bytes, 0, n, t.dtype, data.subarray(at, at + n));
+    try {
+      assertFinite(piece, t.key, w.shown);
+    } catch {
+      assertFinite(data.subarray(0, at + n), t.key, w.shown); // the message counts from the tensor's start
+    }
+    if (at + n < t.count) yield* pause();
+  }
+  return { shape: t.shape, data, dtype: t.dtype };
+}
+
+/**
  * The steps that read adapter folder `dir` for `base` (see the module comment); `visit` gets each pair's
  * data in turn, and may return steps of its own (none: nothing but the header is read, as `t2s adapter
- * check` needs). Run them with
- * runSync or runAsync (adapter-files.ts).
+ * check` needs). Run them with runSync or runAsync (adapter-files.ts).
  */
 export function* readAdapterSteps(dir: string, base: LoraBase, opts: AdapterLoadOptions = {}, visit?: (pair: LoadedPair) => Io<void> | void): Io<AdapterPlan> {
   const roots = opts.roots?.length ? yield* realRoots(opts.roots) : undefined;
@@ -239,7 +264,7 @@ export function* readAdapterSteps(dir: string, base: LoraBase, opts: AdapterLoad
   const wFile = join(dir, "adapter_model.safetensors");
   let cfgBytes: Buffer;
   try {
-    cfgBytes = yield* readWholeFile(cfgFile, cfgFile, { roots, maxBytes: limits?.configBytes, limitName: "--max-lora-config-bytes" });
+    cfgBytes = yield* readWholeFile(cfgFile, cfgFile, { roots, maxBytes: limits?.configBytes, limitName: ADAPTER_LIMIT_FLAGS.configBytes });
   } catch (e) {
     if (e instanceof T2sError && e.code === "missing_file") throw new T2sError("missing_file", `${dir} has no adapter_config.json (is it a PEFT adapter folder?)`);
     throw e;
@@ -247,7 +272,7 @@ export function* readAdapterSteps(dir: string, base: LoraBase, opts: AdapterLoad
   const config = parseAdapterConfig(cfgBytes, cfgFile);
   let w: OpenedFile;
   try {
-    w = yield* openRegularFile(wFile, wFile, { roots, maxBytes: limits?.weightsBytes, limitName: "--max-lora-bytes" });
+    w = yield* openRegularFile(wFile, wFile, { roots, maxBytes: limits?.weightsBytes, limitName: ADAPTER_LIMIT_FLAGS.weightsBytes });
   } catch (e) {
     if (e instanceof T2sError && e.code === "missing_file") throw new T2sError("missing_file", `${dir} has no adapter_model.safetensors`);
     throw e;
@@ -269,13 +294,8 @@ export function* readAdapterSteps(dir: string, base: LoraBase, opts: AdapterLoad
     }
     if (visit) {
       for (const [i, p] of pairs.entries()) {
-        const half = function* (t: TensorSpan & { key: string }): Io<FloatTensor> {
-          const bytes = yield* readAt(w, header.dataStart + t.begin, t.end - t.begin);
-          if (bytes.length < t.end - t.begin) throw new T2sError("bad_safetensors", `${wFile}: tensor ${t.key}: the file ended while reading it (truncated?)`);
-          return widenRaw({ shape: t.shape, dtype: t.dtype, bytes }, t.key, wFile);
-        };
-        const a = yield* half(p.a);
-        const b = yield* half(p.b);
+        const a = yield* readTensor(w, header, p.a);
+        const b = yield* readTensor(w, header, p.b);
         const work = visit({ layer: p.layer, module: p.module, a, b, scale: p.scale });
         if (work) yield* work;
         opts.onProgress?.(i + 1, pairs.length);

@@ -187,10 +187,11 @@ export function detachAdapter(model: CausalLM, name: string): void {
 }
 
 /**
- * Multiply-adds computed between two turns of the event loop at most when folding a pair in (2^24: tens of
- * milliseconds on the CPU backend): a pair of a large module and a high rank is folded in row blocks.
+ * Multiply-adds computed between two turns of the event loop at most when folding a pair in (2^22: a few
+ * milliseconds on wasm, about ten on the CPU backend, on an idle core): a pair of a large module and a high
+ * rank is folded in row blocks.
  */
-const MERGE_CHUNK_MACS = 2 ** 24;
+const MERGE_CHUNK_MACS = 2 ** 22;
 
 /** W + s·B·A as a new float32 matrix, in row blocks with a pause between them when the product is large. */
 function* mergedWeight(w: WeightMatrix, a: FloatTensor, b: FloatTensor, scale: number): Io<tf.Tensor2D> {
@@ -198,21 +199,22 @@ function* mergedWeight(w: WeightMatrix, a: FloatTensor, b: FloatTensor, scale: n
   const inp = a.shape[1];
   const rowsPer = Math.max(1, Math.floor(MERGE_CHUNK_MACS / Math.max(1, inp * r)));
   const A = tf.tensor2d(a.data, a.shape as [number, number]);
-  const B = tf.tensor2d(b.data, b.shape as [number, number]);
   const W = dense(w);
   const parts: tf.Tensor2D[] = [];
   let merged: tf.Tensor2D | null = null;
   try {
     for (let row = 0; row < out; row += rowsPer) {
       const rows = Math.min(rowsPer, out - row);
-      parts.push(tf.tidy(() => tf.add(rows === out ? W : tf.slice(W, [row, 0], [rows, inp]), tf.mul(tf.matMul(rows === out ? B : tf.slice(B, [row, 0], [rows, r]), A), scale))) as tf.Tensor2D);
+      // only this block's rows of B go to the device, never a copy of the whole matrix at once
+      const Brows = b.data.subarray(row * r, (row + rows) * r);
+      parts.push(tf.tidy(() => tf.add(rows === out ? W : tf.slice(W, [row, 0], [rows, inp]), tf.mul(tf.matMul(tf.tensor2d(Brows, [rows, r]), A), scale))) as tf.Tensor2D);
       if (row + rows < out) yield* pause();
     }
     merged = parts.length === 1 ? parts[0] : (tf.concat(parts, 0) as tf.Tensor2D);
     return merged;
   } finally {
     tf.dispose(parts.filter((p) => p !== merged));
-    tf.dispose([A, B]);
+    A.dispose();
     if ((W as unknown) !== w) W.dispose();
   }
 }

@@ -44,9 +44,12 @@ export function halfToFloatTable(): Float32Array {
   return (halfTable = t);
 }
 
-/** Widens `count` stored values of `dtype` starting at byte `start` of `buf` to float32 (no finiteness check). */
-export function decode(buf: Buffer, start: number, count: number, dtype: StDtype): Float32Array {
-  const out = new Float32Array(count);
+/**
+ * Widens `count` stored values of `dtype` starting at byte `start` of `buf` to float32 (no finiteness
+ * check), into `into` when given (a view of `count` floats, e.g. a subarray of a larger tensor).
+ */
+export function decode(buf: Buffer, start: number, count: number, dtype: StDtype, into?: Float32Array): Float32Array {
+  const out = into ?? new Float32Array(count);
   if (dtype === "F32") {
     if ((buf.byteOffset + start) % 4 === 0) out.set(new Float32Array(buf.buffer, buf.byteOffset + start, count));
     else for (let i = 0; i < count; i++) out[i] = buf.readFloatLE(start + 4 * i);
@@ -56,7 +59,7 @@ export function decode(buf: Buffer, start: number, count: number, dtype: StDtype
   if ((buf.byteOffset + start) % 2 === 0) u16.set(new Uint16Array(buf.buffer, buf.byteOffset + start, count));
   else for (let i = 0; i < count; i++) u16[i] = buf.readUInt16LE(start + 2 * i);
   if (dtype === "BF16") {
-    const bits = new Uint32Array(out.buffer);
+    const bits = new Uint32Array(out.buffer, out.byteOffset, count);
     for (let i = 0; i < count; i++) bits[i] = u16[i] << 16;
   } else {
     const table = halfToFloatTable();
