@@ -12,6 +12,7 @@ import { CONCURRENCY, MAX_TOKENS_PER_TURN, MAX_TOOL_CALLS, SAMPLES_PER_TASK, SAM
 
 interface BenchmarkFlags {
   policy: string;
+  allowBaseMismatch?: boolean;
   tasks: string;
   split?: string;
   k: number;
@@ -83,12 +84,14 @@ export function registerBenchmark(program: Command): void {
     .option("--request-timeout <seconds>", "per-request timeout (default max(300, max-tokens / 4))", intOption("--request-timeout", 1))
     .option("--workers <n>", "SQL worker processes (default: CPU count)", intOption("--workers", 1))
     .option("--by <field>", "report groups (repeatable; default difficulty and archetype)", collect, [])
+    .option("--allow-base-mismatch", "tfjs:<model>+<adapter>: load an adapter recorded as trained on another base model (refused by default)")
     .option("--quiet", "no progress line on stderr")
     .option("--json", "print JSON {summary, facts, progress, meta} instead of the report")
     .action(async (f: BenchmarkFlags) => {
       const split = f.split === undefined ? undefined : oneOf("--split", f.split, ["train", "holdout"] as const);
       const { result, summary, facts } = await benchmark({
         policy: f.policy,
+        allowBaseMismatch: f.allowBaseMismatch,
         tasks: f.tasks,
         strict: f.strict,
         grading: gradingFlags(f),
