@@ -92,14 +92,14 @@ export function runSync<T>(steps: Io<T>): T {
   while (!next.done) {
     let value: unknown;
     try {
-      value = syncOp(next.value);
+      value = syncOp(next.value as IoRequest); // TypeScript 5.0 (tslab) does not narrow the result here
     } catch (e) {
       next = steps.throw(e);
       continue;
     }
     next = steps.next(value);
   }
-  return next.value;
+  return next.value as T;
 }
 
 /** Performs the steps off the event loop (thread-pool I/O, a turn of the loop at each pause). */
@@ -108,14 +108,14 @@ export async function runAsync<T>(steps: Io<T>): Promise<T> {
   while (!next.done) {
     let value: unknown;
     try {
-      value = await asyncOp(next.value);
+      value = await asyncOp(next.value as IoRequest);
     } catch (e) {
       next = steps.throw(e);
       continue;
     }
     next = steps.next(value);
   }
-  return next.value;
+  return next.value as T;
 }
 
 /** Yields to the event loop when run asynchronously (nothing when run synchronously). */
