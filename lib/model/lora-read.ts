@@ -13,15 +13,20 @@
  */
 import { join } from "node:path";
 import { T2sError } from "../core/errors.js";
-import type { LayerWeights } from "./decoder.js";
 import { expectedShapes, type ModelConfig } from "./config.js";
 import { closeFile, openRegularFile, pause, readAt, readWholeFile, realPath, type Io, type OpenedFile } from "./adapter-files.js";
 import { baseDifferences, baseMismatchError, baseRecordSteps, readHeaderOf, recordInMetadata, type BaseRecord } from "./base-record.js";
 import { parseLoraKey } from "./lora-layout.js";
 import { assertFinite, decode, jsonErrorPosition, tensorSpan, type FloatTensor, type SafetensorsHeader, type TensorSpan } from "./safetensors.js";
 
-/** The modules the kit places LoRA on, with their group in the PEFT path and their field in a decoder layer. */
-export const MODULES: Record<string, { group: "self_attn" | "mlp"; field: keyof LayerWeights }> = {
+/** The field of a decoder layer (decoder.ts' LayerWeights) that holds a module's weights. */
+export type LayerField = "q" | "k" | "v" | "o" | "gate" | "up" | "down";
+
+/**
+ * The modules the kit places LoRA on, with their group in the PEFT path and their field in a decoder layer.
+ * (This module imports nothing of decoder.ts: tslab's compiler fails on it when a notebook reaches it.)
+ */
+export const MODULES: Record<string, { group: "self_attn" | "mlp"; field: LayerField }> = {
   q_proj: { group: "self_attn", field: "q" },
   k_proj: { group: "self_attn", field: "k" },
   v_proj: { group: "self_attn", field: "v" },
