@@ -17,6 +17,7 @@ import { CONCURRENCY, MAX_TOKENS_PER_TURN, MAX_TOOL_CALLS, SAMPLES_PER_TASK, SAM
 interface BenchmarkFlags {
   policy: string;
   quantization?: QuantizationName;
+  allowBaseMismatch?: boolean;
   tasks: string;
   split?: string;
   k: number;
@@ -89,6 +90,7 @@ export function registerBenchmark(program: Command): void {
     .option("--workers <n>", "SQL worker processes (default: CPU count)", intOption("--workers", 1))
     .option("--quantization <q>", `tfjs: policies: ${QUANTIZATION_HELP} (default none)`, quantizationOption)
     .option("--by <field>", "report groups (repeatable; default difficulty and archetype)", collect, [])
+    .option("--allow-base-mismatch", "tfjs:<model>+<adapter>: load an adapter recorded as trained on another base model (refused by default)")
     .option("--quiet", "no progress line on stderr")
     .option("--json", "print JSON {summary, facts, progress, meta} instead of the report")
     .action(async (f: BenchmarkFlags) => {
@@ -97,6 +99,7 @@ export function registerBenchmark(program: Command): void {
       const interrupted = onInterrupt(() => `${f.out} keeps ${completeRows(resolve(f.out))} row(s), one per finished episode; the same command resumes the run: ${commandLine()}`);
       const { result, summary, facts } = await benchmark({
         policy: f.policy,
+        allowBaseMismatch: f.allowBaseMismatch,
         tasks: f.tasks,
         strict: f.strict,
         grading: gradingFlags(f),

@@ -9,6 +9,7 @@ import type { ChatMessage } from "../core/messages.js";
 interface ModelFlags {
   model: string;
   adapter?: string;
+  allowBaseMismatch?: boolean;
   backend?: string;
   weightsDtype?: WeightsDtype;
   json?: boolean;
@@ -18,7 +19,7 @@ async function openModel(flags: ModelFlags) {
   const { describeLoad, loadModel } = await import("../model/load.js");
   const { attachAdapter } = await import("../model/lora.js");
   const model = await loadModel(flags.model, { backend: flags.backend, weightsDtype: flags.weightsDtype });
-  const adapter = flags.adapter ? attachAdapter(model, flags.adapter, { name: "adapter" }).name : null;
+  const adapter = flags.adapter ? attachAdapter(model, flags.adapter, { name: "adapter", allowBaseMismatch: flags.allowBaseMismatch }).name : null;
   if (!flags.json) process.stderr.write(`${describeLoad(model)}; ${model.config.architecture}${adapter ? ` with adapter ${flags.adapter}` : ""}\n`);
   return { model, adapter };
 }
@@ -35,6 +36,7 @@ export function registerModel(program: Command): void {
     .description("print the next-token logits of the last position (full vector with --json)")
     .requiredOption("--model <dir>", "Hugging Face model folder (config.json, safetensors, tokenizer.json)")
     .option("--adapter <dir>", "PEFT LoRA adapter folder applied on top (unmerged)")
+    .option("--allow-base-mismatch", "load an adapter recorded as trained on another base model (refused by default)")
     .option("--text <text>", "input text (tokenized without adding special tokens)")
     .option("--ids <ids>", "input token ids, comma-separated, e.g. 1,2,3", parseIds)
     .option("--top <k>", "how many top tokens to list", intOption("--top", 1), 10)
@@ -63,6 +65,7 @@ export function registerModel(program: Command): void {
     .description("sample a completion from a local model (the chat template is applied when the model has one)")
     .requiredOption("--model <dir>", "Hugging Face model folder")
     .option("--adapter <dir>", "PEFT LoRA adapter folder applied on top")
+    .option("--allow-base-mismatch", "load an adapter recorded as trained on another base model (refused by default)")
     .requiredOption("--prompt <text>", "the user message (or raw text with --raw)")
     .option("--system <text>", "a system message before the prompt")
     .option("--raw", "feed the prompt as plain text, without the chat template")

@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import { UsageError } from "../core/errors.js";
 import { collect, intOption, oneOf } from "./options.js";
 import { WEIGHTS_DTYPE_HELP, weightsDtypeOption, type WeightsDtype } from "../model/weights-dtype.js";
+import { ADAPTER_LIMIT_FLAGS, ADAPTER_LIMITS } from "../model/lora-read.js";
 
 /** Parses `--adapter NAME=DIR` values into a name -> folder map (names must be unique). */
 export function parseAdapterFlags(values: string[]): Record<string, string> {
@@ -36,7 +37,11 @@ export function registerServe(program: Command): void {
     .option("--api-key <key>", "require 'Authorization: Bearer <key>' on every route but /health and /metrics (default: $VLLM_API_KEY)")
     .option("--enable-lora-updating", "serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (default: $VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
     .option("--max-loras <n>", "adapters served at once at most", intOption("--max-loras", 0), 8)
-    .option("--lora-root <dir>", "folder a runtime adapter must lie under (repeatable; default: any folder with adapter_config.json)", collect, [])
+    .option("--lora-root <dir>", "folder a runtime adapter must lie under, every file of it included (repeatable; default: any folder with adapter_config.json)", collect, [])
+    .option(`${ADAPTER_LIMIT_FLAGS.rank} <n>`, "rank of a LoRA pair at most, for every adapter served", intOption(ADAPTER_LIMIT_FLAGS.rank, 1), ADAPTER_LIMITS.rank)
+    .option(`${ADAPTER_LIMIT_FLAGS.weightsBytes} <n>`, "bytes of an adapter_model.safetensors at most", intOption(ADAPTER_LIMIT_FLAGS.weightsBytes, 1), ADAPTER_LIMITS.weightsBytes)
+    .option(`${ADAPTER_LIMIT_FLAGS.configBytes} <n>`, "bytes of an adapter_config.json at most", intOption(ADAPTER_LIMIT_FLAGS.configBytes, 1), ADAPTER_LIMITS.configBytes)
+    .option("--allow-base-mismatch", "serve adapters recorded as trained on another base model (refused by default)")
     .option("--max-connections <n>", "open connections at most; past it idle ones are closed first", intOption("--max-connections", 1), 1024)
     .option("--shutdown-timeout <s>", "on SIGTERM/SIGINT, seconds in-flight requests may take to finish before they are cut", intOption("--shutdown-timeout", 0), 30)
     .option("--logprobs-mode <mode>", "logprobs reported: raw_logprobs (the model's, vLLM's default) or processed_logprobs (after bias, mask and temperature)", "raw_logprobs")
@@ -52,6 +57,7 @@ export function registerServe(program: Command): void {
       const server = await startServer({
         model, adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxNumBatchedTokens,
         apiKey: opts.apiKey, allowRuntimeLora: opts.enableLoraUpdating || undefined, maxLoras: opts.maxLoras, loraRoots: opts.loraRoot.length ? opts.loraRoot : undefined,
+        adapterLoading: { limits: { rank: opts.maxLoraRank, weightsBytes: opts.maxLoraBytes, configBytes: opts.maxLoraConfigBytes }, allowBaseMismatch: opts.allowBaseMismatch === true },
         connections: { maxConnections: opts.maxConnections }, shutdownTimeoutMs: opts.shutdownTimeout * 1000, logprobsMode,
       });
       process.stdout.write(`serving ${[...server.engine.models.keys()].join(", ")} at ${server.url}/v1 (backend ${model.backend})\n`);
@@ -87,6 +93,10 @@ interface ServeFlags {
   enableLoraUpdating?: boolean;
   maxLoras: number;
   loraRoot: string[];
+  maxLoraRank: number;
+  maxLoraBytes: number;
+  maxLoraConfigBytes: number;
+  allowBaseMismatch?: boolean;
   maxConnections: number;
   shutdownTimeout: number;
   logprobsMode: string;

@@ -7,11 +7,15 @@
  * cause, never one per key. And: rewrite the names for another layout. Reads only safetensors headers of the
  * base, so a 35B base is checked without loading it.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { copyFileSync, existsSync, mkdirSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
+import { readWholeFile, runSync } from "./adapter-files.js";
+import { BASE_RECORD_KEY, baseDifferences, readBaseRecord, recordInMetadata, recordMetadata, type BaseRecord } from "./base-record.js";
+import { readConfig } from "./config.js";
 import { keyInLayout, LORA_LAYOUTS, parseLoraKey, vllmModuleName, type LoraKey, type LoraLayout } from "./lora-layout.js";
-import { readSafetensors, readSafetensorsHeader, readWeightMap, writeSafetensors, type StDtype } from "./safetensors.js";
+import { readAdapterSteps, type LoraBase } from "./lora-read.js";
+import { jsonErrorPosition, readSafetensors, readSafetensorsHeader, readSafetensorsMetadata, readWeightMap, writeSafetensors, type StDtype } from "./safetensors.js";
 
 /** The modules of a base checkpoint: module path -> weight shape, and whether it is a multimodal wrapper. */
 export interface BaseModules {
@@ -77,6 +81,10 @@ export interface AdapterCheck {
   pairs: number;
   /** What adapter_config.json and the special weights mean for each runtime, one finding per cause. */
   findings: ConfigFinding[];
+  /** The kit's own loader run on this base (null when `kit` is not a target): ok, or what it refuses. */
+  kit: { ok: boolean; code?: string; error?: string } | null;
+  /** The base the adapter records (null: none) against this base's record, and what differs. */
+  baseRecord: BaseComparison;
   /** Problems that fail the check, one line each; empty when it passes. */
   failures: string[];
   /** Things a selected runtime may do differently, one line each (they do not fail the check). */
@@ -90,12 +98,50 @@ function placement(keys: LoraKey[], names: Set<string>, rename: (m: string) => s
 
 const list = (keys: string[]) => `${keys.slice(0, 5).join(", ")}${keys.length > 5 ? ` and ${keys.length - 5} more` : ""}`;
 
+/** An adapter's recorded base against the base it is checked on. */
+export interface BaseComparison {
+  recorded: BaseRecord | null;
+  actual: BaseRecord | null;
+  /** What differs (config.json, weight names and shapes, weight values); empty when the same or unknown. */
+  differs: string[];
+  /** Why the base's own record could not be read, when it could not. */
+  unreadable?: string;
+}
+
+/** The adapter's recorded base compared with the base folder's, by the loader's own rules (base-record.ts). */
+function compareBase(baseDir: string, metadata: Record<string, string>): BaseComparison {
+  const recorded = recordInMetadata(metadata);
+  if (!recorded) return { recorded: null, actual: null, differs: [] };
+  try {
+    const actual = readBaseRecord(baseDir);
+    return { recorded, actual, differs: baseDifferences(recorded, actual) };
+  } catch (e) {
+    return { recorded, actual: null, differs: [], unreadable: (e as Error).message };
+  }
+}
+
+/**
+ * The kit's loader (lib/model/lora-read.ts, as t2s serve, benchmark's tfjs policy and train's init run
+ * it) on this base's config.json, reading no tensor data; null when it accepts the adapter. The recorded
+ * base is compared apart (compareBase), for every runtime.
+ */
+function kitRefusal(baseDir: string, adapterDir: string): { code?: string; error: string } | null {
+  try {
+    const base: LoraBase = { name: basename(resolve(baseDir)), config: readConfig(resolve(baseDir)), dir: resolve(baseDir) };
+    runSync(readAdapterSteps(resolve(adapterDir), base, { allowBaseMismatch: true }));
+    return null;
+  } catch (e) {
+    return { code: (e as { code?: string }).code, error: (e as Error).message };
+  }
+}
+
 /**
  * Checks an adapter folder against a base folder under the rules of `targets` (default both PEFT and
  * vLLM). Returns the facts and `failures`: keys that are not LoRA weights, keys a target cannot place,
- * shapes that do not fit, and an adapter whose every pair is zero.
+ * shapes that do not fit, an adapter whose every pair is zero, what the kit's own loader refuses (target
+ * `kit`), and an adapter recorded as trained on another base (a warning with `allowBaseMismatch`).
  */
-export function checkAdapter(baseDir: string, adapterDir: string, targets: readonly CheckTarget[] = ["peft", "vllm"]): AdapterCheck {
+export function checkAdapter(baseDir: string, adapterDir: string, targets: readonly CheckTarget[] = ["peft", "vllm"], opts: { allowBaseMismatch?: boolean } = {}): AdapterCheck {
   const base = readBaseModules(resolve(baseDir));
   const wFile = join(resolve(adapterDir), "adapter_model.safetensors");
   if (!existsSync(wFile)) throw new T2sError("missing_file", `${adapterDir} has no adapter_model.safetensors (is it a PEFT adapter folder?)`);
@@ -160,7 +206,20 @@ export function checkAdapter(baseDir: string, adapterDir: string, targets: reado
     if (worst === "fail") failures.push(line);
     else if (worst === "warn") warnings.push(line);
   }
-  return { base: resolve(baseDir), adapter: resolve(adapterDir), multimodal: base.multimodal, keys: tensors.size, layouts, peft, vllm, shapeErrors, zeroKeys, pairs: byModule.size, findings, failures, warnings };
+  let kit: AdapterCheck["kit"] = null;
+  if (targets.includes("kit")) {
+    const refusal = kitRefusal(baseDir, adapterDir);
+    kit = refusal ? { ok: false, ...refusal } : { ok: true };
+    // a cause a finding already names as the kit's refusal is not said twice
+    if (refusal && !findings.some((f) => f.runtimes.kit.verdict === "fail")) failures.push(`the kit refuses it (t2s serve, benchmark's tfjs: policy and train's init load adapters this way): ${refusal.error}`);
+  }
+  const baseRecord = compareBase(resolve(baseDir), readSafetensorsMetadata(wFile));
+  if (baseRecord.recorded && baseRecord.differs.length) {
+    const line = `trained on base '${baseRecord.recorded.name}', and this base differs from it in ${baseRecord.differs.join(", ")}: every runtime would serve it on a model it was not trained for`;
+    if (opts.allowBaseMismatch) warnings.push(`${line} (allowed by --allow-base-mismatch)`);
+    else failures.push(`${line}; the kit refuses it unless --allow-base-mismatch`);
+  } else if (baseRecord.unreadable) warnings.push(`the adapter records base '${baseRecord.recorded!.name}', but this base's own record cannot be read to compare: ${baseRecord.unreadable}`);
+  return { base: resolve(baseDir), adapter: resolve(adapterDir), multimodal: base.multimodal, keys: tensors.size, layouts, peft, vllm, shapeErrors, zeroKeys, pairs: byModule.size, findings, kit, baseRecord, failures, warnings };
 }
 
 const RUNTIME_NAMES: Record<CheckTarget, string> = { kit: "the kit", peft: "PEFT", vllm: "vLLM" };
@@ -176,17 +235,19 @@ function specialKeys(keys: string[], savedModules: string[]): { magnitude: strin
   return { magnitude, bias, saved, embedding };
 }
 
-/** adapter_config.json, or null when the folder has none. */
+/** adapter_config.json, or null when the folder has none (read as every load reads it: a regular file only). */
 function readAdapterConfig(dir: string): Record<string, unknown> | null {
   const file = join(resolve(dir), "adapter_config.json");
   if (!existsSync(file)) return null;
+  const bytes = runSync(readWholeFile(file, file));
+  let v: unknown;
   try {
-    const v = JSON.parse(readFileSync(file, "utf8"));
-    if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error("not a JSON object");
-    return v as Record<string, unknown>;
+    v = JSON.parse(bytes.toString("utf8"));
   } catch (e) {
-    throw new T2sError("bad_adapter", `${file}: not valid JSON (${(e as Error).message})`);
+    throw new T2sError("bad_adapter", `${file}: not valid JSON${jsonErrorPosition(e)}`);
   }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new T2sError("bad_adapter", `${file}: not a JSON object`);
+  return v as Record<string, unknown>;
 }
 
 const say = (kit: [Verdict, string], peft: [Verdict, string], vllm: [Verdict, string]): ConfigFinding["runtimes"] => ({
@@ -296,7 +357,31 @@ export function convertAdapter(adapterDir: string, layout: LoraLayout, outDir: s
     renamedMap.set(name, { shape: t.shape, data: t.data });
   }
   mkdirSync(out, { recursive: true });
-  writeSafetensors(target, renamedMap, { dtype, metadata: { t2s_layout: layout } });
+  // the base record travels with the weights: renaming keys does not change the base they were trained on
+  const record = readSafetensorsMetadata(wFile)[BASE_RECORD_KEY];
+  writeSafetensors(target, renamedMap, { dtype, metadata: { t2s_layout: layout, ...(record ? { [BASE_RECORD_KEY]: record } : {}) } });
   if (existsSync(join(src, "adapter_config.json"))) copyFileSync(join(src, "adapter_config.json"), join(out, "adapter_config.json"));
   return { renamed, keys: tensors.size, file: target };
+}
+
+/**
+ * Writes the record of `baseDir` (base-record.ts) into an adapter that has none, or with `force` replaces
+ * one of another base: for an adapter made by PEFT or an older kit and known to belong to this base, so
+ * that every later load on another base is refused. The kit's loader must first place every pair on this
+ * base; the tensors are rewritten unchanged (names, values, dtype) with the record in the metadata.
+ */
+export function recordAdapterBase(baseDir: string, adapterDir: string, opts: { force?: boolean } = {}): { file: string; record: BaseRecord; previous: BaseRecord | null } {
+  const refusal = kitRefusal(baseDir, adapterDir);
+  if (refusal) throw new T2sError(refusal.code ?? "adapter_mismatch", `no record written, the kit does not load this adapter on ${baseDir}: ${refusal.error}`);
+  const wFile = join(resolve(adapterDir), "adapter_model.safetensors");
+  const metadata = readSafetensorsMetadata(wFile);
+  const previous = recordInMetadata(metadata);
+  const record = readBaseRecord(resolve(baseDir));
+  const differs = previous ? baseDifferences(previous, record) : [];
+  if (differs.length && !opts.force) throw new T2sError("adapter_base_mismatch", `${wFile} already records base '${previous!.name}', which differs from ${baseDir} in ${differs.join(", ")}; --force replaces the record`);
+  const tensors = readSafetensors(wFile);
+  const dtypes = new Set([...tensors.values()].map((t) => t.dtype));
+  const { format: _format, ...kept } = metadata;
+  writeSafetensors(wFile, new Map([...tensors].map(([k, t]) => [k, { shape: t.shape, data: t.data }])), { dtype: dtypes.size === 1 ? [...dtypes][0] : "F32", metadata: { ...kept, ...recordMetadata(record) } });
+  return { file: wFile, record, previous };
 }

@@ -155,3 +155,41 @@ export function configToJson(c: ModelConfig): Record<string, unknown> {
     pad_token_id: c.padTokenId,
   };
 }
+
+/** Returns the shape every tensor of a checkpoint must have for `c` (HF names). */
+export function expectedShapes(c: ModelConfig): Map<string, number[]> {
+  const m = new Map<string, number[]>();
+  const D = c.hiddenSize;
+  const qOut = c.numHeads * c.headDim;
+  const kvOut = c.numKvHeads * c.headDim;
+  m.set("model.embed_tokens.weight", [c.vocabSize, D]);
+  m.set("model.norm.weight", [D]);
+  if (!c.tieWordEmbeddings) m.set("lm_head.weight", [c.vocabSize, D]);
+  for (let i = 0; i < c.numLayers; i++) {
+    const p = `model.layers.${i}.`;
+    m.set(`${p}input_layernorm.weight`, [D]);
+    m.set(`${p}post_attention_layernorm.weight`, [D]);
+    m.set(`${p}self_attn.q_proj.weight`, [qOut, D]);
+    m.set(`${p}self_attn.k_proj.weight`, [kvOut, D]);
+    m.set(`${p}self_attn.v_proj.weight`, [kvOut, D]);
+    m.set(`${p}self_attn.o_proj.weight`, [D, qOut]);
+    if (c.attentionBias) {
+      m.set(`${p}self_attn.q_proj.bias`, [qOut]);
+      m.set(`${p}self_attn.k_proj.bias`, [kvOut]);
+      m.set(`${p}self_attn.v_proj.bias`, [kvOut]);
+    }
+    if (c.qkNorm) {
+      m.set(`${p}self_attn.q_norm.weight`, [c.headDim]);
+      m.set(`${p}self_attn.k_norm.weight`, [c.headDim]);
+    }
+    m.set(`${p}mlp.gate_proj.weight`, [c.intermediateSize, D]);
+    m.set(`${p}mlp.up_proj.weight`, [c.intermediateSize, D]);
+    m.set(`${p}mlp.down_proj.weight`, [D, c.intermediateSize]);
+    if (c.mlpBias) {
+      m.set(`${p}mlp.gate_proj.bias`, [c.intermediateSize]);
+      m.set(`${p}mlp.up_proj.bias`, [c.intermediateSize]);
+      m.set(`${p}mlp.down_proj.bias`, [D]);
+    }
+  }
+  return m;
+}

@@ -6,7 +6,9 @@ import { existsSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
 import { useBackend } from "../backend/select.js";
-import { readConfig, type ModelConfig } from "./config.js";
+import { expectedShapes, readConfig, type ModelConfig } from "./config.js";
+
+export { expectedShapes };
 import type { DecoderWeights, LayerWeights, Linear } from "./decoder.js";
 import { CausalLM } from "./model.js";
 import { assertFinite, assertFinite16, forEachCheckpointTensor, widenRaw, type FloatTensor, type RawTensor } from "./safetensors.js";
@@ -28,44 +30,6 @@ export interface LoadOptions {
    * WebGPU and widens it elsewhere; fp32 always widens; bf16 packs every matrix (rounding float32 ones).
    */
   weightsDtype?: WeightsDtype;
-}
-
-/** Returns the shape every tensor of a checkpoint must have for `c` (HF names). */
-export function expectedShapes(c: ModelConfig): Map<string, number[]> {
-  const m = new Map<string, number[]>();
-  const D = c.hiddenSize;
-  const qOut = c.numHeads * c.headDim;
-  const kvOut = c.numKvHeads * c.headDim;
-  m.set("model.embed_tokens.weight", [c.vocabSize, D]);
-  m.set("model.norm.weight", [D]);
-  if (!c.tieWordEmbeddings) m.set("lm_head.weight", [c.vocabSize, D]);
-  for (let i = 0; i < c.numLayers; i++) {
-    const p = `model.layers.${i}.`;
-    m.set(`${p}input_layernorm.weight`, [D]);
-    m.set(`${p}post_attention_layernorm.weight`, [D]);
-    m.set(`${p}self_attn.q_proj.weight`, [qOut, D]);
-    m.set(`${p}self_attn.k_proj.weight`, [kvOut, D]);
-    m.set(`${p}self_attn.v_proj.weight`, [kvOut, D]);
-    m.set(`${p}self_attn.o_proj.weight`, [D, qOut]);
-    if (c.attentionBias) {
-      m.set(`${p}self_attn.q_proj.bias`, [qOut]);
-      m.set(`${p}self_attn.k_proj.bias`, [kvOut]);
-      m.set(`${p}self_attn.v_proj.bias`, [kvOut]);
-    }
-    if (c.qkNorm) {
-      m.set(`${p}self_attn.q_norm.weight`, [c.headDim]);
-      m.set(`${p}self_attn.k_norm.weight`, [c.headDim]);
-    }
-    m.set(`${p}mlp.gate_proj.weight`, [c.intermediateSize, D]);
-    m.set(`${p}mlp.up_proj.weight`, [c.intermediateSize, D]);
-    m.set(`${p}mlp.down_proj.weight`, [D, c.intermediateSize]);
-    if (c.mlpBias) {
-      m.set(`${p}mlp.gate_proj.bias`, [c.intermediateSize]);
-      m.set(`${p}mlp.up_proj.bias`, [c.intermediateSize]);
-      m.set(`${p}mlp.down_proj.bias`, [D]);
-    }
-  }
-  return m;
 }
 
 /** Throws T2sError("bad_checkpoint") when a checkpoint holds layers config.json does not describe. */

@@ -5,114 +5,30 @@
  * merged copy of the weights (for serving), and save back in the same format. A key that names no module
  * of the model is an error, never silently ignored.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
 import type { DecoderWeights, LayerWeights, Linear, LoraPair } from "./decoder.js";
-import { dense } from "./packed.js";
+import { dense, type WeightMatrix } from "./packed.js";
 import { CausalLM, type AttachedAdapter } from "./model.js";
-import { parseLoraKey, peftLoraKey } from "./lora-layout.js";
-import { readSafetensors, writeSafetensors, type FloatTensor } from "./safetensors.js";
+import { peftLoraKey } from "./lora-layout.js";
+import { writeSafetensors, type FloatTensor } from "./safetensors.js";
+import { pause, runAsync, runSync, type Io } from "./adapter-files.js";
+import { recordMetadata } from "./base-record.js";
+import { MODULES, readAdapterSteps, recordOfBase, type AdapterConfig, type AdapterLoadOptions, type AdapterPlan, type LoraBase } from "./lora-read.js";
 import { tf } from "../backend/tf.js";
 import { SeededRandom } from "../core/random.js";
 
-const MODULES: Record<string, { group: "self_attn" | "mlp"; field: keyof LayerWeights }> = {
-  q_proj: { group: "self_attn", field: "q" },
-  k_proj: { group: "self_attn", field: "k" },
-  v_proj: { group: "self_attn", field: "v" },
-  o_proj: { group: "self_attn", field: "o" },
-  gate_proj: { group: "mlp", field: "gate" },
-  up_proj: { group: "mlp", field: "up" },
-  down_proj: { group: "mlp", field: "down" },
-};
-/** A decoder layer's module inside the PEFT layout (lora-layout.ts owns the names and layouts). */
-const LAYER_MODULE = /^layers\.(\d+)\.(self_attn|mlp)\.([a-z_]+)$/;
-
-export interface AdapterConfig {
-  r: number;
-  lora_alpha: number;
-  target_modules: string[];
-  use_rslora?: boolean;
-  use_dora?: boolean;
-  fan_in_fan_out?: boolean;
-  rank_pattern?: Record<string, number>;
-  alpha_pattern?: Record<string, number>;
-  [key: string]: unknown;
-}
-
-interface ParsedPair {
-  layer: number;
-  module: string;
-  a: FloatTensor;
-  b: FloatTensor;
-  scale: number;
-}
+export type { AdapterConfig, AdapterLoadOptions } from "./lora-read.js";
 
 /** Returns the PEFT key of one LoRA matrix. */
 export function loraKey(layer: number, module: string, which: "A" | "B"): string {
   return peftLoraKey(layer, MODULES[module].group, module, which);
 }
 
-function patternValue(pattern: Record<string, number> | undefined, modulePath: string): number | undefined {
-  if (!pattern) return undefined;
-  for (const [k, v] of Object.entries(pattern)) if (modulePath === k || modulePath.endsWith(`.${k}`) || new RegExp(`^${k}$`).test(modulePath)) return v;
-  return undefined;
-}
-
-/** Reads an adapter folder and returns its config and LoRA pairs matched to the model's modules. */
-export function readAdapter(dir: string, model: CausalLM): { config: AdapterConfig; pairs: ParsedPair[] } {
-  const cfgFile = join(dir, "adapter_config.json");
-  const wFile = join(dir, "adapter_model.safetensors");
-  if (!existsSync(cfgFile)) throw new T2sError("missing_file", `${dir} has no adapter_config.json (is it a PEFT adapter folder?)`);
-  if (!existsSync(wFile)) throw new T2sError("missing_file", `${dir} has no adapter_model.safetensors`);
-  let config: AdapterConfig;
-  try {
-    config = JSON.parse(readFileSync(cfgFile, "utf8"));
-  } catch (e) {
-    throw new T2sError("bad_adapter", `${cfgFile}: not valid JSON (${(e as Error).message})`);
-  }
-  if (config.peft_type !== undefined && config.peft_type !== "LORA") throw new T2sError("bad_adapter", `${cfgFile}: peft_type ${String(config.peft_type)} is not supported (LORA is)`);
-  if (config.use_dora) throw new T2sError("bad_adapter", `${cfgFile}: DoRA adapters (use_dora) are not supported`);
-  if (config.fan_in_fan_out) throw new T2sError("bad_adapter", `${cfgFile}: fan_in_fan_out adapters are not supported`);
-  if (typeof config.r !== "number" || typeof config.lora_alpha !== "number") throw new T2sError("bad_adapter", `${cfgFile}: needs numeric r and lora_alpha`);
-  const tensors = readSafetensors(wFile);
-  const halves = new Map<string, { layer: number; module: string; A?: FloatTensor; B?: FloatTensor }>();
-  const unmatched: string[] = [];
-  const otherLayouts = new Set<string>();
-  for (const [key, t] of tensors) {
-    const k = parseLoraKey(key);
-    const m = k && k.layout === "peft" && (k.part === "lora_A" || k.part === "lora_B") && /^(\.[A-Za-z0-9_-]+)?\.weight$/.test(k.tail) && k.inner ? LAYER_MODULE.exec(k.inner) : null;
-    const layer = m ? Number(m[1]) : -1;
-    if (!m || !MODULES[m[3]] || MODULES[m[3]].group !== m[2] || layer >= model.config.numLayers) {
-      unmatched.push(key);
-      if (k?.layout && k.layout !== "peft") otherLayouts.add(k.layout);
-      continue;
-    }
-    const id = `${layer}.${m[3]}`;
-    if (!halves.has(id)) halves.set(id, { layer, module: m[3] });
-    halves.get(id)![k!.part === "lora_A" ? "A" : "B"] = t;
-  }
-  if (unmatched.length) {
-    const hint = otherLayouts.size ? ` (written in the ${[...otherLayouts].join(", ")} layout: run t2s adapter convert --to peft)` : "";
-    throw new T2sError("adapter_mismatch", `${wFile}: ${unmatched.length} key(s) match no module of ${model.name} (${model.config.architecture}, ${model.config.numLayers} layers)${hint}, e.g. ${unmatched.slice(0, 3).join(", ")}`);
-  }
-  if (halves.size === 0) throw new T2sError("adapter_mismatch", `${wFile}: holds no LoRA weights for any module of ${model.name}`);
-  const pairs: ParsedPair[] = [];
-  for (const h of halves.values()) {
-    const path = `model.layers.${h.layer}.${MODULES[h.module].group}.${h.module}`;
-    if (!h.A || !h.B) throw new T2sError("bad_adapter", `${wFile}: ${path} has lora_${h.A ? "A" : "B"} but not its partner`);
-    const lin = model.weights.layers[h.layer][MODULES[h.module].field] as Linear;
-    const [out, inp] = lin.weight.shape;
-    const r = h.A.shape[0];
-    if (h.A.shape[1] !== inp || h.B.shape[0] !== out || h.B.shape[1] !== r) {
-      throw new T2sError("adapter_mismatch", `${wFile}: ${path} has A [${h.A.shape}] and B [${h.B.shape}] but the model's layer is [${out}, ${inp}] (an adapter for another model?)`);
-    }
-    const alpha = patternValue(config.alpha_pattern, path) ?? config.lora_alpha;
-    const scale = config.use_rslora ? alpha / Math.sqrt(r) : alpha / r;
-    pairs.push({ layer: h.layer, module: h.module, a: h.A, b: h.B, scale });
-  }
-  pairs.sort((x, y) => x.layer - y.layer || x.module.localeCompare(y.module));
-  return { config, pairs };
+/** A loaded model as the base adapters are read for (its record is cached on it). */
+export function loraBase(model: CausalLM): LoraBase {
+  return { name: model.name, config: model.config, dir: model.dir, cacheKey: model };
 }
 
 function describe(name: string, dir: string | null, config: AdapterConfig, pairs: { layer: number; module: string; scale: number }[]): AttachedAdapter {
@@ -123,25 +39,43 @@ function describe(name: string, dir: string | null, config: AdapterConfig, pairs
 /**
  * Attaches a PEFT adapter unmerged under `name` (default: the folder's name) and returns its description;
  * with `trainable`, A and B are tf.Variables the trainer can update. Apply it with the `adapter` option of
- * model.step / model.logits / generate.
+ * model.step / model.logits / generate. Reads the folder as every load does (lora-read.ts): an adapter
+ * recorded for another base is refused unless `allowBaseMismatch`.
  */
-export function attachAdapter(model: CausalLM, dir: string, opts: { name?: string; trainable?: boolean } = {}): AttachedAdapter {
+export function attachAdapter(model: CausalLM, dir: string, opts: { name?: string; trainable?: boolean } & AdapterLoadOptions = {}): AttachedAdapter {
   const abs = resolve(dir);
   const name = opts.name ?? basename(abs);
   if (model.adapters.has(name)) throw new T2sError("adapter_exists", `an adapter named ${name} is already attached to ${model.name}`);
-  const { config, pairs } = readAdapter(abs, model);
-  for (const p of pairs) {
-    const lin = model.weights.layers[p.layer][MODULES[p.module].field] as Linear;
-    const a = tf.tensor2d(p.a.data, p.a.shape as [number, number]);
-    const b = tf.tensor2d(p.b.data, p.b.shape as [number, number]);
-    const pair: LoraPair = opts.trainable ? { a: tf.variable(a, true, `${name}/${loraKey(p.layer, p.module, "A")}`) as unknown as tf.Tensor2D, b: tf.variable(b, true, `${name}/${loraKey(p.layer, p.module, "B")}`) as unknown as tf.Tensor2D, scale: p.scale } : { a, b, scale: p.scale };
-    if (opts.trainable) tf.dispose([a, b]);
+  const placed: { lin: Linear; pair: LoraPair }[] = [];
+  let plan: AdapterPlan;
+  try {
+    plan = runSync(readAdapterSteps(abs, loraBase(model), opts, (p) => {
+      const lin = model.weights.layers[p.layer][MODULES[p.module].field] as Linear;
+      const a = tf.tensor2d(p.a.data, p.a.shape as [number, number]);
+      const b = tf.tensor2d(p.b.data, p.b.shape as [number, number]);
+      const pair: LoraPair = opts.trainable ? { a: tf.variable(a, true, `${name}/${loraKey(p.layer, p.module, "A")}`) as unknown as tf.Tensor2D, b: tf.variable(b, true, `${name}/${loraKey(p.layer, p.module, "B")}`) as unknown as tf.Tensor2D, scale: p.scale } : { a, b, scale: p.scale };
+      if (opts.trainable) tf.dispose([a, b]);
+      placed.push({ lin, pair });
+    }));
+  } catch (e) {
+    for (const { pair } of placed) tf.dispose([pair.a, pair.b]);
+    throw e;
+  }
+  for (const { lin, pair } of placed) {
     if (!lin.lora) lin.lora = new Map();
     lin.lora.set(name, pair);
   }
-  const info = describe(name, abs, config, pairs);
+  const info = describe(name, abs, plan.config, plan.pairs);
   model.adapters.set(name, info);
   return info;
+}
+
+/**
+ * Checks an adapter folder against a model as every load does (files, names, shapes, the recorded base)
+ * without reading its tensors; returns what it found (throws what a load would throw).
+ */
+export function inspectAdapter(model: CausalLM, dir: string, opts: AdapterLoadOptions = {}): AdapterPlan {
+  return runSync(readAdapterSteps(resolve(dir), loraBase(model), opts));
 }
 
 /**
@@ -216,6 +150,15 @@ export function peftAdapterConfig(model: CausalLM, name: string): Record<string,
 }
 
 /**
+ * The safetensors metadata of an adapter trained on `model`: the record of its base (base-record.ts), or
+ * nothing for a model built in memory (no folder to record).
+ */
+export function adapterMetadata(model: CausalLM): Record<string, string> {
+  const record = runSync(recordOfBase(loraBase(model)));
+  return record ? recordMetadata(record) : {};
+}
+
+/**
  * Writes an attached adapter as a PEFT folder (adapter_config.json + adapter_model.safetensors). Async
  * because GPU backends can only read tensors back asynchronously.
  */
@@ -224,7 +167,7 @@ export async function saveAdapter(model: CausalLM, name: string, dir: string): P
   mkdirSync(dir, { recursive: true });
   const tensors = new Map<string, { shape: number[]; data: Float32Array }>();
   for (const { key, tensor } of adapterTensors(model, name)) tensors.set(key, { shape: tensor.shape.slice(), data: (await tensor.data()) as Float32Array });
-  writeSafetensors(join(dir, "adapter_model.safetensors"), tensors);
+  writeSafetensors(join(dir, "adapter_model.safetensors"), tensors, { metadata: adapterMetadata(model) });
   writeFileSync(join(dir, "adapter_config.json"), JSON.stringify(config, null, 2) + "\n");
 }
 
@@ -244,20 +187,59 @@ export function detachAdapter(model: CausalLM, name: string): void {
 }
 
 /**
+ * Multiply-adds computed between two turns of the event loop at most when folding a pair in (2^22: a few
+ * milliseconds on wasm, about ten on the CPU backend, on an idle core): a pair of a large module and a high
+ * rank is folded in row blocks.
+ */
+const MERGE_CHUNK_MACS = 2 ** 22;
+
+/** W + s·B·A as a new float32 matrix, in row blocks with a pause between them when the product is large. */
+function* mergedWeight(w: WeightMatrix, a: FloatTensor, b: FloatTensor, scale: number): Io<tf.Tensor2D> {
+  const [out, r] = b.shape;
+  const inp = a.shape[1];
+  const rowsPer = Math.max(1, Math.floor(MERGE_CHUNK_MACS / Math.max(1, inp * r)));
+  const A = tf.tensor2d(a.data, a.shape as [number, number]);
+  const W = dense(w);
+  const parts: tf.Tensor2D[] = [];
+  let merged: tf.Tensor2D | null = null;
+  try {
+    for (let row = 0; row < out; row += rowsPer) {
+      const rows = Math.min(rowsPer, out - row);
+      // only this block's rows of B go to the device, never a copy of the whole matrix at once
+      const Brows = b.data.subarray(row * r, (row + rows) * r);
+      parts.push(tf.tidy(() => tf.add(rows === out ? W : tf.slice(W, [row, 0], [rows, inp]), tf.mul(tf.matMul(tf.tensor2d(Brows, [rows, r]), A), scale))) as tf.Tensor2D);
+      if (row + rows < out) yield* pause();
+    }
+    merged = parts.length === 1 ? parts[0] : (tf.concat(parts, 0) as tf.Tensor2D);
+    return merged;
+  } finally {
+    tf.dispose(parts.filter((p) => p !== merged));
+    A.dispose();
+    if ((W as unknown) !== w) W.dispose();
+  }
+}
+
+/**
  * Returns a new model whose weights have the adapter folded in (W + s·B·A) for serving; the base model is
  * untouched and the two share every tensor the adapter does not change. `name` defaults to the folder name.
+ * Reads off the event loop, one pair at a time with a turn of the loop between pairs, as every load does
+ * (lora-read.ts): a server keeps answering while it runs, and only one pair's data is in host memory.
  */
-export function mergedModel(base: CausalLM, dir: string, opts: { name?: string } = {}): CausalLM {
+export async function mergedModel(base: CausalLM, dir: string, opts: { name?: string } & AdapterLoadOptions = {}): Promise<CausalLM> {
   const abs = resolve(dir);
-  const { pairs } = readAdapter(abs, base);
   const owned = new Set<tf.Tensor>();
   const layers: LayerWeights[] = base.weights.layers.map((l) => ({ ...l }));
-  for (const p of pairs) {
-    const field = MODULES[p.module].field;
-    const lin = layers[p.layer][field] as Linear;
-    const weight = tf.tidy(() => tf.add(dense(lin.weight), tf.mul(tf.matMul(tf.tensor2d(p.b.data, p.b.shape as [number, number]), tf.tensor2d(p.a.data, p.a.shape as [number, number])), p.scale))) as tf.Tensor2D;
-    owned.add(weight);
-    (layers[p.layer] as unknown as Record<string, Linear>)[field] = { weight, bias: lin.bias };
+  try {
+    await runAsync(readAdapterSteps(abs, loraBase(base), opts, function* (p) {
+      const field = MODULES[p.module].field;
+      const lin = layers[p.layer][field] as Linear;
+      const weight = yield* mergedWeight(lin.weight, p.a, p.b, p.scale);
+      owned.add(weight);
+      (layers[p.layer] as unknown as Record<string, Linear>)[field] = { weight, bias: lin.bias };
+    }));
+  } catch (e) {
+    tf.dispose([...owned]);
+    throw e;
   }
   const weights: DecoderWeights = { ...base.weights, layers };
   const name = opts.name ?? basename(abs);

@@ -7,7 +7,7 @@
  * float32; writes can narrow again. Sharded checkpoints (`model.safetensors.index.json`) are read through
  * their weight map.
  */
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { writeFileAtomic } from "../core/files.js";
 import { basename, join } from "node:path";
 import { T2sError } from "../core/errors.js";
@@ -44,8 +44,12 @@ export function halfToFloatTable(): Float32Array {
   return (halfTable = t);
 }
 
-function decode(buf: Buffer, start: number, count: number, dtype: StDtype): Float32Array {
-  const out = new Float32Array(count);
+/**
+ * Widens `count` stored values of `dtype` starting at byte `start` of `buf` to float32 (no finiteness
+ * check), into `into` when given (a view of `count` floats, e.g. a subarray of a larger tensor).
+ */
+export function decode(buf: Buffer, start: number, count: number, dtype: StDtype, into?: Float32Array): Float32Array {
+  const out = into ?? new Float32Array(count);
   if (dtype === "F32") {
     if ((buf.byteOffset + start) % 4 === 0) out.set(new Float32Array(buf.buffer, buf.byteOffset + start, count));
     else for (let i = 0; i < count; i++) out[i] = buf.readFloatLE(start + 4 * i);
@@ -55,7 +59,7 @@ function decode(buf: Buffer, start: number, count: number, dtype: StDtype): Floa
   if ((buf.byteOffset + start) % 2 === 0) u16.set(new Uint16Array(buf.buffer, buf.byteOffset + start, count));
   else for (let i = 0; i < count; i++) u16[i] = buf.readUInt16LE(start + 2 * i);
   if (dtype === "BF16") {
-    const bits = new Uint32Array(out.buffer);
+    const bits = new Uint32Array(out.buffer, out.byteOffset, count);
     for (let i = 0; i < count; i++) bits[i] = u16[i] << 16;
   } else {
     const table = halfToFloatTable();
@@ -85,29 +89,97 @@ export function assertFinite(data: Float32Array, tensor: string, file: string): 
   throw new T2sError("bad_weights", `${file}: tensor ${tensor} holds ${count} non-finite value(s) (the first, ${data[first]}, at flat index ${first} of ${data.length}); the file is corrupt or was written by a diverged run`);
 }
 
-interface HeaderEntry {
+/** One tensor's entry in a safetensors header. */
+export interface HeaderEntry {
   dtype: string;
   shape: number[];
   data_offsets: [number, number];
 }
 
-/** Returns the parsed header of a safetensors buffer and where its data starts (validated against the size). */
-function parseHeader(buf: Buffer, file: string, size = buf.length): { entries: Record<string, HeaderEntry>; dataStart: number } {
-  if (size < 8) throw bad(file, `file is ${size} bytes, too short for a safetensors header (truncated?)`);
-  const n = Number(buf.readBigUInt64LE(0));
-  if (8 + n > size || 8 + n > buf.length) throw bad(file, `header says ${n} bytes but the file has ${size - 8} after the length (truncated?)`);
-  let header: Record<string, unknown>;
-  try {
-    header = JSON.parse(buf.subarray(8, 8 + n).toString("utf8"));
-  } catch (e) {
-    throw bad(file, `header is not valid JSON (${(e as Error).message})`);
+/**
+ * The largest header read (100 MB, the limit of the safetensors library itself): a length past it is a
+ * file that is not safetensors, and reading it would cost its whole size in memory.
+ */
+export const MAX_HEADER_BYTES = 100_000_000;
+
+/** The parsed header of a safetensors file: tensor entries, the `__metadata__` strings, where data starts. */
+export interface SafetensorsHeader {
+  entries: Record<string, HeaderEntry>;
+  metadata: Record<string, string>;
+  dataStart: number;
+  /** Bytes of tensor data after the header. */
+  dataLen: number;
+}
+
+/**
+ * The header length a file's first 8 bytes give, checked against the file's size and MAX_HEADER_BYTES.
+ * The message never quotes the value: for a file that is not safetensors it is 8 bytes of its content.
+ */
+export function headerLength(first8: Buffer, file: string, size: number): number {
+  if (size < 8 || first8.length < 8) throw bad(file, `file is ${size} bytes, too short for a safetensors header (truncated?)`);
+  const n = first8.readBigUInt64LE(0);
+  if (n > BigInt(Math.min(size - 8, MAX_HEADER_BYTES))) {
+    throw bad(file, `the header length in its first 8 bytes is larger than the ${size - 8} bytes after them${size - 8 > MAX_HEADER_BYTES ? ` or than ${MAX_HEADER_BYTES}` : ""} (not a safetensors file, or truncated?)`);
   }
+  return Number(n);
+}
+
+/**
+ * Parses the JSON header (the bytes after the 8-byte length) of a file of `size` bytes. A parse error
+ * names the byte position only, never the text (the file may not be safetensors at all).
+ */
+export function parseHeaderJson(json: Buffer, file: string, size: number): SafetensorsHeader {
+  let header: unknown;
+  try {
+    header = JSON.parse(json.toString("utf8"));
+  } catch (e) {
+    throw bad(file, `header is not valid JSON${jsonErrorPosition(e)}`);
+  }
+  if (header === null || typeof header !== "object" || Array.isArray(header)) throw bad(file, "header is not a JSON object");
   const entries: Record<string, HeaderEntry> = {};
-  for (const [name, v] of Object.entries(header)) {
-    if (name === "__metadata__") continue;
+  let metadata: Record<string, string> = {};
+  for (const [name, v] of Object.entries(header as Record<string, unknown>)) {
+    if (name === "__metadata__") {
+      if (v && typeof v === "object" && !Array.isArray(v)) metadata = Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([, x]) => typeof x === "string")) as Record<string, string>;
+      continue;
+    }
     entries[name] = v as HeaderEntry;
   }
-  return { entries, dataStart: 8 + n };
+  const dataStart = 8 + json.length;
+  return { entries, metadata, dataStart, dataLen: size - dataStart };
+}
+
+/** " (at byte N)" for a JSON.parse error that says where it failed, else "": never the text itself. */
+export function jsonErrorPosition(e: unknown): string {
+  const m = /position (\d+)/.exec(String((e as Error)?.message ?? ""));
+  return m ? ` (at byte ${m[1]})` : "";
+}
+
+/** Where one tensor's bytes lie, checked: a supported dtype, a byte range that fits its shape and the file. */
+export interface TensorSpan {
+  dtype: StDtype;
+  shape: number[];
+  count: number;
+  /** Offsets of its bytes from the start of the data (after the header). */
+  begin: number;
+  end: number;
+}
+
+/** Checks a header entry against the dtypes read here and the data's length; returns where its bytes are. */
+export function tensorSpan(e: HeaderEntry | undefined, name: string, file: string, dataLen: number): TensorSpan {
+  if (!e || typeof e !== "object") throw bad(file, `tensor ${name} has no entry in the header`);
+  const dtype = e.dtype as StDtype;
+  if (!(dtype in BYTES)) throw bad(file, `tensor ${name} has dtype ${String(e.dtype).slice(0, 16)}; only F32, F16 and BF16 are supported`);
+  if (!Array.isArray(e.shape) || !Array.isArray(e.data_offsets) || !e.shape.every((d) => Number.isSafeInteger(d) && d >= 0) || !e.data_offsets.every((d) => Number.isSafeInteger(d))) {
+    throw bad(file, `tensor ${name} has no valid shape or data_offsets in the header`);
+  }
+  const count = e.shape.reduce((a, b) => a * b, 1);
+  const [begin, end] = e.data_offsets;
+  if (end - begin !== count * BYTES[dtype]) {
+    throw bad(file, `tensor ${name}: shape [${e.shape}] of ${dtype} needs ${count * BYTES[dtype]} bytes but its data_offsets span ${end - begin}`);
+  }
+  if (begin < 0 || end > dataLen) throw bad(file, `tensor ${name} ends at byte ${end} of the data but the file holds only ${dataLen} (truncated?)`);
+  return { dtype, shape: e.shape.slice(), count, begin, end };
 }
 
 /**
@@ -122,6 +194,13 @@ export function readSafetensorsHeader(file: string): Record<string, { dtype: str
   return out;
 }
 
+/** The `__metadata__` strings of a safetensors file (its header only is read). */
+export function readSafetensorsMetadata(file: string): Record<string, string> {
+  const f = SafetensorsFile.open(file);
+  f.close();
+  return f.metadata;
+}
+
 /** One tensor as stored: its dtype, shape and little-endian bytes (F32, F16 or BF16). */
 export interface RawTensor {
   shape: number[];
@@ -132,26 +211,32 @@ export interface RawTensor {
 /** An open safetensors file: its validated header entries, read one tensor at a time by offset. */
 class SafetensorsFile {
   readonly entries: Record<string, HeaderEntry>;
+  readonly metadata: Record<string, string>;
   private readonly dataStart: number;
   private readonly dataLen: number;
 
   private constructor(readonly file: string, private readonly fd: number) {
     const size = fstatSync(fd).size;
-    const len = Buffer.alloc(Math.min(size, 8));
-    readSync(fd, len, 0, len.length, 0);
-    const n = len.length === 8 ? Number(len.readBigUInt64LE(0)) : Infinity;
-    // a header the file can hold is read alone; anything else goes to parseHeader to be named
-    const head = Number.isFinite(n) && 8 + n <= size ? Buffer.alloc(8 + n) : len;
-    if (head !== len) readSync(fd, head, 0, head.length, 0);
-    const parsed = parseHeader(head, file, size);
+    const first8 = Buffer.alloc(Math.min(size, 8));
+    readSync(fd, first8, 0, first8.length, 0);
+    const json = Buffer.alloc(headerLength(first8, file, size));
+    if (json.length) readSync(fd, json, 0, json.length, 8);
+    const parsed = parseHeaderJson(json, file, size);
     this.entries = parsed.entries;
+    this.metadata = parsed.metadata;
     this.dataStart = parsed.dataStart;
-    this.dataLen = size - parsed.dataStart;
+    this.dataLen = parsed.dataLen;
   }
 
   static open(file: string): SafetensorsFile {
     if (!existsSync(file)) throw new T2sError("missing_file", `${file} does not exist`);
-    const fd = openSync(file, "r");
+    // a FIFO or a device would block open() or stream forever: only regular files are opened
+    if (!statSync(file).isFile()) throw new T2sError("not_regular_file", `${file} is not a regular file (a folder, FIFO, socket or device is never read)`);
+    const fd = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+    if (!fstatSync(fd).isFile()) {
+      closeSync(fd);
+      throw new T2sError("not_regular_file", `${file} is not a regular file`);
+    }
     try {
       return new SafetensorsFile(file, fd);
     } catch (e) {
@@ -162,16 +247,7 @@ class SafetensorsFile {
 
   /** Reads one tensor's bytes (checked against its shape and the file's length). */
   read(name: string): RawTensor {
-    const e = this.entries[name];
-    const dtype = e.dtype as StDtype;
-    if (!(dtype in BYTES)) throw bad(this.file, `tensor ${name} has dtype ${e.dtype}; only F32, F16 and BF16 are supported`);
-    if (!Array.isArray(e.shape) || !Array.isArray(e.data_offsets)) throw bad(this.file, `tensor ${name} has no shape or data_offsets in the header`);
-    const count = e.shape.reduce((a, b) => a * b, 1);
-    const [begin, end] = e.data_offsets;
-    if (end - begin !== count * BYTES[dtype]) {
-      throw bad(this.file, `tensor ${name}: shape [${e.shape}] of ${dtype} needs ${count * BYTES[dtype]} bytes but its data_offsets span ${end - begin}`);
-    }
-    if (begin < 0 || end > this.dataLen) throw bad(this.file, `tensor ${name} ends at byte ${end} of the data but the file holds only ${this.dataLen} (truncated?)`);
+    const { dtype, shape, begin, end } = tensorSpan(this.entries[name], name, this.file, this.dataLen);
     // its own allocation, so the bytes are aligned for typed-array views; read in pieces under 2 GiB
     const bytes = Buffer.allocUnsafeSlow(end - begin);
     const PIECE = 1 << 30;
@@ -180,7 +256,7 @@ class SafetensorsFile {
       if (n <= 0) throw bad(this.file, `tensor ${name}: the file ended while reading it (truncated?)`);
       done += n;
     }
-    return { shape: e.shape.slice(), dtype, bytes };
+    return { shape, dtype, bytes };
   }
 
   close(): void {
@@ -239,14 +315,20 @@ export function readSafetensors(file: string, only?: Set<string>): Map<string, F
 export function readWeightMap(dir: string): Record<string, string> | null {
   const index = join(dir, "model.safetensors.index.json");
   if (!existsSync(index)) return null;
-  let map: Record<string, string>;
+  if (!statSync(index).isFile()) throw new T2sError("not_regular_file", `${index} is not a regular file`);
+  return parseWeightMap(readFileSync(index), index);
+}
+
+/** The weight_map of an index file's bytes (a parse error names the byte position, never the text). */
+export function parseWeightMap(bytes: Buffer, index: string): Record<string, string> {
+  let map: unknown;
   try {
-    map = JSON.parse(readFileSync(index, "utf8")).weight_map;
+    map = JSON.parse(bytes.toString("utf8")).weight_map;
   } catch (e) {
-    throw new T2sError("bad_safetensors", `${index}: not valid JSON (${(e as Error).message})`);
+    throw new T2sError("bad_safetensors", `${index}: not valid JSON${jsonErrorPosition(e)}`);
   }
-  if (!map || typeof map !== "object") throw new T2sError("bad_safetensors", `${index}: has no weight_map`);
-  return map;
+  if (!map || typeof map !== "object" || Array.isArray(map) || !Object.values(map).every((v) => typeof v === "string")) throw new T2sError("bad_safetensors", `${index}: has no weight_map of tensor names to shard files`);
+  return map as Record<string, string>;
 }
 
 /**

@@ -13,6 +13,8 @@ import type { QuantizationName } from "../model/quantization.js";
 export interface PolicyOptions extends OpenAIPolicyOptions {
   /** In-process models: how the base's linear layers sample (lib/model/quantization.ts). */
   quantization?: QuantizationName;
+  /** tfjs: load an adapter recorded for another base (`--allow-base-mismatch`; default refused). */
+  allowBaseMismatch?: boolean;
 }
 
 /** Makes a policy from the part after "<kind>:"; may be async (loading weights). */

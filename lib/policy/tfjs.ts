@@ -66,18 +66,23 @@ export function chatPolicy(engine: ChatEngine, ident: { name: string; model: str
 }
 
 /** Returns a Policy that samples the local model (plus adapter) in this process. */
-export async function tfjsPolicy(rest: string, opts: { backend?: string; quantization?: QuantizationName } = {}): Promise<Policy> {
+export async function tfjsPolicy(rest: string, opts: { backend?: string; quantization?: QuantizationName; allowBaseMismatch?: boolean } = {}): Promise<Policy> {
   const { modelDir, adapterDir } = parseTfjsSpec(rest);
   const base = await loadModel(modelDir, { backend: opts.backend });
   applyQuantization(base, opts.quantization);
   let served: CausalLM = base;
   let engine: ChatEngine;
-  if (adapterDir && base.quantization) {
-    attachAdapter(base, adapterDir, { name: ADAPTER });
-    engine = new ChatEngine(base, [], { adapter: ADAPTER });
-  } else {
-    if (adapterDir) served = mergedModel(base, adapterDir);
-    engine = new ChatEngine(served);
+  try {
+    if (adapterDir && base.quantization) {
+      attachAdapter(base, adapterDir, { name: ADAPTER, allowBaseMismatch: opts.allowBaseMismatch });
+      engine = new ChatEngine(base, [], { adapter: ADAPTER });
+    } else {
+      if (adapterDir) served = await mergedModel(base, adapterDir, { allowBaseMismatch: opts.allowBaseMismatch });
+      engine = new ChatEngine(served);
+    }
+  } catch (e) {
+    base.dispose();
+    throw e;
   }
   return {
     ...chatPolicy(engine, { name: `tfjs:${rest}`, model: base.name, adapter: adapterDir }, served.name),
@@ -92,4 +97,4 @@ export async function tfjsPolicy(rest: string, opts: { backend?: string; quantiz
 /** The name an unmerged adapter is attached under (int8 sampling keeps it beside the base). */
 const ADAPTER = "adapter";
 
-registerPolicyKind("tfjs", (rest, opts) => tfjsPolicy(rest, { quantization: opts.quantization }));
+registerPolicyKind("tfjs", (rest, opts) => tfjsPolicy(rest, { quantization: opts.quantization, allowBaseMismatch: opts.allowBaseMismatch }));

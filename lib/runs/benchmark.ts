@@ -25,6 +25,8 @@ import { CONCURRENCY, MAX_TOKENS_PER_TURN, SAMPLES_PER_TASK, SAMPLING_TEMPERATUR
 export interface BenchmarkOptions {
   /** A policy spec ("openai:<model>@<url>", "scripted:<file>", ...) or a Policy. */
   policy: string | Policy;
+  /** tfjs:<model>+<adapter>: load an adapter recorded as trained on another base (default refused). */
+  allowBaseMismatch?: boolean;
   /** A task file or folder (kit jsonl, Spider or BIRD folder, BIRD-Platinum file) or the tasks themselves. */
   tasks: string | Task[];
   /** A task whose database is missing stops the run (default: it is skipped and listed on the progress stream). */
@@ -134,7 +136,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
     assertTokenizerFile(parseTfjsSpec(opts.policy.slice("tfjs:".length)).modelDir);
   }
   const policy = typeof opts.policy === "string"
-    ? await loadPolicy(opts.policy, { quantization: opts.quantization, concurrency, retries: opts.retries, backoffMs: opts.backoffMs, timeoutMs: opts.requestTimeoutS !== undefined ? opts.requestTimeoutS * 1000 : undefined })
+    ? await loadPolicy(opts.policy, { quantization: opts.quantization, allowBaseMismatch: opts.allowBaseMismatch, concurrency, retries: opts.retries, backoffMs: opts.backoffMs, timeoutMs: opts.requestTimeoutS !== undefined ? opts.requestTimeoutS * 1000 : undefined })
     : opts.policy;
   const ownExecutor = !opts.executor && !opts.env ? lazyPool(opts.workers) : undefined;
   try {

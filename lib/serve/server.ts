@@ -7,7 +7,6 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { AddressInfo } from "node:net";
 import { ChatEngine, renderChat } from "../model/chat.js";
-import { mergedModel } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
 import { chatCompletions, type ServeContext } from "./chat-route.js";
 import { completions } from "./completions.js";
@@ -17,7 +16,7 @@ import { bad, optTokenIds, refuseUnsupported, RequestError } from "./params.js";
 import { errorBody, parseMessages, parseTemplateKwargs, parseTools, requestObject } from "./protocol.js";
 import { TokenizerPool } from "./tokenize-pool.js";
 import { isLoopback, jsonBodiesOnly, limitConnections, requireApiKey, type ConnectionLimits } from "./access.js";
-import { registerAdapterRoutes, runtimeLoraFromEnv } from "./adapters.js";
+import { adapterLoading, mergeAdapters, registerAdapterRoutes, runtimeLoraFromEnv, type ServerAdapterOptions } from "./adapters.js";
 
 export interface ServerOptions {
   model: CausalLM;
@@ -42,6 +41,8 @@ export interface ServerOptions {
   maxLoras?: number;
   /** Folders a runtime adapter must lie under (default: any folder holding adapter_config.json). */
   loraRoots?: string[];
+  /** Caps on adapter files and whether another base is accepted, for start-up and runtime adapters alike. */
+  adapterLoading?: ServerAdapterOptions;
   /** Open connections, keep-alive and header timeouts. */
   connections?: ConnectionLimits;
   /** How long close() waits for in-flight requests before cutting them (default 30 s). */
@@ -70,7 +71,7 @@ const TOKENIZE_KEYS = new Set(["model", "prompt", "messages", "tools", "add_gene
 
 /** Starts the server and returns its URL (port 0 picks a free port) and a close function. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
-  const adapters = Array.isArray(opts.adapters) ? opts.adapters : Object.entries(opts.adapters ?? {}).map(([name, dir]) => mergedModel(opts.model, dir, { name }));
+  const adapters = Array.isArray(opts.adapters) ? opts.adapters : await mergeAdapters(opts.model, opts.adapters ?? {}, adapterLoading(opts));
   const baseTok = opts.model.requireTokenizer();
   const pool = await TokenizerPool.start(baseTok, opts.model.dir);
   const encode = (m: CausalLM, text: string, addSpecialTokens: boolean): Promise<number[]> => {
@@ -151,7 +152,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return { prompt: model.requireTokenizer().decode(ids, { skipSpecialTokens: false }) };
   });
 
-  if (opts.allowRuntimeLora ?? runtimeLoraFromEnv()) registerAdapterRoutes(app, chat, opts.model, { maxAdapters: opts.maxLoras, roots: opts.loraRoots });
+  if (opts.allowRuntimeLora ?? runtimeLoraFromEnv()) registerAdapterRoutes(app, chat, opts.model, { maxAdapters: opts.maxLoras, roots: opts.loraRoots, ...adapterLoading(opts) });
 
   await app.listen({ port: opts.port ?? 8000, host });
   const addr = app.server.address() as AddressInfo;

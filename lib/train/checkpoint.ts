@@ -32,6 +32,8 @@ export interface SaveOptions {
   weightsFile?: string;
   /** More files to write next to the weights (e.g. adapter_config.json), JSON-encoded when not strings. */
   extraFiles?: Record<string, string | object>;
+  /** `__metadata__` strings of the weights file (e.g. the base record of an adapter, lib/model/base-record.ts). */
+  metadata?: Record<string, string>;
 }
 
 /** The folder name of a step's checkpoint. */
@@ -73,7 +75,7 @@ export async function saveCheckpoint(outDir: string, params: NamedVariable[], op
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp);
   const weightsFile = opts.weightsFile ?? WEIGHTS_FILE;
-  writeSafetensors(join(tmp, weightsFile), weights);
+  writeSafetensors(join(tmp, weightsFile), weights, { metadata: opts.metadata });
   writeSafetensors(join(tmp, OPT_FILE), hostMoments);
   for (const [name, content] of Object.entries(opts.extraFiles ?? {})) {
     writeFileSync(join(tmp, name), typeof content === "string" ? content : JSON.stringify(content, null, 2) + "\n");

@@ -24,6 +24,8 @@ export interface AdapterSettings {
   use_rslora: boolean;
   /** Start from an existing PEFT adapter folder instead of a fresh one. */
   init: string | null;
+  /** Accept an init adapter (or a checkpoint to resume) recorded for another base. */
+  allow_base_mismatch: boolean;
 }
 
 export interface TrainConfig {

@@ -18,7 +18,7 @@ import { freeIdleRunners } from "../model/engine/runners.js";
 import { poolBudgetBytes, trimGpuBufferPool } from "../backend/gpu-pool.js";
 import { assertPlanFits, formatPlan, poolRoom } from "./memory-plan.js";
 import { planRun } from "./run-plan.js";
-import { attachAdapter, createAdapter } from "../model/lora.js";
+import { attachAdapter, createAdapter, inspectAdapter } from "../model/lora.js";
 import type { CausalLM } from "../model/model.js";
 import { defaultEnv } from "../runs/env.js";
 import { runRollout } from "../runs/rollout.js";
@@ -99,8 +99,11 @@ async function prepareModel(cfg: TrainConfig, hooks: RunHooks): Promise<{ model:
   // the sampler's precision; the learner's own passes ignore it
   if (cfg.mode === "grpo") applyQuantization(model, cfg.sampling.quantization);
   if (cfg.adapter) {
-    if (cfg.adapter.init) attachAdapter(model, cfg.adapter.init, { name: ADAPTER_NAME, trainable: true });
+    if (cfg.adapter.init) attachAdapter(model, cfg.adapter.init, { name: ADAPTER_NAME, trainable: true, allowBaseMismatch: cfg.adapter.allow_base_mismatch });
     else createAdapter(model, { name: ADAPTER_NAME, r: cfg.adapter.r, alpha: cfg.adapter.alpha, targetModules: cfg.adapter.targets, seed: cfg.seed, useRslora: cfg.adapter.use_rslora });
+    // a checkpoint to resume records the base it was trained on: the same folder may hold another model now
+    const last = hooks.resume ? latestCheckpoint(cfg.output_dir) : null;
+    if (last && existsSync(join(last, "adapter_config.json"))) inspectAdapter(model, last, { allowBaseMismatch: cfg.adapter.allow_base_mismatch });
   }
   return { model, lm: new ModelTrainable(model, cfg.adapter ? ADAPTER_NAME : null) };
 }

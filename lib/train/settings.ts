@@ -63,6 +63,7 @@ export const SETTINGS = [
       { name: "targets", type: { kind: "list", options: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"] }, default: ["q_proj", "v_proj"], doc: "modules of every layer that get an adapter" },
       { name: "use_rslora", type: { kind: "bool" }, default: false, doc: "rank-stabilised scale" },
       { name: "init", type: { kind: "path" }, default: null, doc: "an existing PEFT folder to start from" },
+      { name: "allow_base_mismatch", type: { kind: "bool" }, default: false, doc: "start from (or resume) an adapter recorded as trained on another base model (refused by default)" },
     ),
   },
   { name: "full_weights", modes: BOTH, type: { kind: "bool" }, default: false, doc: "train every weight instead of an adapter (no `adapter`, beta must be 0)" },

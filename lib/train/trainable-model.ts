@@ -15,7 +15,7 @@ import { matMulWeightT } from "../model/layout.js";
 import { dense, isPacked, type WeightMatrix } from "../model/packed.js";
 import { commonPrefix } from "../model/prefix.js";
 import type { CausalLM } from "../model/model.js";
-import { adapterTensors, peftAdapterConfig } from "../model/lora.js";
+import { adapterMetadata, adapterTensors, peftAdapterConfig } from "../model/lora.js";
 import type { SaveOptions } from "./checkpoint.js";
 import { widestActivation } from "./memory-plan.js";
 import { ensureGradients } from "../backend/gradients.js";
@@ -161,6 +161,6 @@ export class ModelTrainable implements TrainableLM {
       } else extraFiles["config.json"] = configToJson(m.config);
       return { weightsFile: "model.safetensors", extraFiles };
     }
-    return { weightsFile: "adapter_model.safetensors", extraFiles: { "adapter_config.json": peftAdapterConfig(this.model, this.adapter) } };
+    return { weightsFile: "adapter_model.safetensors", extraFiles: { "adapter_config.json": peftAdapterConfig(this.model, this.adapter) }, metadata: adapterMetadata(this.model) };
   }
 }

@@ -115,7 +115,11 @@ test("on a multimodal base a text-path adapter fails under both servers; peft-mu
 
   const hf = join(dir, "hf");
   assert.equal((await runCli(["adapter", "convert", "--adapter", R1, "--to", "peft-multimodal", "--out", hf])).code, 0);
-  assert.equal((await runCli(["adapter", "check", "--base", mmBase, "--adapter", hf])).code, 0);
+  assert.equal((await runCli(["adapter", "check", "--base", mmBase, "--adapter", hf, "--for", "both"])).code, 0);
+  // the kit serves text decoders only: its own loader refuses the base, so `all` (the default) fails
+  const kit = await runCli(["adapter", "check", "--base", mmBase, "--adapter", hf]);
+  assert.equal(kit.code, 1);
+  assert.match(kit.stdout, /FAIL the kit refuses it .*config\.json/);
 
   const vl = join(dir, "vllm");
   const conv = await runCli(["adapter", "convert", "--adapter", R1, "--to", "vllm", "--base", mmBase, "--out", vl]);

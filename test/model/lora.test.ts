@@ -29,7 +29,7 @@ for (const [base, adapter] of [["llama", "llama-lora"], ["qwen2", "qwen2-lora"]]
       const plain = await model.logitsOf(s.ids);
       assert.ok(maxAbsDiff(baseRef.sequences[i].logits, plain) < 1e-4);
     }
-    const merged = mergedModel(model, fixtureDir(adapter));
+    const merged = await mergedModel(model, fixtureDir(adapter));
     for (const s of ref.merged.sequences) assert.ok(maxAbsDiff(s.logits, await merged.logitsOf(s.ids)) < 1e-4);
     merged.dispose();
     detachAdapter(model, "a");
@@ -66,5 +66,29 @@ test("an adapter whose keys match no module is an error, not a no-op", async () 
   assert.throws(() => attachAdapter(q3, fixtureDir("llama-lora")), (e) => isT2sError(e, "adapter_mismatch") && /another model/.test(e.message));
   q3.dispose();
   assert.equal(model.adapters.size, 0);
+  model.dispose();
+});
+
+test("a pair too large to fold in at once is merged in row blocks and gives the unmerged logits", async () => {
+  const model = await loadModel(fixtureDir("qwen2"), { backend: "cpu" });
+  // rank 8192 on a 64-wide module: 2^25 multiply-adds, folded in blocks of 2^24
+  const dir = join(scratchDir(), "high-rank");
+  mkdirSync(dir);
+  copyFileSync(join(fixtureDir("qwen2-lora"), "adapter_config.json"), join(dir, "adapter_config.json"));
+  const tensors = new Map<string, { shape: number[]; data: Float32Array }>();
+  let seed = 1;
+  const noise = () => ((seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5) * 1e-2;
+  for (const [k, t] of readSafetensors(join(fixtureDir("qwen2-lora"), "adapter_model.safetensors"))) {
+    const shape = k.includes("lora_A") ? [8192, t.shape[1]] : [t.shape[0], 8192];
+    tensors.set(k, { shape, data: Float32Array.from({ length: shape[0] * shape[1] }, noise) });
+  }
+  writeSafetensors(join(dir, "adapter_model.safetensors"), tensors);
+  attachAdapter(model, dir, { name: "wide" });
+  const merged = await mergedModel(model, dir);
+  const ids = [3, 9, 27, 81];
+  const want = await model.logitsOf(ids, { adapter: "wide" });
+  assert.ok(maxAbsDiff(want.map((r) => Array.from(r)), await merged.logitsOf(ids)) < 1e-4);
+  assert.ok(maxAbsDiff(want.map((r) => Array.from(r)), await model.logitsOf(ids)) > 1e-3, "the adapter changes the output");
+  merged.dispose();
   model.dispose();
 });

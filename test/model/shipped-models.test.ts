@@ -29,7 +29,7 @@ test("the default model and its round-1 adapter load, differ, and merge to the s
   for (let v = 0; v < base[last].length; v++) sum += Math.abs(adapted[last][v] - base[last][v]);
   // the report quotes a mean change of 0.41 on this text; a zeroed or unattached adapter gives 0
   assert.ok(sum / base[last].length > 0.1, `mean logit change ${sum / base[last].length}`);
-  const merged = mergedModel(model, ROUND1);
+  const merged = await mergedModel(model, ROUND1);
   assert.ok(maxAbsDiff(adapted.map((row) => Array.from(row)), await merged.logitsOf(ids)) < 1e-3, "merged and unmerged adapter disagree");
   merged.dispose();
   model.dispose();

@@ -101,7 +101,7 @@ test("a merged adapter samples at its base's quantization", async () => {
   const { mergedModel } = await import("../../lib/model/lora.js");
   const base = await loadModel(fixtureDir("qwen2"), { backend: "cpu" });
   base.quantization = "int8";
-  const merged = mergedModel(base, fixtureDir("qwen2-lora"), { name: "m" });
+  const merged = await mergedModel(base, fixtureDir("qwen2-lora"), { name: "m" });
   assert.equal(merged.quantization, "int8");
   merged.dispose();
   base.dispose();

@@ -16,7 +16,7 @@ test("a minimal GRPO config gets the documented defaults and absolute paths", ()
   assert.equal(c.model, "/cfg/m");
   assert.equal(c.tasks, "/cfg/t.jsonl");
   assert.equal(c.output_dir, "/cfg/out");
-  assert.deepEqual(c.adapter, { r: 8, alpha: 8, targets: ["q_proj", "v_proj"], use_rslora: false, init: null });
+  assert.deepEqual(c.adapter, { r: 8, alpha: 8, targets: ["q_proj", "v_proj"], use_rslora: false, init: null, allow_base_mismatch: false });
   assert.equal(c.loss_type, "dapo");
   assert.equal(c.epsilon_high, 0.28);
   assert.equal(c.group_size, 8);
