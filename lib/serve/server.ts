@@ -18,6 +18,8 @@ import { errorBody, parseMessages, parseTemplateKwargs, parseTools, requestObjec
 import { TokenizerPool } from "./tokenize-pool.js";
 import { isLoopback, jsonBodiesOnly, limitConnections, requireApiKey, type ConnectionLimits } from "./access.js";
 import { registerAdapterRoutes, runtimeLoraFromEnv } from "./adapters.js";
+import { REQUEST_LIMITS, type RequestLimits } from "./limits.js";
+import { setGuidedLimits, type GuidedLimits } from "../model/guided.js";
 
 export interface ServerOptions {
   model: CausalLM;
@@ -50,6 +52,10 @@ export interface ServerOptions {
   logprobsMode?: "raw_logprobs" | "processed_logprobs";
   /** Where warnings go (default stderr). */
   warn?: (line: string) => void;
+  /** Prompts and sequences one request may ask for (default REQUEST_LIMITS). */
+  requestLimits?: Partial<RequestLimits>;
+  /** Guided decoding's limits on schema size, nesting and compile time (default GUIDED_LIMITS). */
+  guidedLimits?: Partial<GuidedLimits>;
 }
 
 export interface RunningServer {
@@ -83,7 +89,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
   };
   const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens, tokenize: encode });
-  const ctx: ServeContext = { chat, metrics: new ServeMetrics(chat), encode, checkBytes: (m, bytes) => pool.checkBytes(bytes, m.config.maxPositions), logprobsMode: opts.logprobsMode === "processed_logprobs" ? "processed" : "raw" };
+  // adapters share their base's tokenizer, and guided decoding's limits are kept per tokenizer
+  for (const m of [opts.model, ...adapters]) setGuidedLimits(m.requireTokenizer(), opts.guidedLimits ?? {});
+  const limits: RequestLimits = { ...REQUEST_LIMITS, ...opts.requestLimits };
+  const ctx: ServeContext = { chat, metrics: new ServeMetrics(chat), encode, checkBytes: (m, bytes) => pool.checkBytes(bytes, m.config.maxPositions), logprobsMode: opts.logprobsMode === "processed_logprobs" ? "processed" : "raw", limits };
   const created = Math.floor(Date.now() / 1000);
   const app = Fastify({
     bodyLimit: opts.maxBodyBytes ?? 8 * 1024 * 1024,
