@@ -27,6 +27,7 @@ async function errorOf(res: Response): Promise<{ message: string; param: string 
 
 test("8. prompts per request and prompts x n are capped: each is a 400 naming its flag", async () => {
   const server = await startServer({ model, port: 0 });
+  let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   try {
     const many = await postJson(`${server.url}/v1/completions`, { model: "tiny", prompt: Array.from({ length: REQUEST_LIMITS.maxPrompts + 1 }, (_, i) => `p${i}`), max_tokens: 1 });
@@ -47,9 +48,10 @@ test("8. prompts per request and prompts x n are capped: each is a 400 naming it
     assert.equal(ok.status, 200);
     assert.equal(((await ok.json()) as { choices: unknown[] }).choices.length, 4096);
   } finally {
-    assert.deepEqual(await poller.stop(), []);
+    failures = await poller.stop();
     await server.close();
   }
+  assert.deepEqual(failures, [], "/health failed while attacked");
   // the chat route counts its n against the same cap, which a server may lower
   const small = await startServer({ model, port: 0, requestLimits: { maxSequences: 8 } });
   try {
@@ -64,6 +66,7 @@ test("8. prompts per request and prompts x n are capped: each is a 400 naming it
 test("8. a client that leaves with 65,536 rows queued is cancelled in chunks: /health answers in the middle of it", async () => {
   const rows = 1024 * 64;
   const server = await startServer({ model, port: 0, maxBatch: 4, requestLimits: { maxSequences: rows } });
+  let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   const waitingSeen: { sent: number; waiting: number }[] = [];
   const health = async () => ((await (await fetch(`${server.url}/health`)).json()) as { waiting: number; running: number });
@@ -87,9 +90,10 @@ test("8. a client that leaves with 65,536 rows queued is cancelled in chunks: /h
     assert.ok(midway.length >= 1, `no /health answer while the rows were being cancelled: ${JSON.stringify(waitingSeen.slice(0, 8))}`);
     assert.ok(poller.within(left, performance.now()) >= 1);
   } finally {
-    assert.deepEqual(await poller.stop(), []);
+    failures = await poller.stop();
     await server.close();
   }
+  assert.deepEqual(failures, [], "/health failed while attacked");
 });
 
 test("the waiting line: first in, first out, and any member leaves in O(1) (200,000 rows, every other one taken out from the middle)", () => {

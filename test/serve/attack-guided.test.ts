@@ -52,6 +52,7 @@ async function errorOf(res: Response): Promise<{ message: string; code: string |
 
 test("5. a schema nested 55 objects deep is a 400 naming --guided-max-depth; a normal guided request still gets a valid answer", async () => {
   const server = await startServer({ model, port: 0 });
+  let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   try {
     const res = await guided(server, nested(55));
@@ -70,13 +71,15 @@ test("5. a schema nested 55 objects deep is a 400 naming --guided-max-depth; a n
     assert.equal((await errorOf(chain)).code, "guided_limit");
     await stillServesGuided(server);
   } finally {
-    assert.deepEqual(await poller.stop(), []);
+    failures = await poller.stop();
     await server.close();
   }
+  assert.deepEqual(failures, [], "/health failed while attacked");
 });
 
 test("5. past a raised depth limit the grammar engine's crash costs only that request: its instance is replaced", async () => {
   const server = await startServer({ model, port: 0, guidedLimits: { maxDepth: 256 } });
+  let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   try {
     await stillServesGuided(server);
@@ -89,13 +92,15 @@ test("5. past a raised depth limit the grammar engine's crash costs only that re
       await stillServesGuided(server);
     }
   } finally {
-    assert.deepEqual(await poller.stop(), []);
+    failures = await poller.stop();
     await server.close();
   }
+  assert.deepEqual(failures, [], "/health failed while attacked");
 });
 
 test("6. a self-referencing or dangling $ref is a 400 before any sampling, and nothing is printed", async () => {
   const server = await startServer({ model, port: 0 });
+  let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   const printed: string[] = [];
   const write = process.stderr.write.bind(process.stderr);
@@ -125,9 +130,10 @@ test("6. a self-referencing or dangling $ref is a 400 before any sampling, and n
     assert.equal((await errorOf(tool)).param, "tools");
   } finally {
     process.stderr.write = write;
-    assert.deepEqual(await poller.stop(), []);
+    failures = await poller.stop();
     await server.close();
   }
+  assert.deepEqual(failures, [], "/health failed while attacked");
   assert.deepEqual(printed.filter((l) => /FATAL|Aborted/.test(l)), []);
 });
 
@@ -140,6 +146,7 @@ function wide(n: number, prefix = "property_number_"): Record<string, unknown> {
 
 test("7. a 20,000-property schema is a 400 naming --guided-max-schema-bytes, refused before it is compiled", async () => {
   const server = await startServer({ model, port: 0 });
+  let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   try {
     const schema = wide(20_000);
@@ -151,14 +158,16 @@ test("7. a 20,000-property schema is a 400 naming --guided-max-schema-bytes, ref
     assert.match(err.message, /--guided-max-schema-bytes/);
     await stillServesGuided(server);
   } finally {
-    assert.deepEqual(await poller.stop(), []);
+    failures = await poller.stop();
     await server.close();
   }
+  assert.deepEqual(failures, [], "/health failed while attacked");
 });
 
 test("7. a compile past --guided-compile-timeout is a 400 naming it; /health answers while it runs, every variant pays only its own time", async () => {
   // the mechanism under test is the timeout itself: an explicit limit far below what this schema takes
   const server = await startServer({ model, port: 0, guidedLimits: { maxSchemaBytes: 4 * 1024 * 1024, compileTimeoutMs: 2000 } });
+  let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   try {
     await stillServesGuided(server);
@@ -179,7 +188,8 @@ test("7. a compile past --guided-compile-timeout is a 400 naming it; /health ans
     const again = await guided(server, wide(20_000, "p_"));
     assert.equal(again.status, 400);
   } finally {
-    assert.deepEqual(await poller.stop(), []);
+    failures = await poller.stop();
     await server.close();
   }
+  assert.deepEqual(failures, [], "/health failed while attacked");
 });
