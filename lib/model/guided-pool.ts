@@ -50,12 +50,12 @@ class GrammarWorker {
     this.worker = new Worker(script, {
       workerData: { role, packageJson: kitPath("package.json"), ...vocab, grammarsKept: GRAMMARS_KEPT },
       execArgv: [],
-      // XGrammar prints its FATAL checks and aborts to stderr; the error the request gets says enough
+      // XGrammar prints its FATAL checks and aborts to stderr; the error the request gets says enough. The
+      // worker discards its own output (guided-worker.mjs), and these streams are never read: a parent
+      // reading a worker's stdout or stderr keeps its process alive for as long as that worker lives
       stdout: true,
       stderr: true,
     });
-    this.worker.stdout.resume();
-    this.worker.stderr.resume();
     this.ready = new Promise((resolve, reject) => {
       this.worker.once("message", (m: { ready?: boolean }) => {
         if (!m.ready) return reject(new EngineFailure("the grammar worker did not start"));

@@ -21,6 +21,15 @@ function loadXgrammar(packageJson) {
   return module.exports;
 }
 
+// XGrammar prints its FATAL checks and aborts; the request's error says enough, so the output is dropped
+// here rather than sent to a parent that would have to read it (guided-pool.ts says why it does not)
+const discard = (_chunk, encoding, callback) => {
+  (typeof encoding === "function" ? encoding : callback)?.();
+  return true;
+};
+process.stdout.write = discard;
+process.stderr.write = discard;
+
 const { role, packageJson, tokens, type: vocabType, vocabSize, eosIds, grammarsKept } = workerData;
 const x = loadXgrammar(packageJson);
 const info = await x.TokenizerInfo.createTokenizerInfo(tokens, vocabType, false, vocabSize, eosIds);

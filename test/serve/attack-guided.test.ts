@@ -8,6 +8,12 @@ import type { CausalLM } from "../../lib/model/model.js";
 import { startServer, type RunningServer } from "../../lib/serve/server.js";
 import { kitPath } from "../../lib/core/paths.js";
 import { HealthPoller, postJson, validates } from "./attack-helpers.js";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fixtureDir } from "../model/fixtures.js";
+import { scratchDir } from "../helpers.js";
 
 let model: CausalLM;
 
@@ -192,4 +198,37 @@ test("7. a compile past --guided-compile-timeout is a 400 naming it; /health ans
     await server.close();
   }
   assert.deepEqual(failures, [], "/health failed while attacked");
+});
+
+test("a server that compiled a guided grammar leaves nothing running after close(): its process exits by itself", async () => {
+  // the grammar threads outlive the server (they are kept per tokenizer) but, idle, must not hold the
+  // process; the script reports what still keeps its event loop alive, and exits only if something does
+  const lib = (p: string) => JSON.stringify(join(process.cwd(), p));
+  const script = `import { loadModel } from ${lib("lib/model/load.ts")};
+import { startServer } from ${lib("lib/serve/server.ts")};
+const model = await loadModel(${JSON.stringify(fixtureDir("qwen2"))}, { backend: "cpu", name: "tiny", contextLength: 2048 });
+const server = await startServer({ model, port: 0 });
+const tools = [{ type: "function", function: { name: "run_sql", parameters: { type: "object", properties: { query: { type: "string" } } } } }];
+const res = await fetch(server.url + "/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "tiny", messages: [{ role: "user", content: "x" }], tools, tool_choice: "required", max_tokens: 8 }) });
+console.log("status " + res.status);
+await res.arrayBuffer();
+await server.close();
+model.dispose();
+setImmediate(() => {
+  // its own stdout and stderr (pipes to the test) are listed too, and never hold it
+  const left = process.getActiveResourcesInfo().filter((r) => r !== "PipeWrap");
+  console.log("left " + JSON.stringify(left));
+  if (left.length) process.exit(3);
+});`;
+  const file = join(scratchDir(), "close-guided.mts");
+  writeFileSync(file, script);
+  const child = spawn(process.execPath, ["--import", "tsx", file], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (err += d));
+  const [code] = await once(child, "close");
+  assert.match(out, /status 200/, err);
+  assert.match(out, /left \[\]/, err);
+  assert.equal(code, 0, err);
 });
