@@ -16,8 +16,28 @@ import { newId } from "../model/toolcalls.js";
 import { errorBody, requestObject } from "./protocol.js";
 import { disconnectSignal, EventStream } from "./sse.js";
 import { checkRequestSize, REQUEST_LIMITS, type RequestLimits } from "./limits.js";
+import { T2sError } from "../core/errors.js";
 
 const COMPLETION_KEYS = new Set([...SAMPLING_KEYS, "prompt", "echo", "best_of", "add_special_tokens"]);
+
+/**
+ * Sequences a request hands the engine per turn of the event loop: a request of thousands of rows joins
+ * the line over several turns, with /health and the streams answered in between (each row's tokens depend
+ * on its seed alone, never on which step it joined).
+ */
+const ROWS_PER_TURN = 256;
+
+/** For each of `count` prompts of `n` rows, a gate that opens once the prompts before it had their turns. */
+function promptGates(count: number, n: number): Promise<void>[] {
+  const perTurn = Math.max(1, Math.floor(ROWS_PER_TURN / n));
+  const gates: Promise<void>[] = [];
+  let gate = Promise.resolve();
+  for (let i = 0; i < count; i++) {
+    if (i > 0 && i % perTurn === 0) gate = gate.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+    gates.push(gate);
+  }
+  return gates;
+}
 
 interface Prompt {
   ids: number[];
@@ -147,8 +167,11 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
     const echoed = req.echo && wantLogprobs ? await Promise.all(req.prompts.map((p) => promptLogprobs(model, p.ids, req.topLogprobs ?? 0))) : null;
     if (stream && req.echo) req.prompts.forEach((p, pi) => Array.from({ length: n }, (_, i) => chunk(pi * n + i, p.text, null, echoed ? logprobsBody(echoed[pi], tokenText, 0) : null)));
     if (echoed) offsets.forEach((_, k) => (offsets[k] = req.prompts[Math.floor(k / n)].text.length));
+    const gates = promptGates(req.prompts.length, n);
     const gens = await Promise.all(
       req.prompts.map(async (p, pi) => {
+        await gates[pi];
+        if (signal.aborted) throw new T2sError("cancelled", "the client went away");
         const r = await ctx.chat.generateIds(req.model, p.ids, { ...req, topLogprobs: req.topLogprobs || undefined }, {
           signal,
           onDelta: stream

@@ -1,7 +1,8 @@
 // Amplification (issue 46, item 8): one small request may not become an unbounded number of sequences
 // (prompts and prompts x n are capped, each cap a 400 naming its flag), and the engine's line stays cheap
-// at any length: a client that leaves with 65,536 rows queued is cancelled over several turns of the event
-// loop, with /health answered in between (seen by a poller, by ordering, never by latency).
+// at any length: 65,536 rows of one request join it, and a client that leaves with them queued is
+// cancelled, each over several turns of the event loop, with /health answered in between (seen by a
+// poller, by ordering, never by latency).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { setImmediate as turn } from "node:timers/promises";
@@ -63,7 +64,7 @@ test("8. prompts per request and prompts x n are capped: each is a 400 naming it
   }
 });
 
-test("8. a client that leaves with 65,536 rows queued is cancelled in chunks: /health answers in the middle of it", async () => {
+test("8. 65,536 rows join the line in chunks, and a client that leaves with them queued is cancelled in chunks: /health answers in the middle of both", async () => {
   const rows = 1024 * 64;
   const server = await startServer({ model, port: 0, maxBatch: 4, requestLimits: { maxSequences: rows } });
   let failures: string[] = [];
@@ -75,7 +76,10 @@ test("8. a client that leaves with 65,536 rows queued is cancelled in chunks: /h
     const res = fetch(`${server.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "tiny", prompt: Array.from({ length: 1024 }, (_, i) => [1 + (i % 300)]), n: 64, max_tokens: 400, seed: 2 }), signal: client.signal }).catch(() => null);
     // wait until (nearly) all its rows are queued
     let full = 0;
-    while ((full = (await health()).waiting) < rows - 64) await turn();
+    // the rows join the line over many turns of the event loop, with /health answered in between
+    const joining: number[] = [];
+    while ((full = (await health()).waiting) < rows - 64) (joining.push(full), await turn());
+    assert.ok(joining.some((w) => w > 0), `no /health answer while the rows were joining the line: ${JSON.stringify(joining.slice(0, 8))}`);
     const left = performance.now();
     client.abort();
     await res;

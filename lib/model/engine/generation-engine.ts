@@ -85,10 +85,16 @@ export class GenerationEngine {
   private readonly running: Sequence[] = [];
   /** Rows by their signal: an abort reaches its rows without a scan of the line. */
   private readonly bySignal = new Map<AbortSignal, SignalRows>();
-  /** Rows whose signal fired, cancelled between steps, CANCELS_PER_TURN per turn; `abortedAt` is the next one. */
+  /**
+   * Rows whose signal fired: the queued ones are cancelled CANCELS_PER_TURN per turn of the event loop, apart
+   * from the steps; running ones leave at the next step (their slots are the runner's until then).
+   * `abortedAt` is the next one to look at.
+   */
   private aborted: Sequence[] = [];
   private abortedAt = 0;
-  /** Cancellations left this turn of the loop. */
+  /** Whether a turn of cancellations is scheduled. */
+  private cancelling = false;
+  /** Cancellations admission may still make this step (rows at the head whose cancellation is pending). */
   private cancelBudget = CANCELS_PER_TURN;
   private readonly freeSlots: number[];
   private loop: Promise<void> | null = null;
@@ -179,9 +185,34 @@ export class GenerationEngine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.scheduleCancels();
     this.kick();
     await this.loop;
     this.lease.release();
+  }
+
+  private scheduleCancels(): void {
+    if (this.cancelling) return;
+    this.cancelling = true;
+    setImmediate(() => this.cancelTurn());
+  }
+
+  /** One turn of cancellations: queued rows whose signal fired (and, once closed, any queued row). */
+  private cancelTurn(): void {
+    this.cancelling = false;
+    let budget = CANCELS_PER_TURN;
+    while (budget > 0 && this.abortedAt < this.aborted.length) {
+      const s = this.aborted[this.abortedAt++];
+      if (s.done || s.slot >= 0) continue;
+      this.cancel(s);
+      budget--;
+    }
+    if (this.abortedAt === this.aborted.length) {
+      this.aborted = [];
+      this.abortedAt = 0;
+    }
+    if (this.closed) while (budget-- > 0 && this.waiting.size) this.cancel(this.waiting.first()!);
+    if (this.abortedAt < this.aborted.length || (this.closed && this.waiting.size)) this.scheduleCancels();
   }
 
   private kick(): void {
@@ -196,6 +227,7 @@ export class GenerationEngine {
         const rows = this.bySignal.get(signal)?.rows;
         if (!rows) return;
         for (const s of rows) this.aborted.push(s);
+        this.scheduleCancels();
         this.kick();
       };
       entry = { rows: new Set(), onAbort };
@@ -209,9 +241,9 @@ export class GenerationEngine {
     // requests made together (a step's episodes, a batch of clients) arrive within one turn of the event
     // loop: let them all queue before the first admission, so they share one prefill
     await new Promise((r) => setImmediate(r));
-    while (this.waiting.size || this.running.length || this.abortedAt < this.aborted.length) {
+    while (this.waiting.size || this.running.length) {
       this.cancelBudget = CANCELS_PER_TURN;
-      this.sweepCancelled();
+      this.sweepRunning();
       try {
         if (!this.closed) {
           await this.admit();
@@ -229,22 +261,12 @@ export class GenerationEngine {
     }
   }
 
-  /** Cancels rows whose signal fired (and, once closed, every row), within this turn's budget. */
-  private sweepCancelled(): void {
-    while (this.cancelBudget > 0 && this.abortedAt < this.aborted.length) {
-      const s = this.aborted[this.abortedAt++];
-      if (!s.done) {
-        this.cancel(s);
-        this.cancelBudget--;
-      }
+  /** Cancels the running rows whose signal fired (all of them once closed): at most maxBatch to look at. */
+  private sweepRunning(): void {
+    for (let i = this.running.length - 1; i >= 0; i--) {
+      const s = this.running[i];
+      if (this.closed || s.req.signal?.aborted) this.cancel(s);
     }
-    if (this.abortedAt === this.aborted.length) {
-      this.aborted = [];
-      this.abortedAt = 0;
-    }
-    if (!this.closed) return;
-    for (const s of [...this.running]) this.cancel(s);
-    while (this.cancelBudget-- > 0 && this.waiting.size) this.cancel(this.waiting.first()!);
   }
 
   /** Moves waiting sequences into free slots (first come, first served) and prefills them. */
