@@ -65,7 +65,7 @@ export function registerEnv(program: Command): void {
     .option("--workers <n>", "SQL worker processes (default: number of CPUs, at most 4)", intOption("--workers", 1))
     .option("--tool-workers <n>", "SQL worker processes of tool queries, apart from grading's", intOption("--tool-workers", 1), 1)
     .option("--max-idle-connections <n>", "open connections with no request in flight kept at most; the oldest idle ones are closed past it", intOption("--max-idle-connections", 1), MAX_IDLE_CONNECTIONS)
-    .option("--max-connections <n>", "open connections at most, busy ones included; past it the longest-idle is closed, then the oldest still sending its request, else the new one gets a 503", intOption("--max-connections", 1), CONNECTION_LIMITS.maxConnections)
+    .option("--max-connections <n>", "open connections at most, busy ones included; past it the one doing no work for the longest (idle, or still sending its request) is closed, else the new one gets a 503", intOption("--max-connections", 1), CONNECTION_LIMITS.maxConnections)
     .option("--request-timeout <s>", "seconds a request's body may take to arrive after its headers (a slow body is cut like slow headers)", numberOption("--request-timeout", { gt: 0 }), CONNECTION_LIMITS.requestMs / 1000)
     .option("--shutdown-timeout <s>", "on SIGTERM/SIGINT, seconds requests in flight (grades) may take to finish before they are cut; a second signal cuts at once", intOption("--shutdown-timeout", 0), SHUTDOWN_TIMEOUT_S)
     .option("--concurrency <n>", "grades in flight at once (default 8 per worker)", intOption("--concurrency", 1))

@@ -40,7 +40,7 @@ export function registerServe(program: Command): void {
     .option("--enable-lora-updating", "serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (default: $VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
     .option("--max-loras <n>", "adapters served at once at most", intOption("--max-loras", 0), 8)
     .option("--lora-root <dir>", "folder a runtime adapter must lie under (repeatable; default: any folder with adapter_config.json)", collect, [])
-    .option("--max-connections <n>", "open connections at most, busy ones included; past it the longest-idle is closed, then the oldest still sending its request, else the new one gets a 503", intOption("--max-connections", 1), CONNECTION_LIMITS.maxConnections)
+    .option("--max-connections <n>", "open connections at most, busy ones included; past it the one doing no work for the longest (idle, or still sending its request) is closed, else the new one gets a 503", intOption("--max-connections", 1), CONNECTION_LIMITS.maxConnections)
     .option("--request-timeout <s>", "seconds a request's body may take to arrive after its headers (a slow body is cut like slow headers); streamed responses are not limited", numberOption("--request-timeout", { gt: 0 }), CONNECTION_LIMITS.requestMs / 1000)
     .option("--max-completion-prompts <n>", "prompts in one /v1/completions request at most (vLLM's VLLM_MAX_COMPLETION_PROMPTS)", intOption("--max-completion-prompts", 1), REQUEST_LIMITS.maxPrompts)
     .option("--max-request-sequences <n>", "sequences one request may make at most: prompts x n", intOption("--max-request-sequences", 1), REQUEST_LIMITS.maxSequences)

@@ -6,8 +6,8 @@
  * - The Host check: a server without a key answers only requests addressed to a loopback name, so a web
  *   page cannot drive it through DNS rebinding (its requests carry the page's own host name); other names
  *   are allowed by `--allowed-host` (Jupyter Server's local_hostnames / allow_remote_access, one flag).
- * - Connections: a cap on open sockets that evicts the longest-idle first, then the oldest one still
- *   sending its request, and refuses a new one with a 503 only when every socket is doing work; time
+ * - Connections: a cap on open sockets that evicts the one doing no work for the longest (idle, or still
+ *   sending its request), and refuses a new one with a 503 only when every socket is doing work; time
  *   limits on a request's headers, on its whole body (a body trickled a byte a second is cut like slowloris
  *   headers) and on an idle keep-alive socket. A response being written (an SSE stream) is never timed out.
  */
@@ -110,10 +110,10 @@ interface SocketState {
 const BUSY = JSON.stringify({ error: { message: "the server has as many connections as it takes, all busy; retry shortly", type: "server_error", code: "too_many_connections" } });
 
 /**
- * Applies the limits to a listening node:http server. Past `maxConnections` the longest-idle socket is
- * closed, else the oldest one still sending its request (headers or body), else the new connection is
- * answered 503 and closed: so sockets that hold a slot without finishing a request never keep a client
- * with a real request out. Each socket is on one clock at a time: its first headers (`headersMs`), a
+ * Applies the limits to a listening node:http server. Past `maxConnections` the socket doing no work for
+ * the longest is closed (idle since its last response, or still sending a request it started then), else
+ * the new connection is answered 503 and closed: so sockets that hold a slot without finishing a request
+ * never keep a client with a real request out. Each socket is on one clock at a time: its first headers (`headersMs`), a
  * request's body (`requestMs`, from its headers), idle keep-alive (`keepAliveMs`).
  */
 export function limitConnections(server: Server, limits: ConnectionLimits = {}): ConnectionGuard {
@@ -173,7 +173,9 @@ export function limitConnections(server: Server, limits: ConnectionLimits = {}):
       }
     }
     if (sockets.size <= cap) return;
-    const victim = oldest(socket, idle) ?? oldest(socket, receiving);
+    // of the sockets doing no work (idle, or stalled in a request), the one stalled longest: a client that
+    // just finished a request keeps its socket, a trickling body that started long ago loses it
+    const victim = oldest(socket, (st) => idle(st) || receiving(st));
     if (victim) {
       evicted++;
       victim.destroy();
