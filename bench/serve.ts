@@ -291,7 +291,8 @@ async function guidedCost(tok: ChatTokenizer, V: number, label: string): Promise
         return allowed[Math.floor(rand() * allowed.length)];
       });
       const c0 = performance.now();
-      live.forEach((c, r) => c.accept(picks[r]));
+      // the advance runs in the grammar host worker and brings the next mask back
+      await Promise.all(live.map((c, r) => c.accept(picks[r])));
       acceptMs += performance.now() - c0;
       steps++;
       tokens += live.length;

@@ -7,8 +7,10 @@ import { UsageError } from "../core/errors.js";
 import { kitPath } from "../core/paths.js";
 import type { Task } from "../tasks/types.js";
 import { addGradingOptions, defaultsFrom } from "./grade.js";
-import { collect, intOption, oneOf } from "./options.js";
+import { collect, intOption, numberOption, oneOf } from "./options.js";
 import { MAX_IDLE_CONNECTIONS } from "../envserve/access.js";
+import { CONNECTION_LIMITS } from "../serve/http-guard.js";
+import { SHUTDOWN_TIMEOUT_S } from "../serve/shutdown.js";
 import { MAX_TOOL_CALLS, QUERY_TIMEOUT_MS, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
 interface EnvServeFlags {
@@ -32,6 +34,10 @@ interface EnvServeFlags {
   workers?: number;
   toolWorkers: number;
   maxIdleConnections: number;
+  maxConnections: number;
+  requestTimeout: number;
+  allowedHost: string[];
+  shutdownTimeout: number;
   concurrency?: number;
   style: string;
   protocol: string;
@@ -50,7 +56,8 @@ export function registerEnv(program: Command): void {
     .description("serve batch grading, the read-only SQL tool and task prompts over HTTP (see docs/integrations.md)")
     .option("--port <n>", "port to listen on (0 = any free port)", intOption("--port", 0, 65535), 8100)
     .option("--host <host>", "interface to listen on (off loopback --api-key is required)", "127.0.0.1")
-    .option("--api-key <key>", "answer only requests with 'Authorization: Bearer KEY' (default: $T2S_API_KEY)")
+    .option("--api-key <key>", "answer only requests with 'Authorization: Bearer KEY' (default: $T2S_API_KEY; an empty key is refused)")
+    .option("--allowed-host <name>", "without a key, also answer requests whose Host header names this (repeatable; '*' = any); by default only localhost, 127.0.0.1 and [::1], against DNS rebinding", collect, [])
     .option("--tasks <file>", "task file whose ids requests may name (repeatable; default data/shop/tasks.jsonl)", collect, [])
     .option("--db-root <dir>", "a folder whose SQLite files requests may name by path (repeatable; default: only the tasks' databases)", collect, []);
   // the grading flags of `t2s grade` (an item's own fields override them)
@@ -58,6 +65,9 @@ export function registerEnv(program: Command): void {
     .option("--workers <n>", "SQL worker processes (default: number of CPUs, at most 4)", intOption("--workers", 1))
     .option("--tool-workers <n>", "SQL worker processes of tool queries, apart from grading's", intOption("--tool-workers", 1), 1)
     .option("--max-idle-connections <n>", "open connections with no request in flight kept at most; the oldest idle ones are closed past it", intOption("--max-idle-connections", 1), MAX_IDLE_CONNECTIONS)
+    .option("--max-connections <n>", "open connections at most, busy ones included; past it the one doing no work for the longest (idle, or still sending its request) is closed, else the new one gets a 503", intOption("--max-connections", 1), CONNECTION_LIMITS.maxConnections)
+    .option("--request-timeout <s>", "seconds a request's body may take to arrive after its headers (a slow body is cut like slow headers)", numberOption("--request-timeout", { gt: 0 }), CONNECTION_LIMITS.requestMs / 1000)
+    .option("--shutdown-timeout <s>", "on SIGTERM/SIGINT, seconds requests in flight (grades) may take to finish before they are cut; a second signal cuts at once", intOption("--shutdown-timeout", 0), SHUTDOWN_TIMEOUT_S)
     .option("--concurrency <n>", "grades in flight at once (default 8 per worker)", intOption("--concurrency", 1))
     .option("--style <style>", "prompt the service renders: single or tool", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
@@ -90,13 +100,13 @@ export function registerEnv(program: Command): void {
           prompt: { style, protocol, maxToolCalls: f.maxToolCalls },
           toolOutput: { maxRows: f.toolRows, maxChars: f.toolChars, mode }, toolTimeoutMs: f.toolTimeoutMs,
         });
-        const server = await startEnvServer({ service, port: f.port, host: f.host, maxIdleConnections: f.maxIdleConnections, ...(apiKey !== undefined ? { apiKey } : {}) });
-        process.stdout.write(`env service at ${server.url} (${tasks.length} tasks, ${pool.size} SQL workers + ${toolPool.size} for tools, preset ${defaults.preset}, ${style} prompts${apiKey !== undefined ? ", API key required" : ""})\n`);
-        await new Promise<void>((done) => {
-          process.once("SIGINT", () => done());
-          process.once("SIGTERM", () => done());
+        const server = await startEnvServer({
+          service, port: f.port, host: f.host, maxIdleConnections: f.maxIdleConnections, allowedHosts: f.allowedHost, shutdownTimeoutMs: f.shutdownTimeout * 1000,
+          connections: { maxConnections: f.maxConnections, requestMs: f.requestTimeout * 1000 }, ...(apiKey !== undefined ? { apiKey } : {}),
         });
-        await server.close();
+        process.stdout.write(`env service at ${server.url} (${tasks.length} tasks, ${pool.size} SQL workers + ${toolPool.size} for tools, preset ${defaults.preset}, ${style} prompts${apiKey !== undefined ? ", API key required" : ""})\n`);
+        const { serveUntilSignal } = await import("../serve/shutdown.js");
+        await serveUntilSignal(server, { timeoutSeconds: f.shutdownTimeout });
       } finally {
         await Promise.all([pool.close(), toolPool.close()]);
       }

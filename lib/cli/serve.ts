@@ -2,9 +2,13 @@
 import { applyQuantization, QUANTIZATION_HELP, quantizationOption, type QuantizationName } from "../model/quantization.js";
 import type { Command } from "commander";
 import { UsageError } from "../core/errors.js";
-import { collect, intOption, oneOf } from "./options.js";
+import { collect, intOption, numberOption, oneOf } from "./options.js";
 import { WEIGHTS_DTYPE_HELP, weightsDtypeOption, type WeightsDtype } from "../model/weights-dtype.js";
 import { ADAPTER_LIMIT_FLAGS, ADAPTER_LIMITS } from "../model/lora-read.js";
+import { apiKeyOption, CONNECTION_LIMITS } from "../serve/http-guard.js";
+import { REQUEST_LIMITS } from "../serve/limits.js";
+import { GUIDED_LIMITS } from "../model/guided-schema.js";
+import { serveUntilSignal, SHUTDOWN_TIMEOUT_S } from "../serve/shutdown.js";
 
 /** Parses `--adapter NAME=DIR` values into a name -> folder map (names must be unique). */
 export function parseAdapterFlags(values: string[]): Record<string, string> {
@@ -34,7 +38,8 @@ export function registerServe(program: Command): void {
     .option("--max-model-len <n>", "longest prompt + completion in tokens (default: max_position_embeddings)", intOption("--max-model-len", 1))
     .option("--max-batch <rows>", "sequences decoded together; later requests wait their turn in arrival order", intOption("--max-batch", 1), 64)
     .option("--max-num-batched-tokens <n>", "prompt tokens prefilled in one step at most (smaller: a burst of requests stalls running streams less)", intOption("--max-num-batched-tokens", 1), 8192)
-    .option("--api-key <key>", "require 'Authorization: Bearer <key>' on every route but /health and /metrics (default: $VLLM_API_KEY)")
+    .option("--api-key <key>", "require 'Authorization: Bearer <key>' on every route but /health, which then says only {status} to requests without it (default: $VLLM_API_KEY; an empty key is refused)")
+    .option("--allowed-host <name>", "without a key, also answer requests whose Host header names this (repeatable; '*' = any); by default only localhost, 127.0.0.1, [::1] and the --host address, against DNS rebinding", collect, [])
     .option("--enable-lora-updating", "serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (default: $VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
     .option("--max-loras <n>", "adapters served at once at most", intOption("--max-loras", 0), 8)
     .option("--lora-root <dir>", "folder a runtime adapter must lie under, every file of it included (repeatable; default: any folder with adapter_config.json)", collect, [])
@@ -42,10 +47,19 @@ export function registerServe(program: Command): void {
     .option(`${ADAPTER_LIMIT_FLAGS.weightsBytes} <n>`, "bytes of an adapter_model.safetensors at most", intOption(ADAPTER_LIMIT_FLAGS.weightsBytes, 1), ADAPTER_LIMITS.weightsBytes)
     .option(`${ADAPTER_LIMIT_FLAGS.configBytes} <n>`, "bytes of an adapter_config.json at most", intOption(ADAPTER_LIMIT_FLAGS.configBytes, 1), ADAPTER_LIMITS.configBytes)
     .option("--allow-base-mismatch", "serve adapters recorded as trained on another base model (refused by default)")
-    .option("--max-connections <n>", "open connections at most; past it idle ones are closed first", intOption("--max-connections", 1), 1024)
-    .option("--shutdown-timeout <s>", "on SIGTERM/SIGINT, seconds in-flight requests may take to finish before they are cut", intOption("--shutdown-timeout", 0), 30)
+    .option("--max-connections <n>", "open connections at most, busy ones included; past it the one doing no work for the longest (idle, or still sending its request) is closed, else the new one gets a 503", intOption("--max-connections", 1), CONNECTION_LIMITS.maxConnections)
+    .option("--request-timeout <s>", "seconds a request's body may take to arrive after its headers (a slow body is cut like slow headers); streamed responses are not limited", numberOption("--request-timeout", { gt: 0 }), CONNECTION_LIMITS.requestMs / 1000)
+    .option("--max-completion-prompts <n>", "prompts in one /v1/completions request at most (vLLM's VLLM_MAX_COMPLETION_PROMPTS)", intOption("--max-completion-prompts", 1), REQUEST_LIMITS.maxPrompts)
+    .option("--max-request-sequences <n>", "sequences one request may make at most: prompts x n", intOption("--max-request-sequences", 1), REQUEST_LIMITS.maxSequences)
+    .option("--guided-max-schema-bytes <n>", "bytes of JSON a guided-decoding schema (response_format, guided_json, forced tools) may have", intOption("--guided-max-schema-bytes", 1), GUIDED_LIMITS.maxSchemaBytes)
+    .option("--guided-max-depth <n>", "levels a guided-decoding schema may nest ($ref hops and pattern groups count)", intOption("--guided-max-depth", 1, 256), GUIDED_LIMITS.maxDepth)
+    .option("--guided-compile-timeout <s>", "seconds a schema never seen before may take to compile (in a worker thread, replaced past it)", numberOption("--guided-compile-timeout", { gt: 0 }), GUIDED_LIMITS.compileTimeoutMs / 1000)
+    .option("--shutdown-timeout <s>", "on SIGTERM/SIGINT, seconds in-flight requests may take to finish before they are cut", intOption("--shutdown-timeout", 0), SHUTDOWN_TIMEOUT_S)
     .option("--logprobs-mode <mode>", "logprobs reported: raw_logprobs (the model's, vLLM's default) or processed_logprobs (after bias, mask and temperature)", "raw_logprobs")
     .action(async (opts: ServeFlags) => {
+      // a blank key would start a server that checks nothing: refused before the model loads
+      if (opts.apiKey !== undefined) apiKeyOption(opts.apiKey, "--api-key");
+      else apiKeyOption(process.env.VLLM_API_KEY || undefined, "VLLM_API_KEY");
       const adapters = parseAdapterFlags(opts.adapter);
       const logprobsMode = oneOf("--logprobs-mode", opts.logprobsMode, ["raw_logprobs", "processed_logprobs"] as const);
       const { assertTokenizerFile, describeLoad, loadModel } = await import("../model/load.js");
@@ -56,23 +70,14 @@ export function registerServe(program: Command): void {
       process.stderr.write(`${describeLoad(model)}${model.quantization ? `; sampling ${model.quantization}` : ""}\n`);
       const server = await startServer({
         model, adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxNumBatchedTokens,
-        apiKey: opts.apiKey, allowRuntimeLora: opts.enableLoraUpdating || undefined, maxLoras: opts.maxLoras, loraRoots: opts.loraRoot.length ? opts.loraRoot : undefined,
+        apiKey: opts.apiKey, allowedHosts: opts.allowedHost, allowRuntimeLora: opts.enableLoraUpdating || undefined, maxLoras: opts.maxLoras, loraRoots: opts.loraRoot.length ? opts.loraRoot : undefined,
         adapterLoading: { limits: { rank: opts.maxLoraRank, weightsBytes: opts.maxLoraBytes, configBytes: opts.maxLoraConfigBytes }, allowBaseMismatch: opts.allowBaseMismatch === true },
-        connections: { maxConnections: opts.maxConnections }, shutdownTimeoutMs: opts.shutdownTimeout * 1000, logprobsMode,
+        connections: { maxConnections: opts.maxConnections, requestMs: opts.requestTimeout * 1000 }, shutdownTimeoutMs: opts.shutdownTimeout * 1000, logprobsMode,
+        requestLimits: { maxPrompts: opts.maxCompletionPrompts, maxSequences: opts.maxRequestSequences },
+        guidedLimits: { maxSchemaBytes: opts.guidedMaxSchemaBytes, maxDepth: opts.guidedMaxDepth, compileTimeoutMs: opts.guidedCompileTimeout * 1000 },
       });
       process.stdout.write(`serving ${[...server.engine.models.keys()].join(", ")} at ${server.url}/v1 (backend ${model.backend})\n`);
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
-          process.stderr.write(`${signal}: no new requests; waiting up to ${opts.shutdownTimeout} s for ${server.inFlight()} in flight (a second signal cuts them now)\n`);
-          // a second signal cuts what is still running at once
-          process.once("SIGINT", () => void server.close(0));
-          process.once("SIGTERM", () => void server.close(0));
-          resolve();
-        };
-        process.once("SIGINT", () => stop("SIGINT"));
-        process.once("SIGTERM", () => stop("SIGTERM"));
-      });
-      await server.close();
+      await serveUntilSignal(server, { timeoutSeconds: opts.shutdownTimeout });
       model.dispose();
     });
 }
@@ -90,6 +95,7 @@ interface ServeFlags {
   maxBatch: number;
   maxNumBatchedTokens: number;
   apiKey?: string;
+  allowedHost: string[];
   enableLoraUpdating?: boolean;
   maxLoras: number;
   loraRoot: string[];
@@ -98,6 +104,12 @@ interface ServeFlags {
   maxLoraConfigBytes: number;
   allowBaseMismatch?: boolean;
   maxConnections: number;
+  requestTimeout: number;
+  maxCompletionPrompts: number;
+  maxRequestSequences: number;
+  guidedMaxSchemaBytes: number;
+  guidedMaxDepth: number;
+  guidedCompileTimeout: number;
   shutdownTimeout: number;
   logprobsMode: string;
 }

@@ -6,9 +6,9 @@
  */
 import { realpathSync, statSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
-import { timingSafeEqual } from "node:crypto";
 import { settingFromEnv } from "../core/defaults.js";
 import { UsageError } from "../core/errors.js";
+import { apiKeyOption, isLoopback, keyMatches } from "../serve/http-guard.js";
 import { BadRequest } from "./errors.js";
 
 /** Connections with no request in flight env serve keeps at most (the oldest idle ones are closed past it). */
@@ -56,16 +56,14 @@ export class DatabaseRoots {
   }
 }
 
-/** True for the loopback names and addresses, where only this host can connect. */
+/** True for the loopback names and addresses, where only this host can connect (the servers' one rule). */
 export function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  return h === "localhost" || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h);
+  return isLoopback(host);
 }
 
-/** The key requests must carry: `--api-key`, else T2S_API_KEY; required off loopback. */
+/** The key requests must carry: `--api-key`, else T2S_API_KEY; required off loopback; a blank one is a usage error. */
 export function serviceApiKey(host: string, flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const key = flag ?? (settingFromEnv("api_key", env) || undefined);
-  if (key !== undefined && key.trim() === "") throw new UsageError("--api-key must not be empty");
+  const key = flag !== undefined ? apiKeyOption(flag, "--api-key") : apiKeyOption(settingFromEnv("api_key", env) || undefined, "T2S_API_KEY");
   if (key === undefined && !isLoopbackHost(host)) {
     throw new UsageError(`--host ${host} is reachable from other machines: give --api-key KEY (or set T2S_API_KEY) so only clients with the key are answered`);
   }
@@ -76,7 +74,5 @@ export function serviceApiKey(host: string, flag: string | undefined, env: NodeJ
 export function hasKey(headers: Record<string, string | string[] | undefined>, key: string): boolean {
   const auth = typeof headers.authorization === "string" ? headers.authorization : "";
   const given = /^Bearer\s+(.+)$/i.exec(auth)?.[1] ?? (typeof headers["x-api-key"] === "string" ? headers["x-api-key"] : "");
-  const a = Buffer.from(given);
-  const b = Buffer.from(key);
-  return a.length === b.length && timingSafeEqual(a, b);
+  return keyMatches(given, key);
 }

@@ -8,13 +8,19 @@
  * A bad body is a 400 with {"error": {"message", "code"}}; a missing or wrong key 401; a database outside
  * the allowed ones 403; an unknown task id 404; a wrong method 405; an oversized body 413, sent as soon as
  * the declared (or counted) size passes the limit, without reading the rest.
- * Idle connections are capped: past `maxIdleConnections` the oldest idle ones are closed, so thousands of
- * idle sockets cannot keep a client with a real request out.
+ * Connections are guarded as `t2s serve`'s are (lib/serve/http-guard.ts): idle ones past
+ * `maxIdleConnections` are closed oldest first, open ones are capped (idle, then still-sending ones are
+ * evicted; a new one gets a 503 only when all are busy), and headers, bodies and idle sockets have time
+ * limits. Without a key, only requests addressed to a loopback name are answered (403 otherwise: DNS
+ * rebinding). close() drains: new requests get a 503, grades in flight may finish within the shutdown
+ * timeout, then the rest are cut.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { isT2sError } from "../core/errors.js";
 import { hasKey, MAX_IDLE_CONNECTIONS } from "./access.js";
+import { hostPolicy, hostRefusal, limitConnections, type ConnectionGuard, type ConnectionLimits } from "../serve/http-guard.js";
+import { DrainDeadline, SHUTDOWN_TIMEOUT_S } from "../serve/shutdown.js";
 import { BadRequest } from "./errors.js";
 import type { EnvService } from "./service.js";
 
@@ -28,12 +34,23 @@ export interface EnvServerOptions {
   apiKey?: string;
   /** Connections with no request in flight kept at most (default 256); the oldest idle ones are closed first. */
   maxIdleConnections?: number;
+  /** Open connections at most and the time limits on headers, bodies and idle sockets (http-guard.ts's defaults). */
+  connections?: ConnectionLimits;
+  /** Without a key, Host names answered besides loopback ones and the listen address ("*": any). */
+  allowedHosts?: string[];
+  /** How long close() lets requests in flight (grades) finish before cutting them (default 30 s). */
+  shutdownTimeoutMs?: number;
 }
 
 export interface RunningEnvServer {
   /** http://host:port (no trailing slash). */
   url: string;
-  close(): Promise<void>;
+  /** Drains: new requests get a 503, those in flight may finish within `timeoutMs` (default: the shutdown timeout), then the rest are cut; a later call may only shorten the wait. */
+  close(timeoutMs?: number): Promise<void>;
+  /** Requests being answered now. */
+  inFlight(): number;
+  /** What the connection limits did so far. */
+  connections: ConnectionGuard;
 }
 
 function send(res: ServerResponse, status: number, body: string, type = "application/json"): void {
@@ -83,10 +100,23 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
   const { service } = opts;
   const limit = opts.maxBodyBytes ?? 32 * 1024 * 1024;
   const maxIdle = opts.maxIdleConnections ?? MAX_IDLE_CONNECTIONS;
+  const localHost = opts.apiKey === undefined ? hostPolicy(opts.host ?? "127.0.0.1", opts.allowedHosts) : null;
   let inflight = 0;
+  let draining = false;
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<[string, number]> => {
     const path = (req.url ?? "/").split("?")[0];
     const method = ROUTES[path];
+    // without a key, a request a web page made through DNS rebinding goes no further
+    if (localHost && !localHost(req.headers.host)) {
+      res.setHeader("connection", "close");
+      send(res, 403, JSON.stringify({ error: { message: hostRefusal(req.headers.host), code: "host_not_allowed" } }));
+      return [method ? path : "other", 403];
+    }
+    if (draining) {
+      res.setHeader("connection", "close");
+      send(res, 503, JSON.stringify({ error: { message: "the service is shutting down", code: "shutting_down" } }));
+      return [method ? path : "other", 503];
+    }
     if (opts.apiKey !== undefined && path !== "/health" && !hasKey(req.headers, opts.apiKey)) {
       res.setHeader("www-authenticate", "Bearer");
       send(res, 401, JSON.stringify({ error: { message: "this service needs its API key: send 'Authorization: Bearer KEY' (the Python adapters read T2S_API_KEY)", code: "unauthorized" } }));
@@ -150,38 +180,30 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
         service.metrics.request(route, status, (performance.now() - t0) / 1000);
       });
   });
-  server.keepAliveTimeout = 30_000;
-  // a socket is idle from its connection until its first request, and between requests; past the cap the
-  // oldest idle sockets are closed (insertion order of the Set is connection order)
-  const idle = new Set<Socket>();
-  server.on("connection", (socket: Socket) => {
-    idle.add(socket);
-    socket.once("close", () => idle.delete(socket));
-    while (idle.size > maxIdle) {
-      const oldest = idle.values().next().value as Socket;
-      idle.delete(oldest);
-      oldest.destroy();
-    }
-  });
-  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    const socket = req.socket;
-    idle.delete(socket);
-    res.once("finish", () => {
-      if (!socket.destroyed) idle.add(socket);
-    });
-  });
+  const connections = limitConnections(server, { keepAliveMs: 30_000, ...opts.connections, maxIdleConnections: maxIdle });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port ?? 0, opts.host ?? "127.0.0.1", () => resolve());
   });
   const addr = server.address() as AddressInfo;
   const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+  let drain: DrainDeadline | null = null;
+  let closing: Promise<void> | null = null;
+  const close = async () => {
+    draining = true;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    await drain!.until(() => inflight === 0);
+    server.closeAllConnections();
+    await closed;
+  };
   return {
     url: `http://${host}:${addr.port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: (timeoutMs = opts.shutdownTimeoutMs ?? SHUTDOWN_TIMEOUT_S * 1000) => {
+      if (drain) drain.cut(timeoutMs);
+      else drain = new DrainDeadline(timeoutMs);
+      return (closing ??= close());
+    },
+    inFlight: () => inflight,
+    connections,
   };
 }

@@ -4,36 +4,19 @@
  * tool). The grammar engine is XGrammar, vLLM's default backend, in its WASM build
  * (@mlc-ai/web-xgrammar): measured in Node 20 at vocabularies of 4k-152k tokens (docs/model.md).
  *
- * Its package is a UMD file inside a `"type": "module"` package, which Node's ESM loader cannot run (it
- * reads `require` and `__filename`); it is loaded here as the CommonJS script it is, through node:vm.
- * Compiled grammars are cached by their source (a schema compiles in 0.1-0.6 s), a tokenizer's vocabulary
- * once per tokenizer.
+ * Nothing of XGrammar runs on the caller's thread. A guide is first checked here against the limits
+ * (guided-schema.ts: size, nesting, references), then compiled once in a sandbox worker under a time
+ * limit, and its matchers run in a host worker (guided-pool.ts says why two). The engine's thread only
+ * receives each token's mask and sends back the token sampled under it. Verdicts are cached by the guide,
+ * so a guide already proven costs no sandbox compile again.
  */
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname } from "node:path";
-import { constants as vmConstants, runInThisContext } from "node:vm";
 import { T2sError } from "../core/errors.js";
-import { kitPath } from "../core/paths.js";
 import type { TokenConstraint } from "./engine/types.js";
+import { GrammarPool, type GrammarVocab } from "./guided-pool.js";
+import { checkSchemas, GUIDED_LIMITS, limitError, type GuidedLimits } from "./guided-schema.js";
 import type { ChatTokenizer } from "./tokenizer.js";
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-type Xgr = any;
-
-let loaded: Xgr | null = null;
-
-/** The XGrammar module (loaded on first use). */
-function xgrammar(): Xgr {
-  if (loaded) return loaded;
-  const req = createRequire(kitPath("package.json"));
-  const file = req.resolve("@mlc-ai/web-xgrammar");
-  const wrapped = runInThisContext(`(function (exports, require, module, __filename, __dirname) {${readFileSync(file, "utf8")}\n})`, { filename: file, importModuleDynamically: vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER }) as (...a: unknown[]) => void;
-  const module = { exports: {} as Record<string, unknown> };
-  wrapped(module.exports, createRequire(file), module, file, dirname(file));
-  loaded = module.exports;
-  return loaded;
-}
+export { GUIDED_LIMITS, type GuidedLimits } from "./guided-schema.js";
 
 /** What a reply must be. */
 export type Guide =
@@ -42,146 +25,127 @@ export type Guide =
   /** free text until a `<tool_call>`, then a call to one of the tools, each argument object per its schema. */
   | { kind: "tool_tags"; tools: { name: string; parameters: unknown }[]; begin: string; end: string };
 
-interface Compiler {
-  info: Xgr;
-  compiler: Xgr;
-  grammars: Map<string, Promise<Xgr>>;
+/** Sandbox verdicts kept, by guide (a hostile guide sent again is refused without another compile). */
+const VERDICTS_KEPT = 256;
+
+interface Guided {
+  pool: GrammarPool;
+  verdicts: Map<string, Promise<void>>;
 }
 
-const compilers = new WeakMap<ChatTokenizer, Promise<Compiler>>();
-const GRAMMARS_KEPT = 64;
+const pools = new WeakMap<ChatTokenizer, Map<number, Guided>>();
+const limitsOf = new WeakMap<ChatTokenizer, GuidedLimits>();
+
+/** Sets the limits guides for this tokenizer's models are held to (a server's flags); the defaults otherwise. */
+export function setGuidedLimits(tok: ChatTokenizer, limits: Partial<GuidedLimits>): void {
+  limitsOf.set(tok, { ...GUIDED_LIMITS, ...limits });
+}
+
+/** The limits in force for a tokenizer's guides. */
+export function guidedLimits(tok: ChatTokenizer): GuidedLimits {
+  return limitsOf.get(tok) ?? GUIDED_LIMITS;
+}
 
 /** The tokenizer's vocabulary as XGrammar reads it (raw token strings and how they encode bytes). */
-function vocabOf(tok: ChatTokenizer, vocabSize: number): { tokens: string[]; type: string } {
+function vocabOf(tok: ChatTokenizer, vocabSize: number): GrammarVocab {
   const raw = tok.rawVocab?.();
+  let tokens: string[];
+  let type: string = "raw";
   if (raw) {
-    const tokens = raw.tokens.slice(0, vocabSize);
+    tokens = raw.tokens.slice(0, vocabSize);
     while (tokens.length < vocabSize) tokens.push("");
-    return { tokens, type: raw.type };
+    type = raw.type;
+  } else {
+    // no raw vocabulary: the decoded text of each id, as literal strings
+    tokens = Array.from({ length: vocabSize }, (_, id) => (id < tok.vocabSize ? tok.decode([id], { skipSpecialTokens: false }) : ""));
   }
-  // no raw vocabulary: the decoded text of each id, as literal strings
-  return { tokens: Array.from({ length: vocabSize }, (_, id) => (id < tok.vocabSize ? tok.decode([id], { skipSpecialTokens: false }) : "")), type: "raw" };
+  return { tokens, type, vocabSize, eosIds: tok.eosIds };
 }
 
-function compilerFor(tok: ChatTokenizer, vocabSize: number): Promise<Compiler> {
-  let c = compilers.get(tok);
-  if (!c) {
-    c = (async () => {
-      const x = xgrammar();
-      const { tokens, type } = vocabOf(tok, vocabSize);
-      const info = await x.TokenizerInfo.createTokenizerInfo(tokens, type, false, vocabSize, tok.eosIds);
-      const compiler = await x.GrammarCompiler.createGrammarCompiler(info, true);
-      return { info, compiler, grammars: new Map() };
-    })();
-    compilers.set(tok, c);
-  }
-  return c;
+function guidedFor(tok: ChatTokenizer, vocabSize: number): Guided {
+  let byVocab = pools.get(tok);
+  if (!byVocab) pools.set(tok, (byVocab = new Map()));
+  let g = byVocab.get(vocabSize);
+  if (!g) byVocab.set(vocabSize, (g = { pool: new GrammarPool(vocabOf(tok, vocabSize)), verdicts: new Map() }));
+  return g;
 }
 
-function compile(c: Compiler, guide: Guide): Promise<Xgr> {
+/** The schemas a guide holds, named as an error would name them. */
+function schemasOf(guide: Guide): { schema: unknown; at: string }[] {
+  if (guide.kind === "schema") return [{ schema: guide.schema, at: "schema" }];
+  if (guide.kind === "tool_tags") return guide.tools.map((t) => ({ schema: t.parameters, at: `${t.name}.parameters` }));
+  return [];
+}
+
+/** Whether the matcher ends the sequence when its grammar completes (tool tags run until the end token). */
+function terminatesAtEnd(guide: Guide): boolean {
+  return guide.kind !== "tool_tags";
+}
+
+/**
+ * Throws unless the guide is usable: a `usage` error for a schema the grammar engine must not or cannot
+ * take, `guided_limit` for one past a limit (each names its limit). The sandbox's verdict is cached.
+ */
+export async function checkGuide(tok: ChatTokenizer, vocabSize: number, guide: Guide, opts: { signal?: AbortSignal } = {}): Promise<void> {
+  const limits = guidedLimits(tok);
+  checkSchemas(schemasOf(guide), limits);
+  const g = guidedFor(tok, vocabSize);
   const key = JSON.stringify(guide);
-  let g = c.grammars.get(key);
-  if (g) {
-    c.grammars.delete(key);
-    c.grammars.set(key, g);
-    return g;
+  let verdict = g.verdicts.get(key);
+  if (verdict) {
+    g.verdicts.delete(key);
+  } else {
+    verdict = g.pool.check(guide, terminatesAtEnd(guide), limits.compileTimeoutMs, opts.signal).then((v) => {
+      if (v.ok) return;
+      if (v.reason === "timeout") throw limitError("compileTimeoutMs", `the schema's grammar did not compile within ${limits.compileTimeoutMs} ms`);
+      if (v.reason === "no_first_token") throw new T2sError("usage", "the schema cannot be used for guided decoding: no document satisfies it (its grammar allows no first token)");
+      throw new T2sError("usage", `the schema cannot be used for guided decoding: the grammar engine failed on it (${v.message})`);
+    });
+    // a check skipped because its request left, or an engine that did not start, decides nothing
+    verdict.catch((e) => {
+      if (e instanceof T2sError && (e.code === "cancelled" || e.code === "guided_unavailable")) g.verdicts.delete(key);
+    });
   }
-  // compact JSON (", " and ": " separators, no free whitespace): whitespace is no place for a reply to wander
-  if (guide.kind === "json") g = c.compiler.compileBuiltinJSONGrammar();
-  else if (guide.kind === "schema") g = c.compiler.compileJSONSchema(JSON.stringify(guide.schema), false, -1, [", ", ": "], true);
-  else {
-    const tags = guide.tools.map((t) => ({ begin: `${guide.begin}{"name": ${JSON.stringify(t.name)}, "arguments": `, schema: t.parameters, end: `}${guide.end}` }));
-    g = c.compiler.compileStructuralTag(tags.map((t) => new (xgrammar().StructuralTagItem)(t.begin, JSON.stringify(t.schema), t.end)), [guide.begin]);
-  }
-  const made = g as Promise<Xgr>;
-  made.catch(() => c.grammars.delete(key));
-  c.grammars.set(key, made);
-  if (c.grammars.size > GRAMMARS_KEPT) c.grammars.delete(c.grammars.keys().next().value as string);
-  return made;
-}
-
-/** Throws a usage error unless XGrammar compiles the guide (a bad schema is the client's to fix). */
-export async function checkGuide(tok: ChatTokenizer, vocabSize: number, guide: Guide): Promise<void> {
-  await compiledGuide(tok, vocabSize, guide);
-}
-
-const TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
-
-/** Schema problems found before XGrammar sees them (its converter aborts on some, printing to stderr). */
-function schemaProblem(s: unknown, at: string, depth = 0): string | null {
-  if (typeof s === "boolean") return null;
-  if (!s || typeof s !== "object" || Array.isArray(s)) return `${at} is not a schema (an object)`;
-  if (depth > 64) return `${at} nests too deep`;
-  const o = s as Record<string, unknown>;
-  const types = Array.isArray(o.type) ? o.type : o.type === undefined ? [] : [o.type];
-  for (const t of types) if (typeof t !== "string" || !TYPES.has(t)) return `${at}.type ${JSON.stringify(t)} is not a JSON Schema type`;
-  for (const key of ["properties", "$defs", "definitions", "patternProperties"]) {
-    const v = o[key];
-    if (v === undefined) continue;
-    if (!v || typeof v !== "object" || Array.isArray(v)) return `${at}.${key} must be an object`;
-    for (const [k, x] of Object.entries(v)) {
-      const p = schemaProblem(x, `${at}.${key}.${k}`, depth + 1);
-      if (p) return p;
-    }
-  }
-  for (const key of ["items", "additionalProperties", "not", "contains"]) if (o[key] !== undefined) {
-    const p = schemaProblem(o[key], `${at}.${key}`, depth + 1);
-    if (p) return p;
-  }
-  for (const key of ["anyOf", "oneOf", "allOf", "prefixItems"]) if (o[key] !== undefined) {
-    if (!Array.isArray(o[key])) return `${at}.${key} must be an array`;
-    for (const [i, x] of (o[key] as unknown[]).entries()) {
-      const p = schemaProblem(x, `${at}.${key}[${i}]`, depth + 1);
-      if (p) return p;
-    }
-  }
-  return null;
-}
-
-async function compiledGuide(tok: ChatTokenizer, vocabSize: number, guide: Guide): Promise<Xgr> {
-  const problem = guide.kind === "schema" ? schemaProblem(guide.schema, "schema") : guide.kind === "tool_tags" ? guide.tools.map((t) => schemaProblem(t.parameters, `${t.name}.parameters`)).find((p) => p) ?? null : null;
-  if (problem) throw new T2sError("usage", `the schema cannot be used for guided decoding: ${problem}`);
-  const c = await compilerFor(tok, vocabSize);
-  try {
-    return await compile(c, guide);
-  } catch (e) {
-    throw new T2sError("usage", `the schema cannot be used for guided decoding: ${e instanceof Error ? e.message : String(e)}`);
-  }
+  g.verdicts.set(key, verdict);
+  if (g.verdicts.size > VERDICTS_KEPT) g.verdicts.delete(g.verdicts.keys().next().value as string);
+  await verdict;
 }
 
 /**
  * A fresh matcher of the guide for one sequence: `nextMask` is the bitmask of the tokens allowed next,
- * `accept` advances it by a sampled token, and `finished` says the grammar is complete (the sequence ends
- * there, with no end token needed).
+ * `accept` advances it by a sampled token (answered by the host worker, with the next mask), and
+ * `finished` says the grammar is complete (the sequence ends there, with no end token needed).
  */
 export async function guideConstraint(tok: ChatTokenizer, vocabSize: number, guide: Guide): Promise<TokenConstraint> {
-  const grammar = await compiledGuide(tok, vocabSize, guide);
-  const x = xgrammar();
-  const terminateAtEnd = guide.kind !== "tool_tags";
-  const matcher = await x.GrammarMatcher.createGrammarMatcher(grammar, tok.eosIds, terminateAtEnd);
+  await checkGuide(tok, vocabSize, guide);
+  const matcher = await guidedFor(tok, vocabSize).pool.open(JSON.stringify(guide), guide, terminatesAtEnd(guide));
   let disposed = false;
   const closeAt = guide.kind === "tool_tags" ? 0 : closingTokens(guide.kind === "schema" ? guide.schema : {});
   const closers = closerIds(tok);
   const words = Math.ceil(vocabSize / 32);
+  const allowed = (id: number) => matcher.mask !== null && ((matcher.mask[id >> 5] >>> (id & 31)) & 1) === 1;
   return {
     nextMask: async (remaining: number) => {
-      const mask = (await matcher.getNextTokenBitmask()) as Int32Array;
+      const mask = matcher.mask;
+      // an empty mask would let the sampler pick token 0: the grammar has no way on from here
+      if (!mask || !mask.some((w) => w !== 0)) throw new T2sError("guided_decoding", "the schema allows no token at this point of the reply (no document satisfies it from here)");
       if (remaining > closeAt) return mask;
       // the budget is nearly spent: the allowed token that ends the text soonest, so the reply still parses
       for (const id of closers) {
-        if (((mask[id >> 5] >>> (id & 31)) & 1) === 0) continue;
+        if (!allowed(id)) continue;
         const only = new Int32Array(words);
         only[id >> 5] = 1 << (id & 31);
         return only;
       }
       return mask;
     },
-    accept: (id: number) => (disposed ? false : (matcher.acceptToken(id) as boolean)),
-    finished: () => !disposed && (matcher.isTerminated() as boolean),
+    // a token outside the mask is refused here, without a round trip
+    accept: (id: number) => (disposed || !allowed(id) ? false : matcher.advance(id)),
+    finished: () => !disposed && matcher.terminated,
     dispose: () => {
       if (disposed) return;
       disposed = true;
-      matcher.dispose();
+      matcher.close();
     },
   };
 }

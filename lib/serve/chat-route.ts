@@ -12,8 +12,10 @@ import type { ServeMetrics } from "./metrics.js";
 import { asRequestError } from "./errors.js";
 import { chunkBody, completionBody, errorBody, logprobsContent, parseChatBody, requestObject, toolCallsDelta, usageBody } from "./protocol.js";
 import { disconnectSignal, EventStream } from "./sse.js";
-import { checkGuide } from "../model/guided.js";
+import { checkGuide, type Guide } from "../model/guided.js";
+import { isT2sError } from "../core/errors.js";
 import { RequestError } from "./params.js";
+import { checkRequestSize, type RequestLimits } from "./limits.js";
 
 export interface ServeContext {
   chat: ChatEngine;
@@ -24,6 +26,23 @@ export interface ServeContext {
   checkBytes(model: CausalLM, bytes: number): void;
   /** Which logprobs requests report (the server's --logprobs-mode). */
   logprobsMode: "raw" | "processed";
+  /** How much one request may ask for (prompts, sequences). */
+  limits: RequestLimits;
+}
+
+/**
+ * A request's guide checked before any header goes out: a schema the grammar engine must not or cannot
+ * take, or one past a guided-decoding limit, is a 400 naming `param` (and the limit); a grammar engine that
+ * failed to start is a 503. A check still queued when its client leaves is dropped.
+ */
+export async function checkRequestGuide(model: CausalLM, guide: Guide, param: string, signal: AbortSignal): Promise<void> {
+  try {
+    await checkGuide(model.requireTokenizer(), model.config.vocabSize, guide, { signal });
+  } catch (e) {
+    if (isT2sError(e, "usage") || isT2sError(e, "guided_limit")) throw new RequestError(400, e.message, { param, code: e.code === "guided_limit" ? "guided_limit" : undefined });
+    if (isT2sError(e, "guided_unavailable")) throw new RequestError(503, e.message, { code: e.code });
+    throw e;
+  }
 }
 
 /** The outcome a failed request is counted under. */
@@ -36,18 +55,17 @@ export async function chatCompletions(ctx: ServeContext, raw: unknown, reply: Fa
   const seconds = () => (performance.now() - started) / 1000;
   const model = ctx.chat.model(requestObject(raw).model);
   const req = { ...parseChatBody(raw, model.config.vocabSize), logprobsMode: ctx.logprobsMode };
+  checkRequestSize(1, req.n ?? 1, ctx.limits);
   ctx.checkBytes(model, req.messages.reduce((n, m) => n + Buffer.byteLength(m.content ?? "") + Buffer.byteLength(JSON.stringify(m.tool_calls ?? "")), 0));
   const tok = model.requireTokenizer();
+  const signal = disconnectSignal(reply);
   // a schema the grammar engine cannot use is a 400, found before any header goes out
   const guide = ctx.chat.guideOf(req);
-  if (guide) await checkGuide(tok, model.config.vocabSize, guide).catch((e) => {
-    throw new RequestError(400, (e as Error).message, { param: req.toolChoice && req.toolChoice !== "auto" ? "tools" : "response_format" });
-  });
+  if (guide) await checkRequestGuide(model, guide, req.toolChoice && req.toolChoice !== "auto" ? "tools" : "response_format", signal);
   // vLLM's return_tokens_as_token_ids: logprob entries name tokens as "token_id:<id>"
   const tokenText = (raw as { return_tokens_as_token_ids?: unknown }).return_tokens_as_token_ids === true ? (t: number) => `token_id:${t}` : (t: number) => tok.decode([t]);
   const id = newId("chatcmpl");
   const created = Math.floor(Date.now() / 1000);
-  const signal = disconnectSignal(reply);
   if (!req.stream) {
     try {
       let first: number | undefined;

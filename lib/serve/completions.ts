@@ -9,16 +9,35 @@ import type { Generation } from "../model/engine/types.js";
 import type { CausalLM } from "../model/model.js";
 import { rawLogprob, topLogprobs } from "../model/sampler.js";
 import type { ChatTokenizer } from "../model/tokenizer.js";
-import { failure, type ServeContext } from "./chat-route.js";
+import { checkRequestGuide, failure, type ServeContext } from "./chat-route.js";
 import { asRequestError } from "./errors.js";
 import { bad, optNumber, parseSampling, refuseUnsupported, SAMPLING_KEYS, type StreamOptions } from "./params.js";
 import { newId } from "../model/toolcalls.js";
 import { errorBody, requestObject } from "./protocol.js";
 import { disconnectSignal, EventStream } from "./sse.js";
-import { checkGuide } from "../model/guided.js";
-import { RequestError } from "./params.js";
+import { checkRequestSize, REQUEST_LIMITS, type RequestLimits } from "./limits.js";
+import { T2sError } from "../core/errors.js";
 
 const COMPLETION_KEYS = new Set([...SAMPLING_KEYS, "prompt", "echo", "best_of", "add_special_tokens"]);
+
+/**
+ * Sequences a request hands the engine per turn of the event loop: a request of thousands of rows joins
+ * the line over several turns, with /health and the streams answered in between (each row's tokens depend
+ * on its seed alone, never on which step it joined).
+ */
+const ROWS_PER_TURN = 256;
+
+/** For each of `count` prompts of `n` rows, a gate that opens once the prompts before it had their turns. */
+function promptGates(count: number, n: number): Promise<void>[] {
+  const perTurn = Math.max(1, Math.floor(ROWS_PER_TURN / n));
+  const gates: Promise<void>[] = [];
+  let gate = Promise.resolve();
+  for (let i = 0; i < count; i++) {
+    if (i > 0 && i % perTurn === 0) gate = gate.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+    gates.push(gate);
+  }
+  return gates;
+}
 
 interface Prompt {
   ids: number[];
@@ -39,11 +58,13 @@ function isIds(v: unknown): v is number[] {
   return Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === "number");
 }
 
-/** The request a completions body describes, or a 400 naming the first bad field. */
-export async function parseCompletionBody(raw: unknown, tok: ChatTokenizer, vocab: number, encode: Encode = async (t, add) => tok.encode(t, { addSpecialTokens: add })): Promise<CompletionRequest> {
+/** The request a completions body describes, or a 400 naming the first bad field or the limit it passes. */
+export async function parseCompletionBody(raw: unknown, tok: ChatTokenizer, vocab: number, encode: Encode = async (t, add) => tok.encode(t, { addSpecialTokens: add }), limits: RequestLimits = REQUEST_LIMITS): Promise<CompletionRequest> {
   const body = requestObject(raw);
   refuseUnsupported(body, COMPLETION_KEYS);
   const p = body.prompt;
+  // the number of prompts is bounded before any of them is read
+  checkRequestSize(Array.isArray(p) && !isIds(p) ? p.length : 1, 1, limits);
   const addSpecial = body.add_special_tokens !== false;
   const texts: string[] = [];
   const fromText = (t: string): Prompt => {
@@ -61,6 +82,7 @@ export async function parseCompletionBody(raw: unknown, tok: ChatTokenizer, voca
   else if (Array.isArray(p) && p.length > 0 && p.every(isIds)) prompts = (p as number[][]).map(fromIds);
   else throw bad("prompt", "'prompt' must be a string, a list of strings, a list of token ids, or a list of token-id lists");
   const sampling = parseSampling(body, vocab);
+  checkRequestSize(prompts.length, sampling.n ?? 1, limits);
   // every field is checked before the prompts are tokenized (off the event loop, behind the byte bound)
   if (texts.length) {
     const ids = await Promise.all(texts.map((t) => encode(t, addSpecial)));
@@ -120,16 +142,14 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
   const seconds = () => (performance.now() - started) / 1000;
   const model = ctx.chat.model(requestObject(raw).model);
   const tok = model.requireTokenizer();
-  const req = { ...(await parseCompletionBody(raw, tok, model.config.vocabSize, (t, add) => ctx.encode(model, t, add))), logprobsMode: ctx.logprobsMode };
+  const req = { ...(await parseCompletionBody(raw, tok, model.config.vocabSize, (t, add) => ctx.encode(model, t, add), ctx.limits)), logprobsMode: ctx.logprobsMode };
   for (const p of req.prompts) ctx.chat.newTokenBudget(req.model, p.ids.length, req);
-  if (req.guide) await checkGuide(tok, model.config.vocabSize, req.guide).catch((e) => {
-    throw new RequestError(400, (e as Error).message, { param: "response_format" });
-  });
+  const signal = disconnectSignal(reply);
+  if (req.guide) await checkRequestGuide(model, req.guide, "response_format", signal);
   const tokenText = (raw as { return_tokens_as_token_ids?: unknown }).return_tokens_as_token_ids === true ? (t: number) => `token_id:${t}` : (t: number) => tok.decode([t]);
   const n = req.n ?? 1;
   const id = newId("cmpl");
   const created = Math.floor(Date.now() / 1000);
-  const signal = disconnectSignal(reply);
   const wantLogprobs = req.topLogprobs !== undefined;
   const usage = (gens: Generation[][]) => {
     const prompt = req.prompts.reduce((s, p) => s + p.ids.length, 0);
@@ -147,8 +167,11 @@ export async function completions(ctx: ServeContext, raw: unknown, reply: Fastif
     const echoed = req.echo && wantLogprobs ? await Promise.all(req.prompts.map((p) => promptLogprobs(model, p.ids, req.topLogprobs ?? 0))) : null;
     if (stream && req.echo) req.prompts.forEach((p, pi) => Array.from({ length: n }, (_, i) => chunk(pi * n + i, p.text, null, echoed ? logprobsBody(echoed[pi], tokenText, 0) : null)));
     if (echoed) offsets.forEach((_, k) => (offsets[k] = req.prompts[Math.floor(k / n)].text.length));
+    const gates = promptGates(req.prompts.length, n);
     const gens = await Promise.all(
       req.prompts.map(async (p, pi) => {
+        await gates[pi];
+        if (signal.aborted) throw new T2sError("cancelled", "the client went away");
         const r = await ctx.chat.generateIds(req.model, p.ids, { ...req, topLogprobs: req.topLogprobs || undefined }, {
           signal,
           onDelta: stream

@@ -18,6 +18,9 @@ export function asRequestError(e: unknown): RequestError {
   if (isT2sError(e, "context_length_exceeded")) return new RequestError(400, e.message, { param: "max_tokens", code: "context_length_exceeded" });
   if (isT2sError(e, "cancelled")) return new RequestError(503, `${e.message} (the model was unloaded or the server is stopping)`, { code: "cancelled" });
   if (isT2sError(e, "chat_template_failed") || isT2sError(e, "usage")) return new RequestError(400, e.message);
+  // guided decoding: a limit or a schema with no way on is the client's to fix; a failed engine is retried
+  if (isT2sError(e, "guided_limit") || isT2sError(e, "guided_decoding")) return new RequestError(400, e.message, { param: "response_format", code: e.code });
+  if (isT2sError(e, "guided_unavailable")) return new RequestError(503, e.message, { code: e.code });
   if (isT2sError(e, "missing_file") || isT2sError(e, "bad_adapter") || isT2sError(e, "adapter_mismatch") || isT2sError(e, "bad_safetensors")) return new RequestError(400, e.message, { code: e.code });
   // errors of the framework itself (a body over the limit, a bad content type) carry their status
   const status = (e as { statusCode?: unknown })?.statusCode;

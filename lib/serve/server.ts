@@ -15,8 +15,12 @@ import { ServeMetrics } from "./metrics.js";
 import { bad, optTokenIds, refuseUnsupported, RequestError } from "./params.js";
 import { errorBody, parseMessages, parseTemplateKwargs, parseTools, requestObject } from "./protocol.js";
 import { TokenizerPool } from "./tokenize-pool.js";
-import { isLoopback, jsonBodiesOnly, limitConnections, requireApiKey, type ConnectionLimits } from "./access.js";
+import { hasBearerKey, jsonBodiesOnly, requireApiKey, requireLocalHost } from "./access.js";
+import { apiKeyOption, isLoopback, limitConnections, type ConnectionGuard, type ConnectionLimits } from "./http-guard.js";
+import { DrainDeadline, SHUTDOWN_TIMEOUT_S } from "./shutdown.js";
 import { adapterLoading, mergeAdapters, registerAdapterRoutes, runtimeLoraFromEnv, type ServerAdapterOptions } from "./adapters.js";
+import { REQUEST_LIMITS, type RequestLimits } from "./limits.js";
+import { setGuidedLimits, type GuidedLimits } from "../model/guided.js";
 
 export interface ServerOptions {
   model: CausalLM;
@@ -33,8 +37,13 @@ export interface ServerOptions {
   maxPrefillTokens?: number;
   /** Request bodies larger than this are refused (default 8 MiB). */
   maxBodyBytes?: number;
-  /** Every route but /health and /metrics needs `Authorization: Bearer <key>` (default: VLLM_API_KEY, else none). */
+  /**
+   * Every route but /health needs `Authorization: Bearer <key>`, and /health says only `{status}` without it
+   * (default: VLLM_API_KEY, else none; an empty or blank key is a usage error).
+   */
   apiKey?: string;
+  /** Without a key, Host names answered besides loopback ones and the listen address ("*": any). */
+  allowedHosts?: string[];
   /** Serve the runtime adapter routes (default: VLLM_ALLOW_RUNTIME_LORA_UPDATING). */
   allowRuntimeLora?: boolean;
   /** Adapters served at once at most (vLLM's --max-loras; default 8). */
@@ -43,7 +52,7 @@ export interface ServerOptions {
   loraRoots?: string[];
   /** Caps on adapter files and whether another base is accepted, for start-up and runtime adapters alike. */
   adapterLoading?: ServerAdapterOptions;
-  /** Open connections, keep-alive and header timeouts. */
+  /** Open connections, and the time limits on headers, bodies and idle sockets (http-guard.ts). */
   connections?: ConnectionLimits;
   /** How long close() waits for in-flight requests before cutting them (default 30 s). */
   shutdownTimeoutMs?: number;
@@ -51,6 +60,10 @@ export interface ServerOptions {
   logprobsMode?: "raw_logprobs" | "processed_logprobs";
   /** Where warnings go (default stderr). */
   warn?: (line: string) => void;
+  /** Prompts and sequences one request may ask for (default REQUEST_LIMITS). */
+  requestLimits?: Partial<RequestLimits>;
+  /** Guided decoding's limits on schema size, nesting and compile time (default GUIDED_LIMITS). */
+  guidedLimits?: Partial<GuidedLimits>;
 }
 
 export interface RunningServer {
@@ -64,6 +77,8 @@ export interface RunningServer {
   close(timeoutMs?: number): Promise<void>;
   /** Requests being answered now. */
   inFlight(): number;
+  /** What the connection limits did so far. */
+  connections: ConnectionGuard;
 }
 
 const ROUTES = "POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/{id}], POST /tokenize, POST /detokenize, POST /v1/load_lora_adapter, POST /v1/unload_lora_adapter, GET /metrics, GET /health";
@@ -71,6 +86,7 @@ const TOKENIZE_KEYS = new Set(["model", "prompt", "messages", "tools", "add_gene
 
 /** Starts the server and returns its URL (port 0 picks a free port) and a close function. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const apiKey = opts.apiKey !== undefined ? apiKeyOption(opts.apiKey, "the API key") : apiKeyOption(process.env.VLLM_API_KEY || undefined, "VLLM_API_KEY");
   const adapters = Array.isArray(opts.adapters) ? opts.adapters : await mergeAdapters(opts.model, opts.adapters ?? {}, adapterLoading(opts));
   const baseTok = opts.model.requireTokenizer();
   const pool = await TokenizerPool.start(baseTok, opts.model.dir);
@@ -84,21 +100,24 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
   };
   const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens, tokenize: encode });
-  const ctx: ServeContext = { chat, metrics: new ServeMetrics(chat), encode, checkBytes: (m, bytes) => pool.checkBytes(bytes, m.config.maxPositions), logprobsMode: opts.logprobsMode === "processed_logprobs" ? "processed" : "raw" };
+  // adapters share their base's tokenizer, and guided decoding's limits are kept per tokenizer
+  for (const m of [opts.model, ...adapters]) setGuidedLimits(m.requireTokenizer(), opts.guidedLimits ?? {});
+  const limits: RequestLimits = { ...REQUEST_LIMITS, ...opts.requestLimits };
+  const ctx: ServeContext = { chat, metrics: new ServeMetrics(chat), encode, checkBytes: (m, bytes) => pool.checkBytes(bytes, m.config.maxPositions), logprobsMode: opts.logprobsMode === "processed_logprobs" ? "processed" : "raw", limits };
   const created = Math.floor(Date.now() / 1000);
   const app = Fastify({
     bodyLimit: opts.maxBodyBytes ?? 8 * 1024 * 1024,
-    requestTimeout: 0,
     forceCloseConnections: true,
     routerOptions: { ignoreTrailingSlash: true },
     logger: false,
   });
   const conns = limitConnections(app.server, opts.connections);
   const warn = opts.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const apiKey = opts.apiKey ?? (process.env.VLLM_API_KEY || undefined);
-  if (apiKey) requireApiKey(app, apiKey);
   const host = opts.host ?? "127.0.0.1";
-  if (!apiKey && !isLoopback(host)) warn(`warning: t2s serve listens on ${host} without an API key: anyone who can reach it can generate${opts.allowRuntimeLora ?? runtimeLoraFromEnv() ? " and load adapters" : ""}; give --api-key (or VLLM_API_KEY)`);
+  // without a key, the Host check comes first: a request a web page made through DNS rebinding goes no further
+  if (apiKey) requireApiKey(app, apiKey);
+  else requireLocalHost(app, host, opts.allowedHosts);
+  if (!apiKey && !isLoopback(host)) warn(`warning: t2s serve listens on ${host} without an API key: anyone who can reach it can generate${opts.allowRuntimeLora ?? runtimeLoraFromEnv() ? " and load adapters" : ""}; give --api-key (or VLLM_API_KEY); without one, only requests addressed to localhost, 127.0.0.1, [::1] or ${host} are answered (--allowed-host adds names)`);
   jsonBodiesOnly(app);
   // graceful shutdown: once draining, every new request is a 503; in-flight ones are counted
   let draining = false;
@@ -120,7 +139,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   });
 
   const modelCard = (m: CausalLM) => ({ id: m.name, object: "model", created, owned_by: "t2s-lab", root: m.name, parent: m.name === chat.baseName ? null : chat.baseName, max_model_len: m.config.maxPositions });
-  app.get("/health", async () => ({ status: "ok", model: chat.baseName, backend: opts.model.backend, models: [...chat.models.keys()], ...chat.load() }));
+  // with a key, what is served (adapter names included) and the load are told to key holders only
+  app.get("/health", async (req) => (apiKey && !hasBearerKey(req, apiKey) ? { status: "ok" } : { status: "ok", model: chat.baseName, backend: opts.model.backend, models: [...chat.models.keys()], ...chat.load() }));
   app.get("/v1/models", async () => ({ object: "list", data: [...chat.models.values()].map(modelCard) }));
   app.get<{ Params: { id: string } }>("/v1/models/:id", async (req) => modelCard(chat.model(req.params.id)));
   app.get("/metrics", async (_req, reply) => reply.type("text/plain; version=0.0.4; charset=utf-8").send(ctx.metrics.text()));
@@ -158,14 +178,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const addr = app.server.address() as AddressInfo;
   const shown = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
   let closing: Promise<void> | null = null;
-  const close = async (timeoutMs = opts.shutdownTimeoutMs ?? 30_000) => {
+  let drain: DrainDeadline | null = null;
+  const close = async () => {
     draining = true;
-    const until = performance.now() + Math.max(0, timeoutMs);
-    while (inFlight > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await drain!.until(() => inFlight === 0);
     // what is still running is cut: each stream gets its error event and [DONE], each plain request a 503
     await chat.close();
-    const flushBy = performance.now() + 2000;
-    while (inFlight > 0 && performance.now() < flushBy) await new Promise((r) => setTimeout(r, 10));
+    await new DrainDeadline(2000).until(() => inFlight === 0);
     await app.close();
     ctx.metrics.close();
     await pool.close();
@@ -174,7 +193,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   return {
     url: `http://${shown}:${addr.port}`,
     engine: chat,
-    close: (timeoutMs?: number) => (closing ??= close(timeoutMs)),
+    // a second call (a second signal) can only shorten the wait: close(0) cuts at once
+    close: (timeoutMs = opts.shutdownTimeoutMs ?? SHUTDOWN_TIMEOUT_S * 1000) => {
+      if (drain) drain.cut(timeoutMs);
+      else drain = new DrainDeadline(timeoutMs);
+      return (closing ??= close());
+    },
     inFlight: () => inFlight,
+    connections: conns,
   };
 }

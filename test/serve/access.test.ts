@@ -30,11 +30,12 @@ function post(url: string, body: unknown, headers: Record<string, string> = { "c
   return fetch(url, { method: "POST", headers, body: typeof body === "string" ? body : JSON.stringify(body) });
 }
 
-test("--api-key: every route but /health and /metrics needs the Bearer key; the official client sends it", async () => {
+test("--api-key: every route but /health needs the Bearer key (/metrics too); the official client sends it", async () => {
   const server = await startServer({ model, port: 0, apiKey: "s3cret" });
   try {
     assert.equal((await fetch(`${server.url}/health`)).status, 200);
-    assert.equal((await fetch(`${server.url}/metrics`)).status, 200);
+    assert.equal((await fetch(`${server.url}/metrics`)).status, 401);
+    assert.equal((await fetch(`${server.url}/metrics`, { headers: { authorization: "Bearer s3cret" } })).status, 200);
     for (const [path, auth] of [["/v1/models", undefined], ["/v1/models", "Bearer wrong"], ["/v1/models", "s3cret"]] as const) {
       const r = await fetch(`${server.url}${path}`, { headers: auth ? { authorization: auth } : {} });
       assert.equal(r.status, 401, `${path} ${auth}`);

@@ -15,6 +15,13 @@ import { isMultiStep, type RowSampling, type SampledToken, type StepRunner } fro
 import { leaseRunner, type RunnerLease } from "./runners.js";
 import { StopWatcher } from "./stops.js";
 import type { Generation, SequenceRequest, TokenDelta } from "./types.js";
+import { WaitQueue } from "./wait-queue.js";
+
+/**
+ * Rows cancelled per turn of the event loop at most (a client that leaves, an engine that closes): a
+ * request of thousands of rows is cancelled over a few turns, with /health and the streams answered between.
+ */
+const CANCELS_PER_TURN = 1024;
 
 export interface EngineOptions {
   /** Unmerged adapter applied to every sequence (the model's own weights when null). */
@@ -67,9 +74,28 @@ interface Sequence {
   done: boolean;
 }
 
+/** The rows of one abort signal still queued or running, and the listener that cancels them. */
+interface SignalRows {
+  rows: Set<Sequence>;
+  onAbort: () => void;
+}
+
 export class GenerationEngine {
-  private readonly waiting: Sequence[] = [];
+  private readonly waiting = new WaitQueue<Sequence>();
   private readonly running: Sequence[] = [];
+  /** Rows by their signal: an abort reaches its rows without a scan of the line. */
+  private readonly bySignal = new Map<AbortSignal, SignalRows>();
+  /**
+   * Rows whose signal fired: the queued ones are cancelled CANCELS_PER_TURN per turn of the event loop, apart
+   * from the steps; running ones leave at the next step (their slots are the runner's until then).
+   * `abortedAt` is the next one to look at.
+   */
+  private aborted: Sequence[] = [];
+  private abortedAt = 0;
+  /** Whether a turn of cancellations is scheduled. */
+  private cancelling = false;
+  /** Cancellations admission may still make this step (rows at the head whose cancellation is pending). */
+  private cancelBudget = CANCELS_PER_TURN;
   private readonly freeSlots: number[];
   private loop: Promise<void> | null = null;
   private closed = false;
@@ -126,7 +152,7 @@ export class GenerationEngine {
       };
       if (req.signal?.aborted) return this.cancel(seq);
       if (seq.maxTokens === 0) return this.finish(seq, "length");
-      req.signal?.addEventListener("abort", () => this.kick(), { once: true });
+      if (req.signal) this.watch(req.signal, seq);
       this.waiting.push(seq);
       this.kick();
     });
@@ -141,7 +167,7 @@ export class GenerationEngine {
 
   /** Sequences decoding now and waiting for a slot. */
   get load(): { running: number; waiting: number } {
-    return { running: this.running.length, waiting: this.waiting.length };
+    return { running: this.running.length, waiting: this.waiting.size };
   }
 
   /**
@@ -152,43 +178,95 @@ export class GenerationEngine {
     this.runner.weightsChanged?.();
   }
 
-  /** Cancels everything queued or running and frees the runner. */
+  /**
+   * Cancels everything queued or running and frees the runner. The running rows go at the next step; the
+   * queued ones CANCELS_PER_TURN per turn of the event loop, so a long line never stalls it.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const s of [...this.waiting, ...this.running]) this.cancel(s);
-    this.waiting.length = 0;
+    this.scheduleCancels();
+    this.kick();
     await this.loop;
     this.lease.release();
+  }
+
+  private scheduleCancels(): void {
+    if (this.cancelling) return;
+    this.cancelling = true;
+    setImmediate(() => this.cancelTurn());
+  }
+
+  /** One turn of cancellations: queued rows whose signal fired (and, once closed, any queued row). */
+  private cancelTurn(): void {
+    this.cancelling = false;
+    let budget = CANCELS_PER_TURN;
+    while (budget > 0 && this.abortedAt < this.aborted.length) {
+      const s = this.aborted[this.abortedAt++];
+      if (s.done || s.slot >= 0) continue;
+      this.cancel(s);
+      budget--;
+    }
+    if (this.abortedAt === this.aborted.length) {
+      this.aborted = [];
+      this.abortedAt = 0;
+    }
+    if (this.closed) while (budget-- > 0 && this.waiting.size) this.cancel(this.waiting.first()!);
+    if (this.abortedAt < this.aborted.length || (this.closed && this.waiting.size)) this.scheduleCancels();
   }
 
   private kick(): void {
     if (!this.loop) this.loop = this.run().finally(() => (this.loop = null));
   }
 
+  /** Files a row under its signal; the signal's one listener hands its rows to the sweep when it fires. */
+  private watch(signal: AbortSignal, seq: Sequence): void {
+    let entry = this.bySignal.get(signal);
+    if (!entry) {
+      const onAbort = () => {
+        const rows = this.bySignal.get(signal)?.rows;
+        if (!rows) return;
+        for (const s of rows) this.aborted.push(s);
+        this.scheduleCancels();
+        this.kick();
+      };
+      entry = { rows: new Set(), onAbort };
+      this.bySignal.set(signal, entry);
+      signal.addEventListener("abort", onAbort, { once: true });
+    }
+    entry.rows.add(seq);
+  }
+
   private async run(): Promise<void> {
     // requests made together (a step's episodes, a batch of clients) arrive within one turn of the event
     // loop: let them all queue before the first admission, so they share one prefill
     await new Promise((r) => setImmediate(r));
-    while (this.waiting.length || this.running.length) {
-      this.sweepCancelled();
+    while (this.waiting.size || this.running.length) {
+      this.cancelBudget = CANCELS_PER_TURN;
+      this.sweepRunning();
       try {
-        await this.admit();
-        await this.step();
+        if (!this.closed) {
+          await this.admit();
+          await this.step();
+        }
       } catch (e) {
         // a failing step fails every sequence it touched; later requests start afresh
         for (const s of [...this.running]) this.fail(s, e);
-        for (const s of this.waiting.splice(0)) s.reject(e);
+        for (const s of this.waiting.drain()) this.fail(s, e);
       }
       this.metrics.running = this.running.length;
-      this.metrics.waiting = this.waiting.length;
+      this.metrics.waiting = this.waiting.size;
       // let the event loop deliver streamed tokens and take new requests between steps
       await new Promise((r) => setImmediate(r));
     }
   }
 
-  private sweepCancelled(): void {
-    for (const s of [...this.running, ...this.waiting]) if (s.req.signal?.aborted) this.cancel(s);
+  /** Cancels the running rows whose signal fired (all of them once closed): at most maxBatch to look at. */
+  private sweepRunning(): void {
+    for (let i = this.running.length - 1; i >= 0; i--) {
+      const s = this.running[i];
+      if (this.closed || s.req.signal?.aborted) this.cancel(s);
+    }
   }
 
   /** Moves waiting sequences into free slots (first come, first served) and prefills them. */
@@ -196,8 +274,14 @@ export class GenerationEngine {
     const budget = this.opts.maxPrefillTokens ?? this.runner.prefillTokens ?? 8192;
     const batch: Sequence[] = [];
     let tokens = 0;
-    while (this.waiting.length && this.freeSlots.length) {
-      const next = this.waiting[0];
+    while (this.waiting.size && this.freeSlots.length) {
+      const next = this.waiting.first()!;
+      // a row whose client left is not admitted (its cancellation may still be queued for the sweep)
+      if (next.req.signal?.aborted) {
+        if (this.cancelBudget-- <= 0) break;
+        this.cancel(next);
+        continue;
+      }
       // a shared prefix is computed once, so only a row's own tokens weigh on the call
       const own = next.req.ids.length - Math.min(next.req.prefixLength ?? 0, next.req.ids.length - 1);
       if (batch.length > 0 && tokens + own > budget) break;
@@ -214,17 +298,24 @@ export class GenerationEngine {
     }
     this.running.push(...batch);
     await this.refreshMasks(batch);
-    this.metrics.promptTokens += batch.reduce((n, s) => n + s.req.ids.length, 0);
-    const sampled = await this.runner.prefill(batch.map((s) => ({ slot: s.slot, ids: s.req.ids, prefixLength: s.req.prefixLength ?? 0, sampling: this.sampling(s) })));
-    batch.forEach((s, i) => this.accept(s, sampled[i]));
+    // a row whose grammar failed has left; the rest are prefilled
+    const live = batch.filter((s) => !s.done);
+    if (!live.length) return;
+    this.metrics.promptTokens += live.reduce((n, s) => n + s.req.ids.length, 0);
+    const sampled = await this.runner.prefill(live.map((s) => ({ slot: s.slot, ids: s.req.ids, prefixLength: s.req.prefixLength ?? 0, sampling: this.sampling(s) })));
+    const guided = await this.advanceGuides(live, sampled);
+    live.forEach((s, i) => this.accept(s, sampled[i], guided[i]));
   }
 
   /** One decode step (or a few chained on the device) for every running sequence that has a token to feed. */
   private async step(): Promise<void> {
-    const rows = this.running.filter((s) => !s.done && s.out.length > 0);
+    const ready = this.running.filter((s) => !s.done && s.out.length > 0);
+    if (!ready.length) return;
+    await this.refreshMasks(ready);
+    // a row whose grammar failed has left
+    const rows = ready.filter((s) => !s.done);
     if (!rows.length) return;
     const feed = rows.map((s) => ({ slot: s.slot, id: s.out[s.out.length - 1], position: s.req.ids.length + s.out.length - 1 }));
-    await this.refreshMasks(rows);
     const chain = this.chainLength(rows);
     if (chain > 1 && isMultiStep(this.runner)) {
       const plan = Array.from({ length: chain }, () => rows.map((s) => this.sampling(s)));
@@ -237,7 +328,8 @@ export class GenerationEngine {
     const out = await this.runner.decode(rows.map((s, r) => ({ ...feed[r], sampling: this.sampling(s) })));
     this.metrics.steps++;
     this.metrics.batchRows += rows.length;
-    rows.forEach((s, r) => this.accept(s, out[r]));
+    const guided = await this.advanceGuides(rows, out);
+    rows.forEach((s, r) => this.accept(s, out[r], guided[r]));
   }
 
   /**
@@ -247,7 +339,7 @@ export class GenerationEngine {
   private chainLength(rows: Sequence[]): number {
     const want = Math.max(1, this.opts.stepsPerCall ?? this.runner.chainSteps ?? 4);
     // a sequence waiting for a free slot gets it at the next step, not after a chain
-    if (want === 1 || (this.waiting.length && this.freeSlots.length)) return 1;
+    if (want === 1 || (this.waiting.size && this.freeSlots.length)) return 1;
     let n = want;
     for (const s of rows) {
       const r = s.req;
@@ -258,12 +350,33 @@ export class GenerationEngine {
     return Math.max(1, n);
   }
 
-  /** Guided rows' masks of the tokens allowed next (a row whose grammar fails is failed). */
+  /** Guided rows' masks of the tokens allowed next; a row whose grammar fails is failed alone. */
   private async refreshMasks(rows: Sequence[]): Promise<void> {
     await Promise.all(
       rows.map(async (s) => {
         if (!s.req.constraint || s.done) return;
-        s.mask = await s.req.constraint.nextMask(s.maxTokens - s.out.length);
+        try {
+          s.mask = await s.req.constraint.nextMask(s.maxTokens - s.out.length);
+        } catch (e) {
+          this.fail(s, e);
+        }
+      }),
+    );
+  }
+
+  /**
+   * Guided rows' grammars advanced by their sampled tokens (the matchers may answer from another thread):
+   * per row, true, false (the grammar refused the token) or the error that stopped the grammar.
+   */
+  private async advanceGuides(rows: Sequence[], sampled: SampledToken[]): Promise<unknown[]> {
+    return Promise.all(
+      rows.map(async (s, i) => {
+        if (!s.req.constraint || s.done) return true;
+        try {
+          return await s.req.constraint.accept(sampled[i].id);
+        } catch (e) {
+          return e instanceof Error ? e : new Error(String(e));
+        }
       }),
     );
   }
@@ -293,8 +406,11 @@ export class GenerationEngine {
     };
   }
 
-  /** Appends a sampled token, delivers it, and finishes the sequence when a stop condition is met. */
-  private accept(s: Sequence, t: SampledToken): void {
+  /**
+   * Appends a sampled token, delivers it, and finishes the sequence when a stop condition is met; `guided`
+   * is the grammar's answer to the token (advanceGuides), true for an unguided row.
+   */
+  private accept(s: Sequence, t: SampledToken, guided: unknown = true): void {
     if (s.done) return;
     s.out.push(t.id);
     s.logprobs.push(t.logprob);
@@ -302,7 +418,8 @@ export class GenerationEngine {
     s.counts.set(t.id, (s.counts.get(t.id) ?? 0) + 1);
     this.metrics.generatedTokens++;
     const r = s.req;
-    if (r.constraint && !r.constraint.accept(t.id)) return this.fail(s, new T2sError("guided_decoding", `token ${t.id} was sampled outside the grammar's mask`));
+    if (guided instanceof Error) return this.fail(s, guided);
+    if (r.constraint && guided !== true) return this.fail(s, new T2sError("guided_decoding", `token ${t.id} was sampled outside the grammar's mask`));
     const endsOnId = (!r.ignoreEos && this.eos.has(t.id)) || (r.stopTokenIds?.includes(t.id) ?? false);
     const textStop = endsOnId ? null : s.stops.push(t.id);
     const delta: TokenDelta = { ids: [t.id], logprobs: [t.logprob], text: "" };
@@ -343,10 +460,18 @@ export class GenerationEngine {
   private leave(s: Sequence): void {
     s.done = true;
     s.req.constraint?.dispose();
-    const i = this.running.indexOf(s);
-    if (i >= 0) this.running.splice(i, 1);
-    const w = this.waiting.indexOf(s);
-    if (w >= 0) this.waiting.splice(w, 1);
+    if (s.slot >= 0) {
+      // only a row with a slot runs (at most maxBatch of them)
+      const i = this.running.indexOf(s);
+      if (i >= 0) this.running.splice(i, 1);
+    } else this.waiting.delete(s);
+    const signal = s.req.signal;
+    const entry = signal ? this.bySignal.get(signal) : undefined;
+    if (signal && entry && entry.rows.delete(s) && entry.rows.size === 0) {
+      // a long-lived signal (an in-process caller's) keeps no listener for rows that ended
+      this.bySignal.delete(signal);
+      signal.removeEventListener("abort", entry.onAbort);
+    }
     if (s.slot >= 0) {
       this.runner.release(s.slot);
       this.freeSlots.push(s.slot);

@@ -43,8 +43,8 @@ export interface SamplingSettings {
 export interface TokenConstraint {
   /** The mask for the next token, given the tokens the sequence may still have (a guide closes its text in time). */
   nextMask(remaining: number): Promise<Int32Array>;
-  /** Advances by a sampled token; false when the grammar cannot take it. */
-  accept(id: number): boolean;
+  /** Advances by a sampled token; false when the grammar cannot take it (a grammar in a worker answers later). */
+  accept(id: number): boolean | Promise<boolean>;
   /** The grammar is complete: nothing more may follow. */
   finished(): boolean;
   dispose(): void;
