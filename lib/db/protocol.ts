@@ -19,6 +19,9 @@ export interface RunRequest {
 export interface RunReply {
   id: number;
   outcome: ExecOutcome;
+  /** Set when the worker failed rather than the query (an internal error, a database that kept changing
+   * under an unlocked read): the pool runs the query again on a fresh worker, never reports `outcome`. */
+  infra?: string;
 }
 
 /** Sent once by a worker when it can take requests. */

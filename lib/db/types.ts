@@ -77,4 +77,8 @@ export interface PoolStats {
   memoryKills: number;
   crashes: number;
   restarts: number;
+  /** Queries run again on a fresh worker because their worker died or failed under them. */
+  infraRetries: number;
+  /** Calls rejected with `infra_error` after INFRA_RETRIES such retries. */
+  infraErrors: number;
 }

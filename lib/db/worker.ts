@@ -43,7 +43,8 @@ function serve(send: (message: unknown) => boolean): void {
     try {
       reply = { id: req.id, outcome: runQuery(cache, req.dbPath, req.sql, { maxRows: req.maxRows, maxResultBytes: req.maxResultBytes, dialect: req.dialect }) };
     } catch (e) {
-      reply = { id: req.id, outcome: { ok: false, error: { kind: "runtime", message: `internal error: ${(e as Error).message}` } } };
+      // a failure of this process, not of the query: the pool runs the query again on a fresh worker
+      reply = { id: req.id, outcome: { ok: false, error: { kind: "runtime", message: "internal error" } }, infra: (e as Error).message };
     } finally {
       deadline[0] = 0;
     }

@@ -31,7 +31,7 @@ class Family {
 export class EnvMetrics {
   private readonly requests = new Family("t2s_env_requests_total", "HTTP requests answered, by route and status code");
   private readonly seconds = new Family("t2s_env_request_seconds_total", "Seconds spent answering requests, by route");
-  private readonly grades = new Family("t2s_env_grades_total", "Grade items answered, by outcome (error: the item could not be graded)");
+  private readonly grades = new Family("t2s_env_grades_total", "Grade items answered, by outcome (error: the item could not be graded; infra_error: the service failed to grade it, no verdict on the item)");
   private readonly tools = new Family("t2s_env_tool_calls_total", "Tool calls answered, by whether an episode would count them invalid");
 
   request(route: string, status: number, seconds: number): void {
@@ -41,8 +41,9 @@ export class EnvMetrics {
   graded(outcome: string): void {
     this.grades.add({ outcome });
   }
-  gradeError(): void {
-    this.grades.add({ outcome: "error" });
+  /** An item answered with an error: `infra` when the service failed (no verdict), else the item's own fault. */
+  gradeError(infra = false): void {
+    this.grades.add({ outcome: infra ? "infra_error" : "error" });
   }
   toolCall(invalid: boolean): void {
     this.tools.add({ invalid: String(invalid) });

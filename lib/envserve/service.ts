@@ -50,8 +50,15 @@ export interface EnvServiceOptions {
   toolTimeoutMs?: number;
 }
 
-/** One answered grade item: the `t2s grade --jsonl` answer plus the extracted SQL, or an error. */
-export type GradeItemAnswer = (ReturnType<typeof gradeAnswer> & { sql: string | null }) | { error: string };
+/**
+ * One answered grade item: the `t2s grade --jsonl` answer plus the extracted SQL, or an error with its code.
+ * `infra_error` (and `worker_start_failed`, `pool_closed`) is a failure of the service, not a verdict on the
+ * item: the same item sent again may be graded; a trainer should retry it or leave it out, never score it.
+ */
+export type GradeItemAnswer = (ReturnType<typeof gradeAnswer> & { sql: string | null }) | { error: string; code: string };
+
+/** Error codes of items the service failed to grade through no fault of the item (see GradeItemAnswer). */
+export const INFRA_ERROR_CODES: readonly string[] = ["infra_error", "worker_start_failed", "pool_closed"];
 
 /** What the tool endpoint answers: the tool turn's text exactly as an episode shows it. */
 export interface ToolAnswer {
@@ -126,10 +133,11 @@ export class EnvService {
       this.metrics.graded(r.outcome);
       return { ...gradeAnswer(r), sql: r.sql };
     } catch (e) {
-      this.metrics.gradeError();
-      if (e instanceof BadRequest) return { error: `${where}: ${e.message}` };
-      if (isT2sError(e)) return { error: `${where}: ${e.code}: ${e.message}` };
-      return { error: `${where}: ${e instanceof Error ? e.message : String(e)}` };
+      const code = isT2sError(e) ? e.code : "internal";
+      this.metrics.gradeError(INFRA_ERROR_CODES.includes(code));
+      if (e instanceof BadRequest) return { error: `${where}: ${e.message}`, code };
+      if (isT2sError(e)) return { error: `${where}: ${e.code}: ${e.message}`, code };
+      return { error: `${where}: ${e instanceof Error ? e.message : String(e)}`, code };
     }
   }
 

@@ -1,8 +1,10 @@
 /**
  * Gold results, computed once per (database content hash, gold SQL, row cap) and kept in an in-memory LRU.
- * The cache stores the pending promise, so concurrent grades of one task run its gold once; failures are
- * cached too (a gold that failed fails again without re-running). Only a rejected call (the executor
- * itself broke, e.g. the pool was closed) is forgotten, so the next call retries.
+ * The cache stores the pending promise, so concurrent grades of one task run its gold once; failures of the
+ * SQL are cached too (a gold that failed fails again without re-running). What says more about the machine
+ * than about the query is never kept: a rejected call (the executor itself failed: `infra_error` after its
+ * retries, a closed pool) and a timeout (a busy machine can cause one) are forgotten, so the next call runs
+ * the query again.
  */
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
@@ -35,9 +37,12 @@ export class GoldCache {
     this.misses++;
     const p = compute();
     this.map.set(key, p);
-    p.catch(() => {
+    const drop = () => {
       if (this.map.get(key) === p) this.map.delete(key);
-    });
+    };
+    p.then((out) => {
+      if (out.ok === false && out.error.kind === "timeout") drop();
+    }, drop);
     while (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value as string);
     return p;
   }
@@ -105,13 +110,10 @@ const VOLATILE = /\b(random|randomblob|changes|total_changes|last_insert_rowid)\
 
 /**
  * Runs a candidate query, or recalls its result when the same text already ran on the same database
- * content with the same limits (as a gold or as another candidate). A timeout is never kept: it may come
- * from a busy machine rather than from the query.
+ * content with the same limits (as a gold or as another candidate). A timeout is never kept (GoldCache).
  */
 export async function candidateOutcome(executor: Executor, dbPath: string, sql: string, exec: Required<ExecOptions>, cache: GoldCache | false, dbSha?: string): Promise<ExecOutcome> {
   if (cache === false || VOLATILE.test(sql)) return executor.execute(dbPath, sql, exec);
   const key = goldKey(dbSha ?? databaseHash(dbPath), sql, exec.maxRows, exec.dialect);
-  const out = await cache.getOrRun(key, () => executor.execute(dbPath, sql, exec));
-  if (out.ok === false && out.error.kind === "timeout") cache.forget(key);
-  return out;
+  return cache.getOrRun(key, () => executor.execute(dbPath, sql, exec));
 }

@@ -9,6 +9,9 @@
  *  5. the results are compared (compare.ts) -> `correct` or `wrong_rows` (or `too_large` over the cap);
  *  6. with `neighbors` K > 0, a match must also hold on K perturbed copies (neighbors.ts); with
  *     `suiteDir`, on every test-suite database of the task's db_id in that folder (suite.ts).
+ * A failure of the sandbox rather than of either query (the executor rejects: a worker died under the query
+ * on every retry, lib/db/pool.ts) rejects the grade with that error, T2sError("infra_error"): it is neither
+ * the model's `sql_error` nor the task's `gold_failed`, and nothing of it is cached.
  * Both queries run in the task's dialect (lib/db/dialect.ts; `opts.dialect` wins over `task.dialect`); with
  * `distinct: "ignore"` both run with every DISTINCT removed, as Spider's evaluator does by default.
  * Comparison options: defaults, then the dialect's official rules (dialects.ts), then the task's `grading`
