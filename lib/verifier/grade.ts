@@ -28,7 +28,7 @@ import { compareResults } from "./compare.js";
 import { skippedEvidenceRules } from "./evidence.js";
 import { extractSql, normalizeSql } from "./extract.js";
 import { dialectCompareOptions, textRules, type DistinctRule } from "./dialects.js";
-import { candidateOutcome, databaseHash, goldOutcome, sharedGoldCache, type GoldCache } from "./goldcache.js";
+import { candidateOutcome, databaseKey, goldOutcome, sharedGoldCache, type GoldCache } from "./goldcache.js";
 import { defaultNeighborDir, neighborDatabases } from "./neighbors.js";
 import { computeReward } from "./rewards.js";
 import { removeDistinct } from "./clauses.js";
@@ -105,9 +105,9 @@ export async function grade(task: GradableTask, reply: string, opts: GradeOption
   const exec = { timeoutMs: opts.timeoutMs ?? QUERY_TIMEOUT_MS, maxRows: opts.maxRows ?? defaultMaxRows(dialect), dialect };
   const cache = opts.goldCache === undefined ? sharedGoldCache : opts.goldCache;
   const goldSql = asRun(task.gold_sql, opts.distinct);
-  // the database is hashed once per grade, for the gold's and the candidate's cache keys
-  const dbSha = cache === false ? undefined : databaseHash(task.db_path);
-  const gold = checkGold(await goldOutcome(opts.executor, task.db_path, goldSql, exec, cache, dbSha), task, exec.maxRows);
+  // the database is hashed once per grade, for the gold's and the candidate's cache keys (null: live, not cached)
+  const dbKey = cache === false ? null : await databaseKey(task.db_path);
+  const gold = checkGold(await goldOutcome(opts.executor, task.db_path, goldSql, exec, cache, dbKey), task, exec.maxRows);
   const sql = opts.isReply === false ? normalizeSql(reply) : extractSql(reply, { fallback: opts.fallback });
   const verdict = await judge();
   const skipped = opts.evidencePenalty
@@ -121,7 +121,7 @@ export async function grade(task: GradableTask, reply: string, opts: GradeOption
     if (opts.finishReason === "length") return { outcome: "truncated", executes: false, reason: "reply cut by the token budget (finish reason: length)" };
     if (sql === null) return { outcome: "no_sql", executes: false, reason: opts.isReply === false ? "empty query" : "no sql query in reply" };
     const candSql = asRun(sql, opts.distinct);
-    const cand = await candidateOutcome(opts.executor, task.db_path, candSql, exec, cache, dbSha);
+    const cand = await candidateOutcome(opts.executor, task.db_path, candSql, exec, cache, dbKey);
     if (cand.ok === false) return failure(cand);
     const copts = { ...compareOptionsFor(task, opts.compare, dialect), goldSql };
     const cmp = compareResults(cand, gold, copts);
@@ -129,7 +129,7 @@ export async function grade(task: GradableTask, reply: string, opts: GradeOption
     if (!cmp.match) return { outcome: "wrong_rows", executes: true, reason: cmp.reason };
     const k = opts.neighbors ?? 0;
     if (k > 0) {
-      const paths = neighborDatabases(task.db_path, k, opts.neighborSeed ?? 0, opts.neighborDir ?? defaultNeighborDir());
+      const paths = neighborDatabases(task.db_path, k, opts.neighborSeed ?? 0, opts.neighborDir ?? defaultNeighborDir(), dbKey?.sha);
       const miss = await otherDatabasesMiss(paths, "neighbor database", goldSql, candSql, copts, exec, opts.executor, cache);
       if (miss) return { outcome: "wrong_rows", executes: true, reason: `${cmp.reason} on the database, but ${miss}` };
       if (!opts.suiteDir) return { outcome: "correct", executes: true, reason: `${cmp.reason}; also on ${k} neighbor database${k === 1 ? "" : "s"}` };
