@@ -12,7 +12,8 @@
  * (runQuery checks, and reads again). Pages are read on demand, so a database of any size can be opened.
  */
 import Database from "better-sqlite3";
-import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, constants, existsSync, openSync, readSync, statSync } from "node:fs";
+import { isExact, notOpenedExactly, openDescriptors } from "./exact.js";
 import type { ExecError } from "./types.js";
 
 // SQLite reads "file:" names as URIs (immutable=1, vfs=unix-none) only when this is set before the driver
@@ -40,6 +41,8 @@ export interface CachedConnection {
    * change meanwhile. A "shared" one is closed after each query, so a reader never holds a live database
    * open between queries (a writer's last close can then checkpoint and remove its -wal and -shm as usual). */
   mode: ReadMode;
+  /** Verified to read exactly its path (lib/db/exact.ts). */
+  exact: boolean;
   statements: Map<string, Database.Statement>;
   /** The schema holds views, triggers, virtual tables or generated columns: code the query text does not
    * show may run, so every statement's bytecode is checked (allowlist.ts checkPrepared). */
@@ -100,7 +103,8 @@ export function currentSignature(path: string): string | null {
 /** Whether the database header says WAL mode (bytes 18 and 19, the file format versions, are 2). */
 function isWalMode(path: string): boolean {
   const header = Buffer.alloc(20);
-  const fd = openSync(path, "r");
+  // non-blocking: a FIFO put where a database is expected must not hold the process in open()
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     if (readSync(fd, header, 0, 20, 0) < 20) return false;
   } finally {
@@ -152,13 +156,30 @@ export function readMode(path: string): ReadMode {
  * defensive mode (better-sqlite3 keeps it on unless unsafe mode is set).
  */
 export function openReadOnly(path: string): Database.Database {
+  return openChecked(path, isExact(path)).db;
+}
+
+/**
+ * Opens `path` as openReadOnly does; with `exact`, refuses (no_database) unless every file SQLite opened for it
+ * is that very path, its -wal or -shm, with no symbolic link anywhere (lib/db/exact.ts).
+ */
+function openChecked(path: string, exact: boolean): { db: Database.Database; mode: ReadMode } {
   let mode: ReadMode;
   try {
     mode = readMode(path);
   } catch (e) {
     throw new ConnectionError({ kind: "no_database", message: `cannot open ${path} as a SQLite database: ${(e as Error).message}` });
   }
-  return openIn(path, mode);
+  const before = exact ? openDescriptors() : null;
+  const db = openIn(path, mode);
+  if (exact) {
+    const why = notOpenedExactly(path, before);
+    if (why !== null) {
+      db.close();
+      throw new ConnectionError({ kind: "no_database", message: `${path} was not opened where it was checked (${why}); it changed since, so it is not read` });
+    }
+  }
+  return { db, mode };
 }
 
 function openIn(path: string, mode: ReadMode): Database.Database {
@@ -193,32 +214,29 @@ function openIn(path: string, mode: ReadMode): Database.Database {
 export class ConnectionCache {
   private readonly entries = new Map<string, CachedConnection>();
 
-  /** The open connection for `path`, reopened if the file changed since it was opened. */
-  get(path: string): CachedConnection {
+  /**
+   * The open connection for `path`, reopened if the file changed since it was opened; with `exact`, one
+   * verified to read exactly that path (lib/db/exact.ts).
+   */
+  get(path: string, exact = isExact(path)): CachedConnection {
     const signature = fileSignature(path);
     const hit = this.entries.get(path);
     if (hit) {
       this.entries.delete(path);
-      if (hit.signature === signature) {
+      if (hit.signature === signature && (hit.exact || !exact)) {
         this.entries.set(path, hit);
         return hit;
       }
       hit.db.close();
     }
-    let mode: ReadMode;
-    try {
-      mode = readMode(path);
-    } catch (e) {
-      throw new ConnectionError({ kind: "no_database", message: `cannot open ${path} as a SQLite database: ${(e as Error).message}` });
-    }
-    const db = openIn(path, mode);
+    const { db, mode } = openChecked(path, exact);
     let runsCode = true;
     try {
       runsCode = schemaRunsCode(db);
     } catch {
       // a schema that cannot be listed is treated as one that runs code: every statement is checked
     }
-    const entry: CachedConnection = { db, signature, mode, statements: new Map(), schemaRunsCode: runsCode };
+    const entry: CachedConnection = { db, signature, mode, exact, statements: new Map(), schemaRunsCode: runsCode };
     this.entries.set(path, entry);
     while (this.entries.size > CONNECTION_CACHE) {
       const [oldest, conn] = this.entries.entries().next().value as [string, CachedConnection];

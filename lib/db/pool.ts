@@ -25,6 +25,7 @@ import { performance } from "node:perf_hooks";
 import { QUERY_TIMEOUT_MS, RESULT_ROWS } from "../core/defaults.js";
 import { T2sError } from "../core/errors.js";
 import { checkSqlText } from "./allowlist.js";
+import { isExact } from "./exact.js";
 import type { RunReply, RunRequest, WorkerMessage } from "./protocol.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "./run.js";
 import { refChild, residentMb, spawnWorker, stopChild } from "./spawn.js";
@@ -111,7 +112,8 @@ export class ExecutorPool implements Executor {
     }
     return new Promise<ExecOutcome>((resolvePromise, reject) => {
       const id = this.nextId++;
-      const request: RunRequest = { id, dbPath: resolve(dbPath), sql, maxRows, maxResultBytes: this.maxResultBytes, timeoutMs, dialect: options.dialect };
+      const path = resolve(dbPath);
+      const request: RunRequest = { id, dbPath: path, sql, maxRows, maxResultBytes: this.maxResultBytes, timeoutMs, dialect: options.dialect, ...(isExact(path) ? { exactPath: true } : {}) };
       this.queue.push({ id, queuedAt: performance.now(), request, timeoutMs, failedAttempts: 0, resolve: resolvePromise, reject });
       this.pump();
     });

@@ -12,6 +12,8 @@ export interface RunRequest {
   maxRows: number;
   maxResultBytes: number;
   dialect?: Dialect;
+  /** The path was marked exact in the pool's process: open exactly it, verified (lib/db/exact.ts). */
+  exactPath?: boolean;
   /** The worker kills itself this long (plus a grace period) after starting, should the pool not manage to. */
   timeoutMs: number;
 }

@@ -16,6 +16,8 @@ export interface RunLimits {
   dialect?: Dialect;
   /** Upper bound on the result's size (text characters, 2 per blob byte, 8 per number). */
   maxResultBytes: number;
+  /** Open exactly this path, verified (lib/db/exact.ts); default: whether this process marked it exact. */
+  exactPath?: boolean;
 }
 
 /** Default cap on a result's size: far above any useful tool output or grading result. */
@@ -73,12 +75,12 @@ function prepareIn(db: Database.Database, sql: string, dialect: Dialect | undefi
   }
 }
 
-function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string, dialect: Dialect | undefined): { stmt: Database.Statement; conn: CachedConnection } | { error: ExecError } {
+function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string, dialect: Dialect | undefined, exact: boolean | undefined): { stmt: Database.Statement; conn: CachedConnection } | { error: ExecError } {
   const textError = checkSqlText(sql);
   if (textError) return { error: textError };
   let conn;
   try {
-    conn = cache.get(dbPath);
+    conn = cache.get(dbPath, exact);
   } catch (e) {
     if (e instanceof ConnectionError) return { error: e.error };
     throw e;
@@ -124,7 +126,7 @@ export function runQuery(cache: ConnectionCache, dbPath: string, sql: string, li
   const t0 = performance.now();
   try {
     for (let attempt = 1; ; attempt++) {
-      const prepared = prepareChecked(cache, dbPath, sql, limits.dialect);
+      const prepared = prepareChecked(cache, dbPath, sql, limits.dialect, limits.exactPath);
       if ("error" in prepared) return { ok: false, error: prepared.error };
       const first = readRows(prepared.stmt, limits, false);
       const out = first.ok && first.rounded ? readRows(prepared.stmt, limits, true) : first;

@@ -5,7 +5,9 @@
  * lib/episode answerCall for the tool turn's text). Tool queries run on their own executor, so runaway tool
  * queries cannot hold grading back. This file is transport-free; lib/envserve/server.ts puts it on HTTP.
  */
+import { statSync } from "node:fs";
 import { basename, extname } from "node:path";
+import { markExact } from "../db/exact.js";
 import type { Executor } from "../db/types.js";
 import { T2sError, isT2sError } from "../core/errors.js";
 import { answerCall } from "../episode/loop.js";
@@ -117,6 +119,25 @@ export class EnvService {
     return t;
   }
 
+  /**
+   * The database a request names by path: the real path the root check resolved (a 403 outside the roots),
+   * marked to be opened exactly that way (lib/db/exact.ts), so that no link swapped in after the check can
+   * lead a read elsewhere. Anything there that is not a regular file (a FIFO, a device, a folder) is refused
+   * before anything opens it.
+   */
+  private database(path: string): string {
+    const real = this.roots.check(path);
+    let st;
+    try {
+      st = statSync(real);
+    } catch {
+      st = undefined; // missing: graded as no_database, as any missing database
+    }
+    if (st && !st.isFile()) throw new BadRequest(`database ${path} is not a regular file`);
+    markExact(real);
+    return real;
+  }
+
   /** Grades a batch: `{"items": [...]}` (or a bare array); one bad item answers `{error}` and the rest go on. */
   async gradeBatch(body: unknown): Promise<GradeItemAnswer[]> {
     if (isObject(body)) refuseUnknownFields(body, ["items"], "a grade request");
@@ -161,7 +182,7 @@ export class EnvService {
       const fromTask = { db: task.db_path, gold: task.gold_sql, db_id: task.db_id, dialect: task.dialect, order: g.order, round: g.round, text: g.text };
       line = { ...Object.fromEntries(Object.entries(fromTask).filter(([, v]) => v !== undefined)), ...fields };
     } else if (typeof fields.db === "string" && fields.db.trim() !== "") {
-      line = { ...fields, db: this.roots.check(fields.db) };
+      line = { ...fields, db: this.database(fields.db) };
     }
     const req = parseGradeRequest(JSON.stringify(line), this.defaults);
     if ("error" in req) throw new BadRequest(req.error);
@@ -172,7 +193,7 @@ export class EnvService {
   private target(body: Record<string, unknown>): Task {
     if (body.task_id !== undefined) return this.task(body.task_id);
     if (typeof body.db !== "string" || body.db.trim() === "") throw new BadRequest(`give "task_id", or "db" (a SQLite file path)`);
-    const path = this.roots.check(body.db);
+    const path = this.database(body.db);
     const stem = basename(path, extname(path));
     return { id: "", db_id: stem, db_path: path, question: "", gold_sql: "", difficulty: "", archetype: "", style: "", split: "train", source: "request" };
   }
