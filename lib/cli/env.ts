@@ -9,6 +9,7 @@ import type { Task } from "../tasks/types.js";
 import { addGradingOptions, defaultsFrom } from "./grade.js";
 import { collect, intOption, oneOf } from "./options.js";
 import { MAX_IDLE_CONNECTIONS } from "../envserve/access.js";
+import { MAX_GRADE_ITEMS } from "../envserve/limits.js";
 import { MAX_TOOL_CALLS, QUERY_TIMEOUT_MS, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
 interface EnvServeFlags {
@@ -33,6 +34,7 @@ interface EnvServeFlags {
   toolWorkers: number;
   maxIdleConnections: number;
   concurrency?: number;
+  maxItems: number;
   style: string;
   protocol: string;
   maxToolCalls: number;
@@ -58,7 +60,8 @@ export function registerEnv(program: Command): void {
     .option("--workers <n>", "SQL worker processes (default: number of CPUs, at most 4)", intOption("--workers", 1))
     .option("--tool-workers <n>", "SQL worker processes of tool queries, apart from grading's", intOption("--tool-workers", 1), 1)
     .option("--max-idle-connections <n>", "open connections with no request in flight kept at most; the oldest idle ones are closed past it", intOption("--max-idle-connections", 1), MAX_IDLE_CONNECTIONS)
-    .option("--concurrency <n>", "grades in flight at once (default 8 per worker)", intOption("--concurrency", 1))
+    .option("--concurrency <n>", "grades in flight at once, shared among clients in turn (default 8 per worker)", intOption("--concurrency", 1))
+    .option("--max-items <n>", "grade items one request may carry (a larger batch is a 400 naming this limit)", intOption("--max-items", 1), MAX_GRADE_ITEMS)
     .option("--style <style>", "prompt the service renders: single or tool", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
     .option("--max-tool-calls <n>", "tool calls per episode said in the tool prompt", intOption("--max-tool-calls", 0), MAX_TOOL_CALLS)
@@ -85,7 +88,7 @@ export function registerEnv(program: Command): void {
       const toolPool = new ExecutorPool({ workers: f.toolWorkers, startOnDemand: true });
       try {
         const service = new EnvService({
-          executor: pool, toolExecutor: toolPool, tasks, dbRoots: f.dbRoot, defaults, concurrency: f.concurrency,
+          executor: pool, toolExecutor: toolPool, tasks, dbRoots: f.dbRoot, defaults, concurrency: f.concurrency, maxItems: f.maxItems,
           line: { timeoutMs: f.timeoutMs, maxRows: f.maxRows, neighborSeed: f.neighborSeed, suiteDir: f.suiteDir },
           prompt: { style, protocol, maxToolCalls: f.maxToolCalls },
           toolOutput: { maxRows: f.toolRows, maxChars: f.toolChars, mode }, toolTimeoutMs: f.toolTimeoutMs,

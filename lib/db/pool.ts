@@ -48,6 +48,7 @@ const LANE_WAIT_SHARE = 0.25;
 export const INFRA_RETRIES = 2;
 
 const fail = (kind: ExecError["kind"], message: string): ExecOutcome => ({ ok: false, error: { kind, message } });
+const cancelledError = () => new T2sError("cancelled", "the query was cancelled: whoever asked for it went away");
 
 /** A pool of read-only SQLite worker processes with hard timeouts and a memory ceiling. */
 export class ExecutorPool implements Executor {
@@ -98,6 +99,8 @@ export class ExecutorPool implements Executor {
     if (!Number.isInteger(maxRows) || maxRows < 0) {
       return Promise.reject(new T2sError("bad_exec_options", `maxRows must be an integer >= 0, got ${maxRows}`));
     }
+    const signal = options.signal;
+    if (signal?.aborted) return Promise.reject(cancelledError());
     if (typeof dbPath !== "string" || dbPath.trim() === "") return Promise.resolve(fail("no_database", "no database path was given"));
     const textError = checkSqlText(sql);
     if (textError) return Promise.resolve({ ok: false, error: textError });
@@ -114,7 +117,21 @@ export class ExecutorPool implements Executor {
       const id = this.nextId++;
       const path = resolve(dbPath);
       const request: RunRequest = { id, dbPath: path, sql, maxRows, maxResultBytes: this.maxResultBytes, timeoutMs, dialect: options.dialect, ...(isExact(path) ? { exactPath: true } : {}) };
-      this.queue.push({ id, queuedAt: performance.now(), request, timeoutMs, failedAttempts: 0, resolve: resolvePromise, reject });
+      const job: Job = { id, queuedAt: performance.now(), request, timeoutMs, failedAttempts: 0, resolve: resolvePromise, reject };
+      if (signal) {
+        const onAbort = () => this.cancel(job);
+        signal.addEventListener("abort", onAbort, { once: true });
+        const off = () => signal.removeEventListener("abort", onAbort);
+        job.resolve = (o) => {
+          off();
+          resolvePromise(o);
+        };
+        job.reject = (e) => {
+          off();
+          reject(e);
+        };
+      }
+      this.queue.push(job);
       this.pump();
     });
   }
@@ -266,7 +283,7 @@ export class ExecutorPool implements Executor {
     const back = slot.backlog.splice(0);
     if (back.length === 0) return;
     if (!slot.retired && !slot.exited) for (const j of back) slot.abandoned.add(j.id);
-    this.queue.unshift(...back);
+    this.queue.unshift(...back.filter((j) => !j.cancelled));
   }
 
   private ensureWorkers(): void {
@@ -286,10 +303,35 @@ export class ExecutorPool implements Executor {
   }
 
   /**
+   * Cancels a call whose signal aborted: a queued one leaves the queue, a running one has its worker killed
+   * (and replaced), one sent to a worker behind its current query is answered now and its worker stopped when
+   * it reaches it (startClock). The call rejects with `cancelled`.
+   */
+  private cancel(job: Job): void {
+    if (job.cancelled) return;
+    job.cancelled = true;
+    const err = cancelledError();
+    const queued = this.queue.indexOf(job);
+    if (queued >= 0) {
+      this.queue.splice(queued, 1);
+      job.reject(err);
+      this.pump();
+      return;
+    }
+    const running = this.slots.find((s) => s.job === job);
+    if (running) {
+      this.retire(running, (j) => j.reject(err));
+      return;
+    }
+    job.reject(err);
+  }
+
+  /**
    * A job whose worker died or failed under it: back to the head of the queue for a fresh worker, or, past
    * INFRA_RETRIES, rejected with `infra_error` (never answered as the query's own error).
    */
   private failedUnder(job: Job, why: string): void {
+    if (job.cancelled) return;
     job.failedAttempts++;
     if (job.failedAttempts <= INFRA_RETRIES) {
       this.counters.infraRetries++;
@@ -341,9 +383,13 @@ export class ExecutorPool implements Executor {
     }, MEMORY_POLL_MS);
   }
 
-  /** The worker has reached `job`: its time limit and the memory watch start now. */
+  /** The worker has reached `job`: its time limit and the memory watch start now (a cancelled one stops the worker). */
   private startClock(slot: Slot, job: Job): void {
     slot.job = job;
+    if (job.cancelled) {
+      this.retire(slot, () => undefined);
+      return;
+    }
     slot.startedAt = performance.now();
     slot.long = false;
     slot.timer = setTimeout(() => {

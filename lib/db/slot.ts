@@ -11,6 +11,8 @@ export interface Job {
   timeoutMs: number;
   /** Times a worker died (or failed inside) while running it; each such attempt is the infrastructure's fault, not the query's. */
   failedAttempts: number;
+  /** Its caller went away (ExecOptions.signal): answered already; a worker that reaches it is stopped. */
+  cancelled?: boolean;
   resolve: (o: ExecOutcome) => void;
   reject: (e: Error) => void;
 }

@@ -14,7 +14,6 @@ import { answerCall } from "../episode/loop.js";
 import type { PromptConfig, ToolProtocol } from "../episode/prompt.js";
 import { SQL_TOOL_NAME, sqlToolSpec, type RawCall } from "../episode/tools.js";
 import type { ToolOutputOptions } from "../episode/truncate.js";
-import { Limiter } from "../policy/limiter.js";
 import type { ChatMessage, ToolSpec } from "../policy/types.js";
 import { defaultEnv } from "../runs/env.js";
 import type { Task } from "../tasks/types.js";
@@ -24,10 +23,22 @@ import { gradeAnswer, parseGradeRequest, REQUEST_DEFAULTS, type RequestDefaults 
 import type { GradeResult } from "../verifier/types.js";
 import { DatabaseRoots } from "./access.js";
 import { BadRequest, refuseUnknownFields } from "./errors.js";
+import { FairLimiter } from "./fair-limiter.js";
+import { MAX_GRADE_ITEMS } from "./limits.js";
 import { EnvMetrics } from "./metrics.js";
 import { QUERY_TIMEOUT_MS, TOOL_ROWS } from "../core/defaults.js";
 
 export { BadRequest } from "./errors.js";
+
+export { MAX_GRADE_ITEMS } from "./limits.js";
+
+/** Who a grade request comes from and whether it is still wanted. */
+export interface GradeContext {
+  /** Aborts when the client went away: its waiting items leave the queue and its running queries are stopped. */
+  signal?: AbortSignal;
+  /** Tells clients apart for the fair share of grading (the server passes the connection); default: a turn of its own. */
+  client?: unknown;
+}
 
 export interface EnvServiceOptions {
   /** Runs the graded queries (and the gold). */
@@ -42,8 +53,10 @@ export interface EnvServiceOptions {
   defaults?: RequestDefaults;
   /** The `t2s grade` flags that are not per-line fields: timeout, row cap, neighbor seed, suite folder. */
   line?: Partial<Omit<LineOptions, "goldCache">>;
-  /** Grades in flight at once (default 8 per SQL worker, the window of `t2s grade --jsonl`). */
+  /** Grades in flight at once (default 8 per SQL worker, the window of `t2s grade --jsonl`), shared among clients in turn. */
   concurrency?: number;
+  /** Items one grade request may carry (default MAX_GRADE_ITEMS). */
+  maxItems?: number;
   /** Prompt the service renders: episode style, tool protocol, tool-call budget. */
   prompt?: Omit<PromptConfig, "toolRows">;
   /** How tool results are shown (rows, characters, truncation mode); default as `t2s benchmark`. */
@@ -88,7 +101,8 @@ export class EnvService {
   readonly goldCache = new GoldCache();
   readonly metrics = new EnvMetrics();
   readonly prompt: PromptConfig;
-  private readonly limiter: Limiter;
+  private readonly limiter: FairLimiter;
+  private readonly maxItems: number;
   private readonly env;
   private readonly defaults: RequestDefaults;
   private readonly line: LineOptions;
@@ -106,7 +120,8 @@ export class EnvService {
     this.line = { neighborSeed: 0, timeoutMs: QUERY_TIMEOUT_MS, ...opts.line, goldCache: this.goldCache };
     this.roots = new DatabaseRoots(opts.tasks.map((t) => t.db_path), opts.dbRoots ?? []);
     const poolSize = (opts.executor as { size?: number }).size ?? 1;
-    this.limiter = new Limiter(opts.concurrency ?? Math.max(8, poolSize * 8));
+    this.limiter = new FairLimiter(opts.concurrency ?? Math.max(8, poolSize * 8));
+    this.maxItems = opts.maxItems ?? MAX_GRADE_ITEMS;
     this.toolExecutor = opts.toolExecutor ?? opts.executor;
     this.env = defaultEnv({ executor: this.toolExecutor, prompt: this.prompt, toolRows, toolTimeoutMs: opts.toolTimeoutMs });
   }
@@ -138,28 +153,37 @@ export class EnvService {
     return real;
   }
 
-  /** Grades a batch: `{"items": [...]}` (or a bare array); one bad item answers `{error}` and the rest go on. */
-  async gradeBatch(body: unknown): Promise<GradeItemAnswer[]> {
+  /**
+   * Grades a batch: `{"items": [...]}` (or a bare array); one bad item answers `{error}` and the rest go on.
+   * Items wait for a place in turn with other clients' (ctx.client); when ctx.signal aborts, the waiting ones
+   * leave and the running ones are stopped, each answering `{"error", "code": "cancelled"}`.
+   */
+  async gradeBatch(body: unknown, ctx: GradeContext = {}): Promise<GradeItemAnswer[]> {
     if (isObject(body)) refuseUnknownFields(body, ["items"], "a grade request");
     const items = Array.isArray(body) ? body : isObject(body) ? body.items : undefined;
     if (!Array.isArray(items)) throw new BadRequest(`the body must be {"items": [...]} (or a JSON array of items)`);
-    if (items.length > 10_000) throw new BadRequest(`at most 10000 items per request, got ${items.length}; split the batch`);
-    return Promise.all(items.map((item, i) => this.limiter.run(() => this.gradeItem(item, i))));
+    if (items.length > this.maxItems) throw new BadRequest(`at most ${this.maxItems} items per request (--max-items), got ${items.length}; split the batch`);
+    const client = ctx.client ?? {};
+    return Promise.all(items.map((item, i) => this.limiter.run(client, () => this.gradeItem(item, i, ctx.signal), ctx.signal).catch((e: unknown) => this.failed(`item ${i}`, e))));
   }
 
-  private async gradeItem(item: unknown, index: number): Promise<GradeItemAnswer> {
-    const where = `item ${index}`;
+  private async gradeItem(item: unknown, index: number, signal: AbortSignal | undefined): Promise<GradeItemAnswer> {
     try {
-      const r = await this.gradeOne(item);
+      const r = await this.gradeOne(item, signal);
       this.metrics.graded(r.outcome);
       return { ...gradeAnswer(r), sql: r.sql };
     } catch (e) {
-      const code = isT2sError(e) ? e.code : "internal";
-      this.metrics.gradeError(INFRA_ERROR_CODES.includes(code));
-      if (e instanceof BadRequest) return { error: `${where}: ${e.message}`, code };
-      if (isT2sError(e)) return { error: `${where}: ${e.code}: ${e.message}`, code };
-      return { error: `${where}: ${e instanceof Error ? e.message : String(e)}`, code };
+      return this.failed(`item ${index}`, e);
     }
+  }
+
+  /** The answer of an item that could not be graded, counted by whose failure it is. */
+  private failed(where: string, e: unknown): GradeItemAnswer {
+    const code = isT2sError(e) ? e.code : "internal";
+    this.metrics.gradeError(code === "cancelled" ? "cancelled" : INFRA_ERROR_CODES.includes(code) ? "infra_error" : "error");
+    if (e instanceof BadRequest) return { error: `${where}: ${e.message}`, code };
+    if (isT2sError(e)) return { error: `${where}: ${e.code}: ${e.message}`, code };
+    return { error: `${where}: ${e instanceof Error ? e.message : String(e)}`, code };
   }
 
   /**
@@ -168,7 +192,7 @@ export class EnvService {
    * the line the task stands for (its database, gold, db_id, dialect and grading overrides), under the
    * fields the item sets itself. "unsafe_tool_query" is the tool query that ended the episode as unsafe.
    */
-  private async gradeOne(item: unknown): Promise<GradeResult> {
+  private async gradeOne(item: unknown, signal: AbortSignal | undefined): Promise<GradeResult> {
     if (!isObject(item)) throw new BadRequest("an item must be a JSON object");
     refuseUnknownFields(item, ITEM_FIELDS, "a grade item");
     const { task_id, unsafe_tool_query, ...fields } = item;
@@ -186,7 +210,7 @@ export class EnvService {
     }
     const req = parseGradeRequest(JSON.stringify(line), this.defaults);
     if ("error" in req) throw new BadRequest(req.error);
-    return gradeRequest(this.opts.executor, req, this.line, { ...(task ? { task } : {}), ...(unsafe_tool_query !== undefined ? { unsafeToolQuery: unsafe_tool_query as string } : {}) });
+    return gradeRequest(this.opts.executor, req, this.line, { ...(task ? { task } : {}), ...(unsafe_tool_query !== undefined ? { unsafeToolQuery: unsafe_tool_query as string } : {}), ...(signal ? { signal } : {}) });
   }
 
   /** Resolves the database of a tool or prompt request: a task's, or an explicit "db" path. */

@@ -22,13 +22,13 @@
  */
 import { T2sError } from "../core/errors.js";
 import { defaultMaxRows, type Dialect } from "../db/dialect.js";
-import type { ExecOptions, ExecOutcome, ExecSuccess, Executor } from "../db/types.js";
+import type { ExecOutcome, ExecSuccess, Executor } from "../db/types.js";
 import type { Task } from "../tasks/types.js";
 import { compareResults } from "./compare.js";
 import { skippedEvidenceRules } from "./evidence.js";
 import { extractSql, normalizeSql } from "./extract.js";
 import { dialectCompareOptions, textRules, type DistinctRule } from "./dialects.js";
-import { candidateOutcome, databaseKey, goldOutcome, sharedGoldCache, type GoldCache } from "./goldcache.js";
+import { candidateOutcome, databaseKey, goldOutcome, sharedGoldCache, type GoldCache, type QueryOptions } from "./goldcache.js";
 import { defaultNeighborDir, neighborDatabases } from "./neighbors.js";
 import { computeReward } from "./rewards.js";
 import { removeDistinct } from "./clauses.js";
@@ -79,6 +79,8 @@ export interface GradeOptions {
   distinct?: DistinctRule;
   /** Folder of test-suite databases, <suiteDir>/<db_id>/*.sqlite, on all of which a match must hold. */
   suiteDir?: string;
+  /** Cancels the grade when aborted (its queries leave the queue or have their workers stopped); it rejects with T2sError("cancelled"). */
+  signal?: AbortSignal;
 }
 
 /** Returns the comparison options for a task: defaults < task.grading < explicit options. */
@@ -102,7 +104,7 @@ function asRun(sql: string, distinct: DistinctRule | undefined): string {
 /** Grades one reply against the task's gold; returns the outcome, reason, correct, executes and reward. */
 export async function grade(task: GradableTask, reply: string, opts: GradeOptions): Promise<GradeResult> {
   const dialect = opts.dialect ?? task.dialect ?? "sqlite";
-  const exec = { timeoutMs: opts.timeoutMs ?? QUERY_TIMEOUT_MS, maxRows: opts.maxRows ?? defaultMaxRows(dialect), dialect };
+  const exec: QueryOptions = { timeoutMs: opts.timeoutMs ?? QUERY_TIMEOUT_MS, maxRows: opts.maxRows ?? defaultMaxRows(dialect), dialect, signal: opts.signal };
   const cache = opts.goldCache === undefined ? sharedGoldCache : opts.goldCache;
   const goldSql = asRun(task.gold_sql, opts.distinct);
   // the database is hashed once per grade, for the gold's and the candidate's cache keys (null: live, not cached)
@@ -177,7 +179,7 @@ function checkGold(out: ExecOutcome, task: GradableTask, maxRows: number): ExecS
 }
 
 /** Runs gold and candidate on each other database; returns why the first disagreement fails, or null. */
-async function otherDatabasesMiss(paths: string[], kind: string, goldSql: string, sql: string, copts: CompareOptions, exec: Required<ExecOptions>, executor: Executor, cache: GoldCache | false): Promise<string | null> {
+async function otherDatabasesMiss(paths: string[], kind: string, goldSql: string, sql: string, copts: CompareOptions, exec: QueryOptions, executor: Executor, cache: GoldCache | false): Promise<string | null> {
   for (let i = 0; i < paths.length; i++) {
     const gold = await goldOutcome(executor, paths[i], goldSql, exec, cache);
     // a gold that cannot be graded on a copy says nothing about the candidate
