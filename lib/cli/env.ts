@@ -99,6 +99,11 @@ export function registerEnv(program: Command): void {
           process.once("SIGINT", () => done());
           process.once("SIGTERM", () => done());
         });
+        // grades in flight are answered first (new requests get 503); a second signal stops at once
+        const cut = () => process.exit(1);
+        process.once("SIGINT", cut);
+        process.once("SIGTERM", cut);
+        await service.drain();
         await server.close();
       } finally {
         await Promise.all([pool.close(), toolPool.close()]);

@@ -108,6 +108,11 @@ export class EnvService {
   private readonly line: LineOptions;
   private readonly roots: DatabaseRoots;
   private readonly toolExecutor: Executor;
+  /** Grade, tool and prompt requests being answered. */
+  private inflight = 0;
+  /** Set by drain(): new requests are refused with 503. */
+  private draining = false;
+  private readonly whenIdle: Array<() => void> = [];
 
   constructor(private readonly opts: EnvServiceOptions) {
     for (const t of opts.tasks) {
@@ -134,6 +139,33 @@ export class EnvService {
     return t;
   }
 
+  /** Runs one request's work, counted for drain(); refused with 503 once the service is draining. */
+  private async track<T>(work: () => Promise<T>): Promise<T> {
+    if (this.draining) throw new BadRequest("the service is shutting down and takes no new work; send it to another instance, or retry once this one is back", 503);
+    this.inflight++;
+    try {
+      return await work();
+    } finally {
+      this.inflight--;
+      if (this.inflight === 0) for (const resolve of this.whenIdle.splice(0)) resolve();
+    }
+  }
+
+  /**
+   * Stops taking new grade, tool and prompt requests (each is refused with 503 from now on) and resolves once
+   * every one in flight has been answered: what a server calls on SIGTERM before it closes its connections.
+   */
+  drain(): Promise<void> {
+    this.draining = true;
+    if (this.inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.whenIdle.push(resolve));
+  }
+
+  /** Grade, tool and prompt requests in flight now. */
+  get inFlight(): number {
+    return this.inflight;
+  }
+
   /**
    * The database a request names by path: the real path the root check resolved (a 403 outside the roots),
    * marked to be opened exactly that way (lib/db/exact.ts), so that no link swapped in after the check can
@@ -158,7 +190,11 @@ export class EnvService {
    * Items wait for a place in turn with other clients' (ctx.client); when ctx.signal aborts, the waiting ones
    * leave and the running ones are stopped, each answering `{"error", "code": "cancelled"}`.
    */
-  async gradeBatch(body: unknown, ctx: GradeContext = {}): Promise<GradeItemAnswer[]> {
+  gradeBatch(body: unknown, ctx: GradeContext = {}): Promise<GradeItemAnswer[]> {
+    return this.track(() => this.grades(body, ctx));
+  }
+
+  private async grades(body: unknown, ctx: GradeContext): Promise<GradeItemAnswer[]> {
     if (isObject(body)) refuseUnknownFields(body, ["items"], "a grade request");
     const items = Array.isArray(body) ? body : isObject(body) ? body.items : undefined;
     if (!Array.isArray(items)) throw new BadRequest(`the body must be {"items": [...]} (or a JSON array of items)`);
@@ -226,7 +262,11 @@ export class EnvService {
    * Answers one tool call exactly as an episode's tool turn: {"task_id" | "db", "query"} or, to see the
    * error text for a malformed call, {"task_id" | "db", "name", "arguments"} as the model wrote them.
    */
-  async tool(body: unknown): Promise<ToolAnswer> {
+  tool(body: unknown): Promise<ToolAnswer> {
+    return this.track(() => this.toolCall(body));
+  }
+
+  private async toolCall(body: unknown): Promise<ToolAnswer> {
     if (!isObject(body)) throw new BadRequest("the body must be a JSON object");
     refuseUnknownFields(body, TOOL_FIELDS, "a tool request");
     const task = this.target(body);
@@ -247,7 +287,11 @@ export class EnvService {
    * The opening messages of a task's episode and the tools sent with it, rendered as the kit renders them:
    * {"task_id"} or {"db", "question", "evidence"?}; "style" and "protocol" override the service's prompt.
    */
-  async promptFor(body: unknown): Promise<{ messages: ChatMessage[]; tools: ToolSpec[]; style: string; protocol: ToolProtocol | null }> {
+  promptFor(body: unknown): Promise<{ messages: ChatMessage[]; tools: ToolSpec[]; style: string; protocol: ToolProtocol | null }> {
+    return this.track(() => this.prompting(body));
+  }
+
+  private async prompting(body: unknown): Promise<{ messages: ChatMessage[]; tools: ToolSpec[]; style: string; protocol: ToolProtocol | null }> {
     if (!isObject(body)) throw new BadRequest("the body must be a JSON object");
     refuseUnknownFields(body, PROMPT_FIELDS, "a prompt request");
     const task = { ...this.target(body) };
@@ -270,6 +314,6 @@ export class EnvService {
   /** Facts for /health. */
   health(): Record<string, unknown> {
     const size = (e: Executor) => (e as { size?: number }).size ?? 1;
-    return { status: "ok", tasks: this.tasks.size, workers: size(this.opts.executor), tool_workers: this.toolExecutor === this.opts.executor ? 0 : size(this.toolExecutor), style: this.prompt.style, protocol: this.prompt.style === "tool" ? this.prompt.protocol ?? "native" : null };
+    return { status: this.draining ? "draining" : "ok", tasks: this.tasks.size, workers: size(this.opts.executor), tool_workers: this.toolExecutor === this.opts.executor ? 0 : size(this.toolExecutor), style: this.prompt.style, protocol: this.prompt.style === "tool" ? this.prompt.protocol ?? "native" : null };
   }
 }

@@ -3,8 +3,8 @@
  * equals the grade without the kill; killed on every retry, the item is an infra_error, counted apart and
  * never cached), a client that goes away with runaway predictions (its grading is cancelled and its queries'
  * workers stopped), a client that floods the queue (another client's item is served in turn, not after the
- * flood), and a batch past the item cap. Real servers on port 0, real worker processes, a concurrent /health
- * poller.
+ * flood), a batch past the item cap, and SIGTERM with a grade in flight (answered, then the exit). Real
+ * servers on port 0, real worker processes, a concurrent /health poller.
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -16,7 +16,7 @@ import { EnvService, MAX_GRADE_ITEMS } from "../../lib/envserve/service.js";
 import { startEnvServer, type RunningEnvServer } from "../../lib/envserve/server.js";
 import { killWhileRunning, slowCount } from "../db/kill.js";
 import { runCli } from "../helpers.js";
-import { call } from "./fixture.js";
+import { call, startEnvChild } from "./fixture.js";
 import { pollHealth } from "./health-poller.js";
 
 const shopDb = kitPath("data", "shop", "shop.sqlite");
@@ -142,4 +142,24 @@ test("a batch past the item cap is a 400 naming the limit and its flag; the flag
   const bad = await runCli(["env", "serve", "--max-items", "0"]);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--max-items/);
+});
+
+test("SIGTERM drains: a grade in flight is answered in full, new work is refused, then the server exits 0", async () => {
+  const server = await startEnvChild(["--db-root", kitPath("data", "shop"), "--workers", "1", "--timeout-ms", "600000"]);
+  const exited = new Promise<number | null>((resolve) => server.child.once("exit", (code) => resolve(code)));
+  try {
+    const N = 3_000_000;
+    const inFlight = call(server.url, "/v1/grade", { items: [item(`SELECT ${N}`, slowCount(N))] });
+    while ((await metric(server.url, "t2s_env_inflight_requests")) < 1) await new Promise((r) => setTimeout(r, 10));
+    server.child.kill("SIGTERM");
+    // the signal is taken before new work arrives: a request sent now is refused, or finds the port closed
+    const late = await call(server.url, "/v1/grade", { items: [item("SELECT 1", "SELECT 1")] }).catch((e: Error) => ({ status: 0, json: null, text: e.message }));
+    const answered = await inFlight;
+    assert.equal(answered.status, 200, answered.text);
+    assert.equal(answered.json.results[0].outcome, "correct", answered.text);
+    assert.ok(late.status === 503 || late.status === 0, `a request after SIGTERM got ${late.status}: ${late.text}`);
+    assert.equal(await exited, 0);
+  } finally {
+    await server.stop();
+  }
 });
