@@ -169,15 +169,11 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
       oldest.destroy();
     }
   });
-  // once closing, a connection is closed as soon as its answer is out (not cut while it is written)
-  let closing = false;
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
     idle.delete(socket);
     res.once("finish", () => {
-      if (socket.destroyed) return;
-      if (closing) socket.destroySoon();
-      else idle.add(socket);
+      if (!socket.destroyed) idle.add(socket);
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -190,9 +186,8 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
     url: `http://${host}:${addr.port}`,
     close: () =>
       new Promise<void>((resolve) => {
-        closing = true;
         server.close(() => resolve());
-        for (const socket of idle) socket.destroy();
+        server.closeAllConnections();
       }),
   };
 }

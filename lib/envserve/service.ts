@@ -5,6 +5,7 @@
  * lib/episode answerCall for the tool turn's text). Tool queries run on their own executor, so runaway tool
  * queries cannot hold grading back. This file is transport-free; lib/envserve/server.ts puts it on HTTP.
  */
+import { setMaxListeners } from "node:events";
 import { statSync } from "node:fs";
 import { basename, extname } from "node:path";
 import { markExact } from "../db/exact.js";
@@ -147,13 +148,19 @@ export class EnvService {
       return await work();
     } finally {
       this.inflight--;
-      if (this.inflight === 0) for (const resolve of this.whenIdle.splice(0)) resolve();
+      // after the caller has used the answer (the server writes it in the continuation of this promise)
+      if (this.inflight === 0 && this.whenIdle.length > 0) setImmediate(() => this.wakeIfIdle());
     }
+  }
+
+  private wakeIfIdle(): void {
+    if (this.inflight === 0) for (const resolve of this.whenIdle.splice(0)) resolve();
   }
 
   /**
    * Stops taking new grade, tool and prompt requests (each is refused with 503 from now on) and resolves once
-   * every one in flight has been answered: what a server calls on SIGTERM before it closes its connections.
+   * every one in flight has been answered (a turn of the event loop after the last, so its caller has written
+   * the answer): what a server calls on SIGTERM before it closes its connections.
    */
   drain(): Promise<void> {
     this.draining = true;
@@ -200,6 +207,8 @@ export class EnvService {
     if (!Array.isArray(items)) throw new BadRequest(`the body must be {"items": [...]} (or a JSON array of items)`);
     if (items.length > this.maxItems) throw new BadRequest(`at most ${this.maxItems} items per request (--max-items), got ${items.length}; split the batch`);
     const client = ctx.client ?? {};
+    // every item, its queries and the cache runs it waits on listen to the one signal of the request
+    if (ctx.signal) setMaxListeners(0, ctx.signal);
     return Promise.all(items.map((item, i) => this.limiter.run(client, () => this.gradeItem(item, i, ctx.signal), ctx.signal).catch((e: unknown) => this.failed(`item ${i}`, e))));
   }
 
