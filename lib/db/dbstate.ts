@@ -3,8 +3,8 @@
  * main file's device, inode, size and mtime, and those of its -wal file), whether it is live (committed
  * pages sit in a non-empty -wal file, so the main file's bytes alone do not define its content, and a writer
  * may be adding more), and a content hash over every byte that defines it (the main file, and the -wal file
- * when it holds anything). Hashes stream the files in a worker thread: no file is read whole, none blocks the
- * event loop, and there is no size limit.
+ * when it holds anything). Hashes read the files in chunks (no file is read whole, no size limit); past a few
+ * MiB they stream in a worker thread, so no large file blocks the event loop.
  */
 import { createHash } from "node:crypto";
 import { statSync } from "node:fs";
@@ -19,7 +19,12 @@ export interface DatabaseState {
   signature: string;
   /** A -wal file holds committed pages (or pages being committed): the content is main + -wal, and may be moving. */
   live: boolean;
+  /** Bytes of the main file and the -wal file together. */
+  bytes: number;
 }
+
+/** Content up to this size is hashed on the calling thread (a few ms); larger content in a worker thread, whose start costs more than that. */
+const HASH_INLINE_BYTES = 4 * 1024 * 1024;
 
 /** The -wal file's part of a signature, and whether it holds anything. */
 function walPart(path: string): { sig: string; size: number } {
@@ -38,15 +43,17 @@ function walPart(path: string): { sig: string; size: number } {
 export function databaseState(dbPath: string): DatabaseState {
   const path = resolve(dbPath);
   let main: string;
+  let size: number;
   try {
     const st = statSync(path);
     if (!st.isFile()) throw new Error("not a file");
     main = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+    size = st.size;
   } catch (e) {
     throw new T2sError("no_database", `no database file at ${path} (${(e as Error).message})`);
   }
   const wal = walPart(path);
-  return { path, signature: `${main}|${wal.sig}`, live: wal.size > 0 };
+  return { path, signature: `${main}|${wal.sig}`, live: wal.size > 0, bytes: size + wal.size };
 }
 
 /** True when the database's files are as they were in `state` (nothing written, replaced or removed since). */
@@ -74,11 +81,13 @@ function combine(main: string, wal: string | null): string {
 export function databaseHash(state: DatabaseState): Promise<string> {
   const hit = memo.get(state.path);
   if (hit && hit.signature === state.signature) return hit.sha;
-  const sha = (async () => {
-    const main = await fileSha256Async(state.path);
-    const wal = state.live ? await fileSha256Async(`${state.path}-wal`) : null;
-    return combine(main, wal);
-  })();
+  const sha = state.bytes <= HASH_INLINE_BYTES
+    ? new Promise<string>((resolve) => resolve(databaseHashSync(state)))
+    : (async () => {
+        const main = await fileSha256Async(state.path);
+        const wal = state.live ? await fileSha256Async(`${state.path}-wal`) : null;
+        return combine(main, wal);
+      })();
   memo.set(state.path, { signature: state.signature, sha });
   const forget = () => {
     if (memo.get(state.path)?.sha === sha) memo.delete(state.path);

@@ -97,10 +97,12 @@ test("a client that goes away has its grading cancelled: its runaway predictions
   const poller = pollHealth(server.url);
   try {
     const runaways = Array.from({ length: 16 }, (_, i) => item("SELECT 1", `${RUNAWAY} -- ${i}`));
-    const gone = openGrade(server.url, runaways);
-    while (pool.busyWorkerPids().length === 0) await new Promise((r) => setTimeout(r, 10));
-    gone.leave();
-    const other = await poller.during(() => call(server.url, "/v1/grade", { items: [item("SELECT 1", "SELECT 1")] }));
+    const other = await poller.during(async () => {
+      const gone = openGrade(server.url, runaways);
+      while (pool.busyWorkerPids().length === 0) await new Promise((r) => setTimeout(r, 10));
+      gone.leave();
+      return call(server.url, "/v1/grade", { items: [item("SELECT 1", "SELECT 1")] });
+    });
     assert.equal(other.json.results[0].outcome, "correct", JSON.stringify(other.json));
     // nothing of the client that left still runs or waits
     const s = pool.stats();
@@ -116,14 +118,17 @@ test("clients share grading in turn: one client's flood does not hold another cl
   const poller = pollHealth(server.url);
   try {
     const flood = Array.from({ length: 48 }, (_, i) => item("SELECT 0", slowCount(200_000 + i)));
-    const flooding = openGrade(server.url, flood);
-    while (!log.some((sql) => sql.startsWith("WITH RECURSIVE"))) await new Promise((r) => setTimeout(r, 10));
-    const mine = await poller.during(() => call(server.url, "/v1/grade", { items: [item("SELECT 1", "SELECT 1 AS mine")] }));
+    let flooding: { leave(): void } | undefined;
+    const mine = await poller.during(async () => {
+      flooding = openGrade(server.url, flood);
+      while (!log.some((sql) => sql.startsWith("WITH RECURSIVE"))) await new Promise((r) => setTimeout(r, 10));
+      return call(server.url, "/v1/grade", { items: [item("SELECT 1", "SELECT 1 AS mine")] });
+    });
     assert.equal(mine.json.results[0].outcome, "correct");
     const before = log.slice(0, log.indexOf("SELECT 1 AS mine")).filter((sql) => sql.startsWith("WITH RECURSIVE")).length;
     // served in turn: behind the flood items holding the two places and at most one more turn each
     assert.ok(before <= 4, `${before} of the flood's items started before the other client's one`);
-    flooding.leave();
+    flooding?.leave();
   } finally {
     await poller.stop();
   }
@@ -152,7 +157,12 @@ test("SIGTERM drains: a grade in flight is answered in full, new work is refused
     const inFlight = call(server.url, "/v1/grade", { items: [item(`SELECT ${N}`, slowCount(N))] });
     while ((await metric(server.url, "t2s_env_inflight_requests")) < 1) await new Promise((r) => setTimeout(r, 10));
     server.child.kill("SIGTERM");
-    // the signal is taken before new work arrives: a request sent now is refused, or finds the port closed
+    // once /health says it drains (or the port is closed: the grade was answered already), new work is refused
+    let draining = false;
+    while (!draining) {
+      const h = await call(server.url, "/health").catch(() => null);
+      draining = h === null || h.json?.status === "draining";
+    }
     const late = await call(server.url, "/v1/grade", { items: [item("SELECT 1", "SELECT 1")] }).catch((e: Error) => ({ status: 0, json: null, text: e.message }));
     const answered = await inFlight;
     assert.equal(answered.status, 200, answered.text);
