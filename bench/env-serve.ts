@@ -2,11 +2,17 @@
  * `npm run bench:env`: grades per second through `t2s env serve`'s HTTP endpoint with C concurrent clients
  * (default 16), beside in-process grade() on the same SQL workers and gold cache, in one run. Each grade
  * extracts the query from a fenced reply, runs it and compares it with the (cached) gold, as
- * `npm run bench:grade`'s "cached" rows. The service listens on 127.0.0.1 only. Options:
+ * `npm run bench:grade`'s "cached" rows. The service listens on 127.0.0.1 only. A second table times the
+ * service under the attacks of bench/env-attacks.ts: another client's one-item grade beside a flood or after
+ * a client left with runaways, /health while a large database is hashed, a grade whose worker is killed,
+ * and reads of a WAL database a writer keeps committing to. Options:
  *   --grades <n>    grades per row (default 2000)
  *   --clients <n>   concurrent HTTP clients (default 16)
  *   --workers <n>   SQL worker processes (default: number of CPUs)
  *   --batch <n>     items per request of the batched row (default 16)
+ *   --flood <n>     items of the flooding and of the leaving client (default 64)
+ *   --hash-mb <n>   size of the database hashed while /health is timed (default 800)
+ *   --only-attacks  skip the throughput table
  */
 import { existsSync } from "node:fs";
 import { cpus } from "node:os";
@@ -18,8 +24,15 @@ import { kitPath } from "../lib/core/paths.js";
 import { readTasks } from "../lib/tasks/io.js";
 import { grade } from "../lib/verifier/grade.js";
 import { intFlag, printTable } from "./args.js";
+import { attackRows } from "./env-attacks.js";
 
 async function main(): Promise<void> {
+  if (!process.argv.includes("--only-attacks")) await throughput();
+  process.stdout.write("\nunder attack (2 SQL workers, 4 grades in flight, query timeout 60 s):\n\n");
+  printTable(["case", "measure", "value"], await attackRows({ flood: intFlag("--flood", 64), hashMb: intFlag("--hash-mb", 800) }));
+}
+
+async function throughput(): Promise<void> {
   const grades = intFlag("--grades", 2000);
   const clients = intFlag("--clients", 16);
   const workers = intFlag("--workers", Math.max(2, cpus().length));

@@ -11,6 +11,7 @@ import { collect, intOption, numberOption, oneOf } from "./options.js";
 import { MAX_IDLE_CONNECTIONS } from "../envserve/access.js";
 import { CONNECTION_LIMITS } from "../serve/http-guard.js";
 import { SHUTDOWN_TIMEOUT_S } from "../serve/shutdown.js";
+import { MAX_GRADE_ITEMS } from "../envserve/limits.js";
 import { MAX_TOOL_CALLS, QUERY_TIMEOUT_MS, TOOL_CHARS, TOOL_ROWS } from "../core/defaults.js";
 
 interface EnvServeFlags {
@@ -39,6 +40,7 @@ interface EnvServeFlags {
   allowedHost: string[];
   shutdownTimeout: number;
   concurrency?: number;
+  maxItems: number;
   style: string;
   protocol: string;
   maxToolCalls: number;
@@ -68,7 +70,8 @@ export function registerEnv(program: Command): void {
     .option("--max-connections <n>", "open connections at most, busy ones included; past it the one doing no work for the longest (idle, or still sending its request) is closed, else the new one gets a 503", intOption("--max-connections", 1), CONNECTION_LIMITS.maxConnections)
     .option("--request-timeout <s>", "seconds a request's body may take to arrive after its headers (a slow body is cut like slow headers)", numberOption("--request-timeout", { gt: 0 }), CONNECTION_LIMITS.requestMs / 1000)
     .option("--shutdown-timeout <s>", "on SIGTERM/SIGINT, seconds requests in flight (grades) may take to finish before they are cut; a second signal cuts at once", intOption("--shutdown-timeout", 0), SHUTDOWN_TIMEOUT_S)
-    .option("--concurrency <n>", "grades in flight at once (default 8 per worker)", intOption("--concurrency", 1))
+    .option("--concurrency <n>", "grades in flight at once, shared among clients in turn (default 8 per worker)", intOption("--concurrency", 1))
+    .option("--max-items <n>", "grade items one request may carry (a larger batch is a 400 naming this limit)", intOption("--max-items", 1), MAX_GRADE_ITEMS)
     .option("--style <style>", "prompt the service renders: single or tool", "single")
     .option("--protocol <p>", "tool style: native (OpenAI tool_calls) or hermes (<tool_call> text)", "native")
     .option("--max-tool-calls <n>", "tool calls per episode said in the tool prompt", intOption("--max-tool-calls", 0), MAX_TOOL_CALLS)
@@ -95,7 +98,7 @@ export function registerEnv(program: Command): void {
       const toolPool = new ExecutorPool({ workers: f.toolWorkers, startOnDemand: true });
       try {
         const service = new EnvService({
-          executor: pool, toolExecutor: toolPool, tasks, dbRoots: f.dbRoot, defaults, concurrency: f.concurrency,
+          executor: pool, toolExecutor: toolPool, tasks, dbRoots: f.dbRoot, defaults, concurrency: f.concurrency, maxItems: f.maxItems,
           line: { timeoutMs: f.timeoutMs, maxRows: f.maxRows, neighborSeed: f.neighborSeed, suiteDir: f.suiteDir },
           prompt: { style, protocol, maxToolCalls: f.maxToolCalls },
           toolOutput: { maxRows: f.toolRows, maxChars: f.toolChars, mode }, toolTimeoutMs: f.toolTimeoutMs,

@@ -4,20 +4,82 @@
  * what it grades against; a copy or a registered original that changed on disk is reported, not used.
  */
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
+import { chmodSync, closeSync, constants, copyFileSync, existsSync, fstatSync, mkdirSync, openSync, readSync, renameSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
+import { Worker } from "node:worker_threads";
 import { T2sError } from "../core/errors.js";
 
-/** The sha256 (lowercase hex) of a file's bytes. */
+/** Bytes read per step when hashing: a file is never read whole (Node refuses files over 2 GiB at once). */
+const HASH_CHUNK = 1 << 20;
+
+const cannotRead = (path: string, e: unknown) => new T2sError("no_database", `cannot read ${path}: ${e instanceof Error ? e.message : String(e)}`);
+
+/** Opened without blocking (a FIFO would hold open() until a writer came) and only if it is a regular file. */
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
+
+/** The sha256 (lowercase hex) of a regular file's bytes, read in chunks on this thread (any size). */
 export function fileSha256(path: string): string {
-  let data: Buffer;
+  const hash = createHash("sha256");
+  const buf = Buffer.allocUnsafe(HASH_CHUNK);
+  let fd: number;
   try {
-    data = readFileSync(path);
+    fd = openSync(path, OPEN_FLAGS);
   } catch (e) {
-    throw new T2sError("no_database", `cannot read ${path}: ${(e as Error).message}`);
+    throw cannotRead(path, e);
   }
-  return createHash("sha256").update(data).digest("hex");
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error("not a regular file");
+    for (let pos = 0; ; ) {
+      const n = readSync(fd, buf, 0, buf.length, pos);
+      if (n === 0) break;
+      hash.update(buf.subarray(0, n));
+      pos += n;
+    }
+  } catch (e) {
+    throw cannotRead(path, e);
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest("hex");
+}
+
+/** The hashing thread's code: fileSha256's loop, answering the digest or the error message. */
+const HASH_THREAD = `
+const { workerData, parentPort } = require("node:worker_threads");
+const { createHash } = require("node:crypto");
+const fs = require("node:fs");
+try {
+  const hash = createHash("sha256");
+  const buf = Buffer.allocUnsafe(workerData.chunk);
+  const fd = fs.openSync(workerData.path, workerData.flags);
+  try {
+    if (!fs.fstatSync(fd).isFile()) throw new Error("not a regular file");
+    for (let pos = 0; ; ) {
+      const n = fs.readSync(fd, buf, 0, buf.length, pos);
+      if (n === 0) break;
+      hash.update(buf.subarray(0, n));
+      pos += n;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  parentPort.postMessage({ sha: hash.digest("hex") });
+} catch (e) {
+  parentPort.postMessage({ error: e.message });
+}`;
+
+/**
+ * The sha256 of a regular file's bytes, streamed in chunks by a worker thread: the event loop keeps answering while
+ * a large file is hashed, and there is no size limit. Rejects with T2sError("no_database") when unreadable.
+ */
+export function fileSha256Async(path: string): Promise<string> {
+  return new Promise((done, fail) => {
+    const thread = new Worker(HASH_THREAD, { eval: true, workerData: { path, chunk: HASH_CHUNK, flags: OPEN_FLAGS } });
+    thread.once("message", (m: { sha?: string; error?: string }) => (m.sha !== undefined ? done(m.sha) : fail(cannotRead(path, new Error(m.error)))));
+    thread.once("error", (e) => fail(cannotRead(path, e)));
+    thread.once("exit", () => fail(cannotRead(path, new Error("the hashing thread stopped"))));
+  });
 }
 
 /** Default folder for private copies: one per process under the system temp dir. */

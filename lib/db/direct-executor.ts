@@ -4,6 +4,7 @@
  * same statement allow-list and result typing as the pool's workers (lib/db/run.ts), without the hard timeout.
  */
 import { RESULT_ROWS } from "../core/defaults.js";
+import { T2sError } from "../core/errors.js";
 import { ConnectionCache } from "./connection.js";
 import { ExecutorPool } from "./pool.js";
 import { DEFAULT_MAX_RESULT_BYTES, runQuery } from "./run.js";
@@ -14,6 +15,8 @@ export class DirectExecutor implements Executor {
   private readonly cache = new ConnectionCache();
 
   async execute(dbPath: string, sql: string, options: ExecOptions = {}): Promise<ExecOutcome> {
+    // a query runs to its end here once started; a cancelled caller only keeps it from starting
+    if (options.signal?.aborted) throw new T2sError("cancelled", "the query was cancelled: whoever asked for it went away");
     return runQuery(this.cache, dbPath, sql, { maxRows: options.maxRows ?? RESULT_ROWS, maxResultBytes: DEFAULT_MAX_RESULT_BYTES, dialect: options.dialect });
   }
 

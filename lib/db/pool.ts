@@ -12,6 +12,12 @@
  * of its timeout: then it runs on an extra worker (an idle spare at once, else a new one), up to
  * OVERFLOW_FACTOR x `workers` processes. Runaway queries filling every lane therefore delay a normal one by
  * less than one query timeout, not by a timeout per runaway queued ahead of it.
+ *
+ * A worker that dies while it runs a query (killed from outside, crashed) or that reports a failure of its
+ * own rather than of the query has said nothing about the query: the query runs again on a fresh worker, up
+ * to INFRA_RETRIES times, and after that the call rejects with T2sError("infra_error"). Such a death is never
+ * answered as the query's error, so a grade or a cache never mistakes it for one. Deaths the query caused
+ * itself are answered as before: its time limit (`timeout`) and its memory (`too_large`).
  */
 import { cpus } from "node:os";
 import { resolve } from "node:path";
@@ -19,6 +25,7 @@ import { performance } from "node:perf_hooks";
 import { QUERY_TIMEOUT_MS, RESULT_ROWS } from "../core/defaults.js";
 import { T2sError } from "../core/errors.js";
 import { checkSqlText } from "./allowlist.js";
+import { isExact } from "./exact.js";
 import type { RunReply, RunRequest, WorkerMessage } from "./protocol.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "./run.js";
 import { refChild, residentMb, spawnWorker, stopChild } from "./spawn.js";
@@ -37,8 +44,11 @@ const START_FAILURE_LIMIT = 3;
 const OVERFLOW_FACTOR = 4;
 /** The share of its timeout a query waits for a lane before it gets an extra worker. */
 const LANE_WAIT_SHARE = 0.25;
+/** Times a query is run again on a fresh worker after its worker died under it (or failed inside) before the call rejects with `infra_error`. */
+export const INFRA_RETRIES = 2;
 
 const fail = (kind: ExecError["kind"], message: string): ExecOutcome => ({ ok: false, error: { kind, message } });
+const cancelledError = () => new T2sError("cancelled", "the query was cancelled: whoever asked for it went away");
 
 /** A pool of read-only SQLite worker processes with hard timeouts and a memory ceiling. */
 export class ExecutorPool implements Executor {
@@ -55,7 +65,7 @@ export class ExecutorPool implements Executor {
   private killTimes: number[] = [];
   /** Wakes pump() when the head of the queue has waited its share of the timeout for a lane. */
   private overdueTimer?: NodeJS.Timeout;
-  private readonly counters = { completed: 0, timeouts: 0, memoryKills: 0, crashes: 0, restarts: 0 };
+  private readonly counters = { completed: 0, timeouts: 0, memoryKills: 0, crashes: 0, restarts: 0, infraRetries: 0, infraErrors: 0 };
 
   constructor(options: ExecutorPoolOptions = {}) {
     const workers = options.workers ?? Math.max(1, cpus().length);
@@ -89,6 +99,8 @@ export class ExecutorPool implements Executor {
     if (!Number.isInteger(maxRows) || maxRows < 0) {
       return Promise.reject(new T2sError("bad_exec_options", `maxRows must be an integer >= 0, got ${maxRows}`));
     }
+    const signal = options.signal;
+    if (signal?.aborted) return Promise.reject(cancelledError());
     if (typeof dbPath !== "string" || dbPath.trim() === "") return Promise.resolve(fail("no_database", "no database path was given"));
     const textError = checkSqlText(sql);
     if (textError) return Promise.resolve({ ok: false, error: textError });
@@ -103,15 +115,35 @@ export class ExecutorPool implements Executor {
     }
     return new Promise<ExecOutcome>((resolvePromise, reject) => {
       const id = this.nextId++;
-      const request: RunRequest = { id, dbPath: resolve(dbPath), sql, maxRows, maxResultBytes: this.maxResultBytes, timeoutMs, dialect: options.dialect };
-      this.queue.push({ id, queuedAt: performance.now(), request, timeoutMs, resolve: resolvePromise, reject });
+      const path = resolve(dbPath);
+      const request: RunRequest = { id, dbPath: path, sql, maxRows, maxResultBytes: this.maxResultBytes, timeoutMs, dialect: options.dialect, ...(isExact(path) ? { exactPath: true } : {}) };
+      const job: Job = { id, queuedAt: performance.now(), request, timeoutMs, failedAttempts: 0, resolve: resolvePromise, reject };
+      if (signal) {
+        const onAbort = () => this.cancel(job);
+        signal.addEventListener("abort", onAbort, { once: true });
+        const off = () => signal.removeEventListener("abort", onAbort);
+        job.resolve = (o) => {
+          off();
+          resolvePromise(o);
+        };
+        job.reject = (e) => {
+          off();
+          reject(e);
+        };
+      }
+      this.queue.push(job);
       this.pump();
     });
   }
 
-  /** Process ids of the current workers (for monitoring; killing one only costs its current query). */
+  /** Process ids of the current workers (for monitoring; killing one only costs a retry of its current query). */
   workerPids(): number[] {
     return this.slots.map((s) => s.child.pid).filter((p): p is number => p !== undefined);
+  }
+
+  /** Process ids of the workers running a query now. */
+  busyWorkerPids(): number[] {
+    return this.slots.filter((s) => s.job).map((s) => s.child.pid).filter((p): p is number => p !== undefined);
   }
 
   /** Resolves when `workers + spareWorkers` idle workers are started and waiting (useful before timing anything). */
@@ -188,6 +220,11 @@ export class ExecutorPool implements Executor {
     }
     const job = slot.job;
     if (!job || job.id !== reply.id) return; // a late reply for a call already answered
+    if (reply.infra !== undefined) {
+      // the worker failed, not the query: a fresh worker runs it again
+      this.retire(slot, (j) => this.failedUnder(j, `the SQL worker failed (${reply.infra})`));
+      return;
+    }
     clearTimers(slot);
     slot.job = undefined;
     this.counters.completed++;
@@ -225,11 +262,8 @@ export class ExecutorPool implements Executor {
     } else if (job) {
       this.counters.crashes++;
       const memory = /out of memory|allocation failed|heap limit/i.test(slot.stderrTail) || signal === "SIGABRT" || signal === "SIGTRAP" || code === 134 || code === 133;
-      job.resolve(
-        memory
-          ? fail("too_large", `the query ran out of memory (ceiling ${this.memoryLimitMb} MB per worker) and was stopped`)
-          : fail("runtime", `the worker running the query died (${signal ?? `exit code ${code}`}); it was replaced`),
-      );
+      if (memory) job.resolve(fail("too_large", `the query ran out of memory (ceiling ${this.memoryLimitMb} MB per worker) and was stopped`));
+      else this.failedUnder(job, `the SQL worker running the query died (${signal ?? `exit code ${code}`})`);
     }
     this.counters.restarts++;
     this.ensureWorkers();
@@ -249,7 +283,7 @@ export class ExecutorPool implements Executor {
     const back = slot.backlog.splice(0);
     if (back.length === 0) return;
     if (!slot.retired && !slot.exited) for (const j of back) slot.abandoned.add(j.id);
-    this.queue.unshift(...back);
+    this.queue.unshift(...back.filter((j) => !j.cancelled));
   }
 
   private ensureWorkers(): void {
@@ -268,8 +302,48 @@ export class ExecutorPool implements Executor {
     }
   }
 
-  /** Kills a worker whose query must stop, answers its caller, and starts a replacement. */
-  private retire(slot: Slot, outcome: ExecOutcome): void {
+  /**
+   * Cancels a call whose signal aborted: a queued one leaves the queue, a running one has its worker killed
+   * (and replaced), one sent to a worker behind its current query is answered now and its worker stopped when
+   * it reaches it (startClock). The call rejects with `cancelled`.
+   */
+  private cancel(job: Job): void {
+    if (job.cancelled) return;
+    job.cancelled = true;
+    const err = cancelledError();
+    const queued = this.queue.indexOf(job);
+    if (queued >= 0) {
+      this.queue.splice(queued, 1);
+      job.reject(err);
+      this.pump();
+      return;
+    }
+    const running = this.slots.find((s) => s.job === job);
+    if (running) {
+      this.retire(running, (j) => j.reject(err));
+      return;
+    }
+    job.reject(err);
+  }
+
+  /**
+   * A job whose worker died or failed under it: back to the head of the queue for a fresh worker, or, past
+   * INFRA_RETRIES, rejected with `infra_error` (never answered as the query's own error).
+   */
+  private failedUnder(job: Job, why: string): void {
+    if (job.cancelled) return;
+    job.failedAttempts++;
+    if (job.failedAttempts <= INFRA_RETRIES) {
+      this.counters.infraRetries++;
+      this.queue.unshift(job);
+      return;
+    }
+    this.counters.infraErrors++;
+    job.reject(new T2sError("infra_error", `${why}; the query was run ${job.failedAttempts} times and its worker failed each time. This is a failure of the SQL sandbox, not of the query: nothing was graded (look for processes killing the workers, or memory pressure on the host)`));
+  }
+
+  /** Kills a worker whose query must stop, answers its caller (`answer`: an outcome, or what to do with the job), and starts a replacement. */
+  private retire(slot: Slot, answer: ExecOutcome | ((job: Job) => void)): void {
     const job = slot.job;
     slot.retired = true;
     slot.job = undefined;
@@ -278,7 +352,10 @@ export class ExecutorPool implements Executor {
     slot.child.kill("SIGKILL");
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
-    if (job) job.resolve(outcome);
+    if (job) {
+      if (typeof answer === "function") answer(job);
+      else job.resolve(answer);
+    }
     this.counters.restarts++;
     this.killTimes.push(performance.now());
     this.ensureWorkers();
@@ -306,9 +383,13 @@ export class ExecutorPool implements Executor {
     }, MEMORY_POLL_MS);
   }
 
-  /** The worker has reached `job`: its time limit and the memory watch start now. */
+  /** The worker has reached `job`: its time limit and the memory watch start now (a cancelled one stops the worker). */
   private startClock(slot: Slot, job: Job): void {
     slot.job = job;
+    if (job.cancelled) {
+      this.retire(slot, () => undefined);
+      return;
+    }
     slot.startedAt = performance.now();
     slot.long = false;
     slot.timer = setTimeout(() => {

@@ -12,6 +12,8 @@ export interface RunRequest {
   maxRows: number;
   maxResultBytes: number;
   dialect?: Dialect;
+  /** The path was marked exact in the pool's process: open exactly it, verified (lib/db/exact.ts). */
+  exactPath?: boolean;
   /** The worker kills itself this long (plus a grace period) after starting, should the pool not manage to. */
   timeoutMs: number;
 }
@@ -19,6 +21,9 @@ export interface RunRequest {
 export interface RunReply {
   id: number;
   outcome: ExecOutcome;
+  /** Set when the worker failed rather than the query (an internal error, a database that kept changing
+   * under an unlocked read): the pool runs the query again on a fresh worker, never reports `outcome`. */
+  infra?: string;
 }
 
 /** Sent once by a worker when it can take requests. */

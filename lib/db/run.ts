@@ -5,7 +5,7 @@
  */
 import type Database from "better-sqlite3";
 import { performance } from "node:perf_hooks";
-import { ConnectionCache, ConnectionError } from "./connection.js";
+import { ConnectionCache, ConnectionError, currentSignature, type CachedConnection } from "./connection.js";
 import { checkPrepared, checkSqlText } from "./allowlist.js";
 import { doubleQuotedToString, MAX_DQS_REWRITES, normalizeForDialect, unresolvedDoubleQuoted, type Dialect } from "./dialect.js";
 import type { ExecError, ExecOutcome, SqlValue } from "./types.js";
@@ -16,6 +16,8 @@ export interface RunLimits {
   dialect?: Dialect;
   /** Upper bound on the result's size (text characters, 2 per blob byte, 8 per number). */
   maxResultBytes: number;
+  /** Open exactly this path, verified (lib/db/exact.ts); default: whether this process marked it exact. */
+  exactPath?: boolean;
 }
 
 /** Default cap on a result's size: far above any useful tool output or grading result. */
@@ -73,19 +75,19 @@ function prepareIn(db: Database.Database, sql: string, dialect: Dialect | undefi
   }
 }
 
-function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string, dialect: Dialect | undefined): { stmt: Database.Statement } | { error: ExecError } {
+function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string, dialect: Dialect | undefined, exact: boolean | undefined): { stmt: Database.Statement; conn: CachedConnection } | { error: ExecError } {
   const textError = checkSqlText(sql);
   if (textError) return { error: textError };
   let conn;
   try {
-    conn = cache.get(dbPath);
+    conn = cache.get(dbPath, exact);
   } catch (e) {
     if (e instanceof ConnectionError) return { error: e.error };
     throw e;
   }
   const key = dialect === "spider" ? `spider\u0000${sql}` : sql;
   const cached = conn.statements.get(key);
-  if (cached) return { stmt: cached };
+  if (cached) return { stmt: cached, conn };
   let stmt: Database.Statement;
   let text: string;
   try {
@@ -102,8 +104,14 @@ function prepareChecked(cache: ConnectionCache, dbPath: string, sql: string, dia
   if (policyError) return { error: policyError };
   stmt.raw(true);
   cache.remember(conn, key, stmt);
-  return { stmt };
+  return { stmt, conn };
 }
+
+/** Reads of a database opened without locks tried, when its files keep changing under them, before giving up. */
+const UNLOCKED_READS = 3;
+
+/** Thrown when a database opened without locks changed under every read: a failure of the read, not of the query. */
+export class DatabaseMovedError extends Error {}
 
 /** True for a number that may be an INTEGER beyond 2^53 rounded to a double (a whole number that is not safe). */
 const maybeRounded = (v: unknown) => typeof v === "number" && Number.isInteger(v) && !Number.isSafeInteger(v);
@@ -116,13 +124,27 @@ const maybeRounded = (v: unknown) => typeof v === "number" && Number.isInteger(v
  */
 export function runQuery(cache: ConnectionCache, dbPath: string, sql: string, limits: RunLimits): ExecOutcome {
   const t0 = performance.now();
-  const prepared = prepareChecked(cache, dbPath, sql, limits.dialect);
-  if ("error" in prepared) return { ok: false, error: prepared.error };
-  const first = readRows(prepared.stmt, limits, false);
-  const out = first.ok && first.rounded ? readRows(prepared.stmt, limits, true) : first;
-  if (out.ok === false) return out;
-  const elapsedMs = Math.round((performance.now() - t0) * 100) / 100;
-  return { ok: true, columns: out.columns, rows: out.rows, elapsedMs, truncated: out.truncated };
+  try {
+    for (let attempt = 1; ; attempt++) {
+      const prepared = prepareChecked(cache, dbPath, sql, limits.dialect, limits.exactPath);
+      if ("error" in prepared) return { ok: false, error: prepared.error };
+      const first = readRows(prepared.stmt, limits, false);
+      const out = first.ok && first.rounded ? readRows(prepared.stmt, limits, true) : first;
+      // without locks a writer may have changed the files mid-read (a torn read can even look "malformed"):
+      // the answer, rows or error, holds only if they are as they were when the connection was opened
+      const mode = prepared.conn.mode;
+      if ((mode === "private" || mode === "immutable") && currentSignature(dbPath) !== prepared.conn.signature) {
+        cache.drop(dbPath);
+        if (attempt < UNLOCKED_READS) continue;
+        throw new DatabaseMovedError(`${dbPath} changed during each of ${UNLOCKED_READS} reads made without locks (a writer that uses no -shm file?)`);
+      }
+      if (out.ok === false) return out;
+      const elapsedMs = Math.round((performance.now() - t0) * 100) / 100;
+      return { ok: true, columns: out.columns, rows: out.rows, elapsedMs, truncated: out.truncated };
+    }
+  } finally {
+    cache.releaseLive(dbPath);
+  }
 }
 
 function readRows(stmt: Database.Statement, limits: RunLimits, safe: boolean): { ok: true; columns: string[]; rows: SqlValue[][]; truncated: boolean; rounded: boolean } | { ok: false; error: ExecError } {

@@ -9,6 +9,10 @@ export interface Job {
   queuedAt: number;
   request: RunRequest;
   timeoutMs: number;
+  /** Times a worker died (or failed inside) while running it; each such attempt is the infrastructure's fault, not the query's. */
+  failedAttempts: number;
+  /** Its caller went away (ExecOptions.signal): answered already; a worker that reaches it is stopped. */
+  cancelled?: boolean;
   resolve: (o: ExecOutcome) => void;
   reject: (e: Error) => void;
 }

@@ -40,6 +40,8 @@ export interface ExecOptions {
   /** How the SQL is read (lib/db/dialect.ts): "sqlite" as written (default), "spider" as the Spider and
    * BIRD evaluators run it (double-quoted strings, "! =" normalised). */
   dialect?: Dialect;
+  /** Cancels the query when aborted: dropped from the queue, or its worker killed if it runs (the call rejects with T2sError("cancelled")). */
+  signal?: AbortSignal;
 }
 
 /** Something that runs one read-only statement against a SQLite file. */
@@ -77,4 +79,8 @@ export interface PoolStats {
   memoryKills: number;
   crashes: number;
   restarts: number;
+  /** Queries run again on a fresh worker because their worker died or failed under them. */
+  infraRetries: number;
+  /** Calls rejected with `infra_error` after INFRA_RETRIES such retries. */
+  infraErrors: number;
 }

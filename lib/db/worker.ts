@@ -41,9 +41,10 @@ function serve(send: (message: unknown) => boolean): void {
     let reply: RunReply;
     deadline[0] = Date.now() + (Number(req.timeoutMs) || 5000) + WATCHDOG_GRACE_MS;
     try {
-      reply = { id: req.id, outcome: runQuery(cache, req.dbPath, req.sql, { maxRows: req.maxRows, maxResultBytes: req.maxResultBytes, dialect: req.dialect }) };
+      reply = { id: req.id, outcome: runQuery(cache, req.dbPath, req.sql, { maxRows: req.maxRows, maxResultBytes: req.maxResultBytes, dialect: req.dialect, exactPath: req.exactPath === true }) };
     } catch (e) {
-      reply = { id: req.id, outcome: { ok: false, error: { kind: "runtime", message: `internal error: ${(e as Error).message}` } } };
+      // a failure of this process, not of the query: the pool runs the query again on a fresh worker
+      reply = { id: req.id, outcome: { ok: false, error: { kind: "runtime", message: "internal error" } }, infra: (e as Error).message };
     } finally {
       deadline[0] = 0;
     }

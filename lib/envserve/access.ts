@@ -42,14 +42,14 @@ export class DatabaseRoots {
     }
   }
 
-  /** The resolved path of `path`, or a 403 naming the allowed places when it lies outside them. */
+  /** The resolved (real) path of `path`, the one that was checked and must be opened, or a 403 naming the allowed places when it lies outside them. */
   check(path: string): string {
     const abs = resolve(path);
     const r = real(abs);
-    if (this.files.has(r)) return abs;
+    if (this.files.has(r)) return r;
     for (const root of this.roots) {
       const rel = relative(root, r);
-      if (rel !== "" && !rel.startsWith(".." + sep) && rel !== ".." && !isAbsolute(rel)) return abs;
+      if (rel !== "" && !rel.startsWith(".." + sep) && rel !== ".." && !isAbsolute(rel)) return r;
     }
     const where = this.roots.length ? ` or under ${this.roots.join(", ")}` : "";
     throw new BadRequest(`database ${path} is not one the service serves: only the task set's databases${where} (start it with --db-root DIR to allow a folder)`, 403);

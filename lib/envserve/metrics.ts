@@ -31,7 +31,7 @@ class Family {
 export class EnvMetrics {
   private readonly requests = new Family("t2s_env_requests_total", "HTTP requests answered, by route and status code");
   private readonly seconds = new Family("t2s_env_request_seconds_total", "Seconds spent answering requests, by route");
-  private readonly grades = new Family("t2s_env_grades_total", "Grade items answered, by outcome (error: the item could not be graded)");
+  private readonly grades = new Family("t2s_env_grades_total", "Grade items answered, by outcome (error: the item could not be graded; infra_error: the service failed to grade it, no verdict on the item; cancelled: its client went away)");
   private readonly tools = new Family("t2s_env_tool_calls_total", "Tool calls answered, by whether an episode would count them invalid");
 
   request(route: string, status: number, seconds: number): void {
@@ -41,8 +41,9 @@ export class EnvMetrics {
   graded(outcome: string): void {
     this.grades.add({ outcome });
   }
-  gradeError(): void {
-    this.grades.add({ outcome: "error" });
+  /** An item answered with an error: "infra_error" when the service failed (no verdict), "cancelled" when its client went away, else "error" (the item's own fault). */
+  gradeError(kind: "error" | "infra_error" | "cancelled" = "error"): void {
+    this.grades.add({ outcome: kind });
   }
   toolCall(invalid: boolean): void {
     this.tools.add({ invalid: String(invalid) });

@@ -144,10 +144,16 @@ export async function startEnvServer(opts: EnvServerOptions): Promise<RunningEnv
       case "/v1/tasks":
         send(res, 200, JSON.stringify({ tasks: [...service.tasks.values()].map((t) => ({ task_id: t.id, db_id: t.db_id, split: t.split })) }));
         break;
-      case "/v1/grade":
+      case "/v1/grade": {
         body = await jsonBody(req, limit);
-        send(res, 200, JSON.stringify({ results: await service.gradeBatch(body) }));
+        // a client that goes away cancels its grading; clients (connections) share grading in turn
+        const gone = new AbortController();
+        res.once("close", () => {
+          if (!res.writableFinished) gone.abort();
+        });
+        send(res, 200, JSON.stringify({ results: await service.gradeBatch(body, { signal: gone.signal, client: req.socket }) }));
         break;
+      }
       case "/v1/tool":
         body = await jsonBody(req, limit);
         send(res, 200, JSON.stringify(await service.tool(body)));

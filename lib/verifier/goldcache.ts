@@ -1,20 +1,43 @@
 /**
  * Gold results, computed once per (database content hash, gold SQL, row cap) and kept in an in-memory LRU.
- * The cache stores the pending promise, so concurrent grades of one task run its gold once; failures are
- * cached too (a gold that failed fails again without re-running). Only a rejected call (the executor
- * itself broke, e.g. the pool was closed) is forgotten, so the next call retries.
+ * The content hash covers every byte that defines the database (lib/db/dbstate.ts); a live database (pages
+ * in its -wal file) is not cached at all, and a result read while the files changed is not kept.
+ * The cache stores the pending promise, so concurrent grades of one task run its gold once; failures of the
+ * SQL are cached too (a gold that failed fails again without re-running). What says more about the machine
+ * than about the query is never kept: a rejected call (the executor itself failed: `infra_error` after its
+ * retries, a closed pool) and a timeout (a busy machine can cause one) are forgotten, so the next call runs
+ * the query again.
  */
-import { createHash } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
-import { resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
+import { databaseHash, databaseState, unchangedSince, type DatabaseState } from "../db/dbstate.js";
 import type { Dialect } from "../db/dialect.js";
 import type { ExecOptions, ExecOutcome, Executor } from "../db/types.js";
 
-/** An LRU map from gold keys to (pending) gold outcomes. */
+/** What a query for grading runs with: its limits, and the signal of whoever waits for it. */
+export type QueryOptions = Required<Pick<ExecOptions, "timeoutMs" | "maxRows" | "dialect">> & Pick<ExecOptions, "signal">;
+
+/** A cached (or pending) outcome and who waits for it. */
+interface Entry {
+  outcome: Promise<ExecOutcome>;
+  /** Cancels the run once every waiter has gone away. */
+  controller: AbortController;
+  /** Waiters with a signal that have not gone away. */
+  waiters: number;
+  /** A waiter without a signal (it never goes away): the run is never cancelled. */
+  pinned: boolean;
+  settled: boolean;
+}
+
+const cancelled = () => new T2sError("cancelled", "the grade was cancelled: whoever asked for it went away");
+
+/**
+ * An LRU map from gold keys to (pending) gold outcomes. A pending run is shared by every caller that asks
+ * for its key meanwhile, so it is cancelled only when all of them have gone away (each caller's signal);
+ * one caller leaving gets its own rejection at once and leaves the others' run alone.
+ */
 export class GoldCache {
   readonly capacity: number;
-  private readonly map = new Map<string, Promise<ExecOutcome>>();
+  private readonly map = new Map<string, Entry>();
   hits = 0;
   misses = 0;
 
@@ -23,23 +46,72 @@ export class GoldCache {
     this.capacity = capacity;
   }
 
-  /** Returns the cached outcome for `key`, or runs `compute` once and caches it. */
-  getOrRun(key: string, compute: () => Promise<ExecOutcome>): Promise<ExecOutcome> {
-    const hit = this.map.get(key);
-    if (hit) {
+  /**
+   * Returns the cached outcome for `key`, or runs `compute` once and caches it; with `stillValid`, the
+   * outcome is kept only if that still holds when it arrives. With `signal`, this caller's promise rejects
+   * with `cancelled` when it aborts, and `compute`'s signal aborts when no caller is left.
+   */
+  getOrRun(key: string, compute: (signal: AbortSignal) => Promise<ExecOutcome>, opts: { stillValid?: () => boolean; signal?: AbortSignal } = {}): Promise<ExecOutcome> {
+    if (opts.signal?.aborted) return Promise.reject(cancelled());
+    let entry = this.map.get(key);
+    if (entry) {
       this.hits++;
       this.map.delete(key);
-      this.map.set(key, hit);
-      return hit;
+      this.map.set(key, entry);
+    } else {
+      this.misses++;
+      const controller = new AbortController();
+      const e: Entry = { outcome: compute(controller.signal), controller, waiters: 0, pinned: false, settled: false };
+      const drop = () => {
+        if (this.map.get(key) === e) this.map.delete(key);
+      };
+      e.outcome.then(
+        (out) => {
+          e.settled = true;
+          if ((out.ok === false && out.error.kind === "timeout") || (opts.stillValid && !opts.stillValid())) drop();
+        },
+        () => {
+          e.settled = true;
+          drop();
+        },
+      );
+      this.map.set(key, e);
+      while (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value as string);
+      entry = e;
     }
-    this.misses++;
-    const p = compute();
-    this.map.set(key, p);
-    p.catch(() => {
-      if (this.map.get(key) === p) this.map.delete(key);
+    return this.wait(key, entry, opts.signal);
+  }
+
+  /** The entry's outcome for one caller, who may go away (its signal). */
+  private wait(key: string, e: Entry, signal: AbortSignal | undefined): Promise<ExecOutcome> {
+    if (e.settled) return e.outcome;
+    if (!signal) {
+      e.pinned = true;
+      return e.outcome;
+    }
+    e.waiters++;
+    return new Promise((resolve, reject) => {
+      const leave = () => {
+        reject(cancelled());
+        e.waiters--;
+        if (e.waiters === 0 && !e.pinned && !e.settled) {
+          // nobody waits for it: stop the run, and let the next caller start afresh
+          if (this.map.get(key) === e) this.map.delete(key);
+          e.controller.abort();
+        }
+      };
+      signal.addEventListener("abort", leave, { once: true });
+      e.outcome.then(
+        (out) => {
+          signal.removeEventListener("abort", leave);
+          resolve(out);
+        },
+        (err: unknown) => {
+          signal.removeEventListener("abort", leave);
+          reject(err);
+        },
+      );
     });
-    while (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value as string);
-    return p;
   }
 
   /** Drops one entry. */
@@ -62,27 +134,21 @@ export class GoldCache {
 /** The cache grade() uses unless given another one. */
 export const sharedGoldCache = new GoldCache();
 
-const hashMemo = new Map<string, { sig: string; sha: string }>();
+/** Where a cached result holds: the database's content hash, and the state it was taken at. */
+export interface DatabaseKey {
+  sha: string;
+  state: DatabaseState;
+}
 
 /**
- * Returns the sha256 of a database file's bytes, remembered per path until the file's size, mtime or
- * inode changes (so a grade does not re-read the file). Throws T2sError("no_database") for a missing file.
+ * The key results on `dbPath` are cached under, or null when the database is live (committed pages sit in
+ * its -wal file): a writer may commit between any two reads, so nothing read from it is cached. Throws
+ * T2sError("no_database") when there is no file.
  */
-export function databaseHash(dbPath: string): string {
-  const path = resolve(dbPath);
-  let sig: string;
-  try {
-    const st = statSync(path);
-    if (!st.isFile()) throw new Error("not a file");
-    sig = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
-  } catch (e) {
-    throw new T2sError("no_database", `no database file at ${path} (${(e as Error).message})`);
-  }
-  const memo = hashMemo.get(path);
-  if (memo && memo.sig === sig) return memo.sha;
-  const sha = createHash("sha256").update(readFileSync(path)).digest("hex");
-  hashMemo.set(path, { sig, sha });
-  return sha;
+export async function databaseKey(dbPath: string): Promise<DatabaseKey | null> {
+  const state = databaseState(dbPath);
+  if (state.live) return null;
+  return { sha: await databaseHash(state), state };
 }
 
 /** The cache key of a gold result. */
@@ -91,13 +157,23 @@ export function goldKey(dbSha: string, goldSql: string, maxRows: number, dialect
 }
 
 /**
- * Runs (or recalls) the gold query; returns the raw outcome (a failure is the caller's to report).
- * `dbSha`: the database's hash when the caller already has it (one grade hashes its database once).
+ * Runs `sql` on the database, or recalls its result: kept only when the database's files did not change
+ * between taking its key and the answer (a result read across a write is not the key's).
  */
-export function goldOutcome(executor: Executor, dbPath: string, goldSql: string, exec: Required<ExecOptions>, cache: GoldCache | false, dbSha?: string): Promise<ExecOutcome> {
-  const run = () => executor.execute(dbPath, goldSql, exec);
-  if (cache === false) return run();
-  return cache.getOrRun(goldKey(dbSha ?? databaseHash(dbPath), goldSql, exec.maxRows, exec.dialect), run);
+async function cachedRun(executor: Executor, dbPath: string, sql: string, exec: QueryOptions, cache: GoldCache, db: DatabaseKey | null | undefined): Promise<ExecOutcome> {
+  const key = db === undefined ? await databaseKey(dbPath) : db;
+  if (key === null) return executor.execute(dbPath, sql, exec);
+  const { signal, ...limits } = exec;
+  return cache.getOrRun(goldKey(key.sha, sql, exec.maxRows, exec.dialect), (shared) => executor.execute(dbPath, sql, { ...limits, signal: shared }), { stillValid: () => unchangedSince(key.state), signal });
+}
+
+/**
+ * Runs (or recalls) the gold query; returns the raw outcome (a failure is the caller's to report).
+ * `db`: the database's cache key when the caller already has it (one grade hashes its database once).
+ */
+export function goldOutcome(executor: Executor, dbPath: string, goldSql: string, exec: QueryOptions, cache: GoldCache | false, db?: DatabaseKey | null): Promise<ExecOutcome> {
+  if (cache === false) return executor.execute(dbPath, goldSql, exec);
+  return cachedRun(executor, dbPath, goldSql, exec, cache, db);
 }
 
 /** Functions whose result changes from run to run: a query calling one is never answered from the cache. */
@@ -105,13 +181,9 @@ const VOLATILE = /\b(random|randomblob|changes|total_changes|last_insert_rowid)\
 
 /**
  * Runs a candidate query, or recalls its result when the same text already ran on the same database
- * content with the same limits (as a gold or as another candidate). A timeout is never kept: it may come
- * from a busy machine rather than from the query.
+ * content with the same limits (as a gold or as another candidate). A timeout is never kept (GoldCache).
  */
-export async function candidateOutcome(executor: Executor, dbPath: string, sql: string, exec: Required<ExecOptions>, cache: GoldCache | false, dbSha?: string): Promise<ExecOutcome> {
+export function candidateOutcome(executor: Executor, dbPath: string, sql: string, exec: QueryOptions, cache: GoldCache | false, db?: DatabaseKey | null): Promise<ExecOutcome> {
   if (cache === false || VOLATILE.test(sql)) return executor.execute(dbPath, sql, exec);
-  const key = goldKey(dbSha ?? databaseHash(dbPath), sql, exec.maxRows, exec.dialect);
-  const out = await cache.getOrRun(key, () => executor.execute(dbPath, sql, exec));
-  if (out.ok === false && out.error.kind === "timeout") cache.forget(key);
-  return out;
+  return cachedRun(executor, dbPath, sql, exec, cache, db);
 }

@@ -9,6 +9,9 @@
  *  5. the results are compared (compare.ts) -> `correct` or `wrong_rows` (or `too_large` over the cap);
  *  6. with `neighbors` K > 0, a match must also hold on K perturbed copies (neighbors.ts); with
  *     `suiteDir`, on every test-suite database of the task's db_id in that folder (suite.ts).
+ * A failure of the sandbox rather than of either query (the executor rejects: a worker died under the query
+ * on every retry, lib/db/pool.ts) rejects the grade with that error, T2sError("infra_error"): it is neither
+ * the model's `sql_error` nor the task's `gold_failed`, and nothing of it is cached.
  * Both queries run in the task's dialect (lib/db/dialect.ts; `opts.dialect` wins over `task.dialect`); with
  * `distinct: "ignore"` both run with every DISTINCT removed, as Spider's evaluator does by default.
  * Comparison options: defaults, then the dialect's official rules (dialects.ts), then the task's `grading`
@@ -19,13 +22,13 @@
  */
 import { T2sError } from "../core/errors.js";
 import { defaultMaxRows, type Dialect } from "../db/dialect.js";
-import type { ExecOptions, ExecOutcome, ExecSuccess, Executor } from "../db/types.js";
+import type { ExecOutcome, ExecSuccess, Executor } from "../db/types.js";
 import type { Task } from "../tasks/types.js";
 import { compareResults } from "./compare.js";
 import { skippedEvidenceRules } from "./evidence.js";
 import { extractSql, normalizeSql } from "./extract.js";
 import { dialectCompareOptions, textRules, type DistinctRule } from "./dialects.js";
-import { candidateOutcome, databaseHash, goldOutcome, sharedGoldCache, type GoldCache } from "./goldcache.js";
+import { candidateOutcome, databaseKey, goldOutcome, sharedGoldCache, type GoldCache, type QueryOptions } from "./goldcache.js";
 import { defaultNeighborDir, neighborDatabases } from "./neighbors.js";
 import { computeReward } from "./rewards.js";
 import { removeDistinct } from "./clauses.js";
@@ -76,6 +79,8 @@ export interface GradeOptions {
   distinct?: DistinctRule;
   /** Folder of test-suite databases, <suiteDir>/<db_id>/*.sqlite, on all of which a match must hold. */
   suiteDir?: string;
+  /** Cancels the grade when aborted (its queries leave the queue or have their workers stopped); it rejects with T2sError("cancelled"). */
+  signal?: AbortSignal;
 }
 
 /** Returns the comparison options for a task: defaults < task.grading < explicit options. */
@@ -99,12 +104,12 @@ function asRun(sql: string, distinct: DistinctRule | undefined): string {
 /** Grades one reply against the task's gold; returns the outcome, reason, correct, executes and reward. */
 export async function grade(task: GradableTask, reply: string, opts: GradeOptions): Promise<GradeResult> {
   const dialect = opts.dialect ?? task.dialect ?? "sqlite";
-  const exec = { timeoutMs: opts.timeoutMs ?? QUERY_TIMEOUT_MS, maxRows: opts.maxRows ?? defaultMaxRows(dialect), dialect };
+  const exec: QueryOptions = { timeoutMs: opts.timeoutMs ?? QUERY_TIMEOUT_MS, maxRows: opts.maxRows ?? defaultMaxRows(dialect), dialect, signal: opts.signal };
   const cache = opts.goldCache === undefined ? sharedGoldCache : opts.goldCache;
   const goldSql = asRun(task.gold_sql, opts.distinct);
-  // the database is hashed once per grade, for the gold's and the candidate's cache keys
-  const dbSha = cache === false ? undefined : databaseHash(task.db_path);
-  const gold = checkGold(await goldOutcome(opts.executor, task.db_path, goldSql, exec, cache, dbSha), task, exec.maxRows);
+  // the database is hashed once per grade, for the gold's and the candidate's cache keys (null: live, not cached)
+  const dbKey = cache === false ? null : await databaseKey(task.db_path);
+  const gold = checkGold(await goldOutcome(opts.executor, task.db_path, goldSql, exec, cache, dbKey), task, exec.maxRows);
   const sql = opts.isReply === false ? normalizeSql(reply) : extractSql(reply, { fallback: opts.fallback });
   const verdict = await judge();
   const skipped = opts.evidencePenalty
@@ -118,7 +123,7 @@ export async function grade(task: GradableTask, reply: string, opts: GradeOption
     if (opts.finishReason === "length") return { outcome: "truncated", executes: false, reason: "reply cut by the token budget (finish reason: length)" };
     if (sql === null) return { outcome: "no_sql", executes: false, reason: opts.isReply === false ? "empty query" : "no sql query in reply" };
     const candSql = asRun(sql, opts.distinct);
-    const cand = await candidateOutcome(opts.executor, task.db_path, candSql, exec, cache, dbSha);
+    const cand = await candidateOutcome(opts.executor, task.db_path, candSql, exec, cache, dbKey);
     if (cand.ok === false) return failure(cand);
     const copts = { ...compareOptionsFor(task, opts.compare, dialect), goldSql };
     const cmp = compareResults(cand, gold, copts);
@@ -126,7 +131,7 @@ export async function grade(task: GradableTask, reply: string, opts: GradeOption
     if (!cmp.match) return { outcome: "wrong_rows", executes: true, reason: cmp.reason };
     const k = opts.neighbors ?? 0;
     if (k > 0) {
-      const paths = neighborDatabases(task.db_path, k, opts.neighborSeed ?? 0, opts.neighborDir ?? defaultNeighborDir());
+      const paths = neighborDatabases(task.db_path, k, opts.neighborSeed ?? 0, opts.neighborDir ?? defaultNeighborDir(), dbKey?.sha);
       const miss = await otherDatabasesMiss(paths, "neighbor database", goldSql, candSql, copts, exec, opts.executor, cache);
       if (miss) return { outcome: "wrong_rows", executes: true, reason: `${cmp.reason} on the database, but ${miss}` };
       if (!opts.suiteDir) return { outcome: "correct", executes: true, reason: `${cmp.reason}; also on ${k} neighbor database${k === 1 ? "" : "s"}` };
@@ -174,7 +179,7 @@ function checkGold(out: ExecOutcome, task: GradableTask, maxRows: number): ExecS
 }
 
 /** Runs gold and candidate on each other database; returns why the first disagreement fails, or null. */
-async function otherDatabasesMiss(paths: string[], kind: string, goldSql: string, sql: string, copts: CompareOptions, exec: Required<ExecOptions>, executor: Executor, cache: GoldCache | false): Promise<string | null> {
+async function otherDatabasesMiss(paths: string[], kind: string, goldSql: string, sql: string, copts: CompareOptions, exec: QueryOptions, executor: Executor, cache: GoldCache | false): Promise<string | null> {
   for (let i = 0; i < paths.length; i++) {
     const gold = await goldOutcome(executor, paths[i], goldSql, exec, cache);
     // a gold that cannot be graded on a copy says nothing about the candidate

@@ -29,6 +29,8 @@ export interface LineOptions {
 export interface RequestContext {
   task?: GradableTask;
   unsafeToolQuery?: string;
+  /** Cancels the grade when aborted (the client went away). */
+  signal?: AbortSignal;
 }
 
 /** Grades one parsed request: the one grading path of `t2s grade` and `t2s env serve`. */
@@ -48,6 +50,7 @@ export function gradeRequest(executor: Executor, req: GradeRequest, o: LineOptio
     suiteDir: o.suiteDir,
     ...(o.goldCache !== undefined ? { goldCache: o.goldCache } : {}),
     ...(ctx.unsafeToolQuery !== undefined ? { unsafeToolQuery: ctx.unsafeToolQuery } : {}),
+    ...(ctx.signal ? { signal: ctx.signal } : {}),
     compare: { order: req.order, round: req.round, numericText: req.numericText, ...textRules(req.text) },
   };
   const target: GradableTask = { ...ctx.task, db_path: req.db, gold_sql: req.gold, ...(req.dbId !== undefined ? { db_id: req.dbId } : {}) };

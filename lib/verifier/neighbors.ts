@@ -25,7 +25,7 @@ import { writeFileAtomic } from "../core/files.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { T2sError } from "../core/errors.js";
-import { databaseHash } from "./goldcache.js";
+import { databaseHashSync, databaseState } from "../db/dbstate.js";
 import { SeededRandom } from "../core/random.js";
 import { openReadOnly } from "../db/connection.js";
 
@@ -37,12 +37,15 @@ export function defaultNeighborDir(): string {
   return join(process.env.T2S_CACHE_DIR ?? join(tmpdir(), "t2s-cache"), "neighbors");
 }
 
-/** Returns the paths of the first `k` neighbor copies of `dbPath` for `seed`, creating missing ones. */
-export function neighborDatabases(dbPath: string, k: number, seed = 0, dir = defaultNeighborDir()): string[] {
+/**
+ * Returns the paths of the first `k` neighbor copies of `dbPath` for `seed`, creating missing ones. `sha`:
+ * the database's content hash (lib/db/dbstate.ts) when the caller has it; the copies are named by it.
+ */
+export function neighborDatabases(dbPath: string, k: number, seed = 0, dir = defaultNeighborDir(), contentHash?: string): string[] {
   if (!Number.isInteger(k) || k < 0) throw new T2sError("bad_neighbors", `neighbors must be an integer >= 0, got ${k}`);
   if (!Number.isInteger(seed)) throw new T2sError("bad_neighbors", `neighbor seed must be an integer, got ${seed}`);
   if (k === 0) return [];
-  const sha = databaseHash(dbPath);
+  const sha = contentHash ?? databaseHashSync(databaseState(dbPath));
   const paths = [...Array(k).keys()].map((i) => join(dir, `${sha.slice(0, 16)}-s${seed}-${i}.sqlite`));
   const missing = paths.map((p, i) => [p, i] as const).filter(([p]) => !existsSync(p));
   if (missing.length === 0) return paths;

@@ -7,11 +7,13 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { ExecutorPool } from "../../lib/db/pool.js";
+import { isT2sError } from "../../lib/core/errors.js";
+import { ExecutorPool, INFRA_RETRIES } from "../../lib/db/pool.js";
 import { fileSha256, privateCopy } from "../../lib/db/copies.js";
 import { defaultShopPath } from "../../lib/db/shop/build.js";
 import type { ExecOutcome } from "../../lib/db/types.js";
 import { HANG_GUARD_MS, scratchDir } from "../helpers.js";
+import { killWhileRunning } from "./kill.js";
 
 const TIMEOUT = 400;
 const db = privateCopy(defaultShopPath(), scratchDir("t2s-hostile-")).path;
@@ -160,19 +162,19 @@ test("killed and crashed workers lose no queued calls", async () => {
     const out = await Promise.all(calls);
     assert.deepEqual(out.map(kindOf), ["timeout", "ok", "timeout", "ok", "ok"], JSON.stringify(out));
     assert.deepEqual(out[4].ok && out[4].rows, [[7]]);
-    // A worker killed from outside while running a query: the caller hears why, the next call still runs.
+    // A worker killed from outside while running a query: the query runs again on a fresh worker; killed on
+    // every retry, the call rejects with infra_error (the sandbox failed, not the query); the next call runs.
     await small.ready();
-    const running = small.execute(db, runaway, { timeoutMs: HANG_GUARD_MS }); // killed from outside long before
-    while (small.stats().busy === 0) await new Promise((r) => setTimeout(r, 10));
-    await new Promise((r) => setTimeout(r, 100));
-    const killed = small.workerPids();
-    for (const pid of killed) process.kill(pid, "SIGKILL");
+    const running = small.execute(db, runaway, { timeoutMs: HANG_GUARD_MS }).then(
+      (o) => ({ o }),
+      (e: unknown) => ({ e }),
+    );
+    for (let i = 0; i <= INFRA_RETRIES; i++) await killWhileRunning(small, running);
     const crashed = await running;
-    // an idle worker killed alongside is only noticed at its exit event; wait for that before the next call
-    while (small.workerPids().some((pid) => killed.includes(pid))) await new Promise((r) => setTimeout(r, 10));
+    assert.ok("e" in crashed && isT2sError(crashed.e, "infra_error"), JSON.stringify(crashed));
+    assert.match((crashed as { e: Error }).e.message, /died/);
+    assert.equal(small.stats().infraRetries, INFRA_RETRIES);
     await small.ready();
-    assert.equal(kindOf(crashed), "runtime", JSON.stringify(crashed));
-    assert.match(!crashed.ok ? crashed.error.message : "", /died/);
     // The memory ceiling: a value far larger than it stops the query instead of the machine.
     const big = await small.execute(db, "SELECT zeroblob(600000000)", { timeoutMs: HANG_GUARD_MS });
     assert.equal(kindOf(big), "too_large", JSON.stringify(big));

@@ -34,7 +34,7 @@ test("fast graders answer in order; a line whose query runs away is graded again
     ];
     const answers = (await Promise.all(lines.map((l, i) => graders.answer(l, i + 1)))).map((a) => JSON.parse(a));
     assert.equal(answers[0].outcome, "correct");
-    assert.equal(answers[1].outcome, "timeout");
+    assert.equal(answers[1].outcome, "timeout", JSON.stringify(answers[1]));
     assert.equal(answers[2].outcome, "correct");
     assert.match(answers[3].error, /^line 4: gold_failed: .*timeout/);
     assert.match(answers[4].error, /^line 5: not valid JSON/);

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExecOutcome } from "../../lib/db/types.js";
-import { databaseHash, GoldCache } from "../../lib/verifier/goldcache.js";
+import { GoldCache } from "../../lib/verifier/goldcache.js";
+import { databaseHash, databaseState } from "../../lib/db/dbstate.js";
 import { scratchDir } from "../helpers.js";
 
 const ok = (v: number): ExecOutcome => ({ ok: true, columns: ["x"], rows: [[v]], elapsedMs: 0, truncated: false });
@@ -44,13 +45,20 @@ test("a rejected run is forgotten so the next call retries; a failed outcome is 
   assert.equal(again, false);
 });
 
-test("database hashes follow the file's content", () => {
+test("database hashes follow the file's content, the -wal file's too", async () => {
   const dir = scratchDir("t2s-hash-");
   const p = join(dir, "x.sqlite");
   writeFileSync(p, "one");
-  const h1 = databaseHash(p);
+  const h1 = await databaseHash(databaseState(p));
   assert.equal(h1, "7692c3ad3540bb803c020b3aee66cd8887123234ea0c6e7143c0add73ff431ed");
   writeFileSync(p, "other content");
-  assert.notEqual(databaseHash(p), h1);
-  assert.throws(() => databaseHash(join(dir, "missing.sqlite")), /no database file/);
+  const h2 = await databaseHash(databaseState(p));
+  assert.notEqual(h2, h1);
+  writeFileSync(`${p}-wal`, "committed pages");
+  assert.equal(databaseState(p).live, true);
+  const h3 = await databaseHash(databaseState(p));
+  assert.notEqual(h3, h2);
+  writeFileSync(`${p}-wal`, "more committed pages");
+  assert.notEqual(await databaseHash(databaseState(p)), h3);
+  assert.throws(() => databaseState(join(dir, "missing.sqlite")), /no database file/);
 });
