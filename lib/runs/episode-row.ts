@@ -8,9 +8,8 @@ import type { RolloutRow } from "./row.js";
 /** What the runner knows about an episode before it runs: the row's fields that do not come from the task or the grade. */
 export type RowContext = Pick<RolloutRow, "run_id" | "eval_run" | "sample" | "seed" | "policy" | "model" | "adapter" | "style" | "protocol" | "rerolls">;
 
-/** Builds the row for a finished episode of `task`. */
-export function makeRow(task: Task, ctx: RowContext, ep: EpisodeResult): RolloutRow {
-  const g = ep.grade;
+/** The fields that say which task, run, sample and policy a row is of: every row kind starts with them. */
+function rowIdentity(task: Task, ctx: RowContext) {
   return {
     run_id: ctx.run_id,
     eval_run: ctx.eval_run,
@@ -27,6 +26,14 @@ export function makeRow(task: Task, ctx: RowContext, ep: EpisodeResult): Rollout
     adapter: ctx.adapter,
     style: ctx.style,
     protocol: ctx.protocol,
+  };
+}
+
+/** Builds the row for a finished episode of `task`. */
+export function makeRow(task: Task, ctx: RowContext, ep: EpisodeResult): RolloutRow {
+  const g = ep.grade;
+  return {
+    ...rowIdentity(task, ctx),
     turns: ep.messages.filter((m) => m.role !== "system"),
     n_assistant_turns: ep.n_assistant_turns,
     graded_turn: ep.graded_turn,
@@ -56,21 +63,7 @@ export function makeRow(task: Task, ctx: RowContext, ep: EpisodeResult): Rollout
  */
 export function makeSetupRow(task: Task, ctx: RowContext, opening: ChatMessage[], reason: string, message: string): RolloutRow {
   return {
-    run_id: ctx.run_id,
-    eval_run: ctx.eval_run,
-    task_id: task.id,
-    db_id: task.db_id,
-    split: task.split,
-    difficulty: String(task.difficulty),
-    archetype: task.archetype,
-    question_style: task.style,
-    sample: ctx.sample,
-    seed: ctx.seed,
-    policy: ctx.policy,
-    model: ctx.model,
-    adapter: ctx.adapter,
-    style: ctx.style,
-    protocol: ctx.protocol,
+    ...rowIdentity(task, ctx),
     turns: opening.filter((m) => m.role !== "system"),
     n_assistant_turns: 0,
     graded_turn: 0,

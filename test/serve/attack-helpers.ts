@@ -50,8 +50,10 @@ export class HealthPoller {
   }
 }
 
-/** A JSON Schema check for the subset the tests use (type, properties, required, additionalProperties, enum, items). */
+/** A JSON Schema check for the subset the tests use (type, properties, required, additionalProperties, enum, const, items, anyOf). */
 export function validates(v: unknown, s: any): boolean {
+  if (s.anyOf) return s.anyOf.some((x: unknown) => validates(v, x));
+  if ("const" in s) return JSON.stringify(v) === JSON.stringify(s.const);
   if (s.enum) return s.enum.some((e: unknown) => JSON.stringify(e) === JSON.stringify(v));
   switch (s.type) {
     case "object": {

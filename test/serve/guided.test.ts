@@ -10,38 +10,8 @@ import type { CausalLM } from "../../lib/model/model.js";
 import { startServer, type RunningServer } from "../../lib/serve/server.js";
 import { kitPath } from "../../lib/core/paths.js";
 import { fixtureDir } from "../model/fixtures.js";
+import { validates } from "./attack-helpers.js";
 
-/** A JSON Schema check for the subset the tests use (type, properties, required, additionalProperties, enum, const, items, anyOf). */
-function validates(v: unknown, s: any): boolean {
-  if (s.anyOf) return s.anyOf.some((x: unknown) => validates(v, x));
-  if ("const" in s) return JSON.stringify(v) === JSON.stringify(s.const);
-  if (s.enum) return s.enum.some((e: unknown) => JSON.stringify(e) === JSON.stringify(v));
-  switch (s.type) {
-    case "object": {
-      if (!v || typeof v !== "object" || Array.isArray(v)) return false;
-      const o = v as Record<string, unknown>;
-      if ((s.required ?? []).some((k: string) => !(k in o))) return false;
-      for (const [k, x] of Object.entries(o)) {
-        if (s.properties?.[k]) {
-          if (!validates(x, s.properties[k])) return false;
-        } else if (s.additionalProperties === false) return false;
-      }
-      return true;
-    }
-    case "array":
-      return Array.isArray(v) && (!s.items || v.every((x) => validates(x, s.items)));
-    case "string":
-      return typeof v === "string";
-    case "integer":
-      return Number.isInteger(v);
-    case "number":
-      return typeof v === "number";
-    case "boolean":
-      return typeof v === "boolean";
-    default:
-      return true;
-  }
-}
 
 const SQL = { type: "object", properties: { sql: { type: "string" }, limit: { type: "integer" }, mode: { enum: ["ro", "rw"] } }, required: ["sql", "limit", "mode"], additionalProperties: false };
 const LOOKUP = { type: "object", properties: { key: { type: "string" }, ok: { type: "boolean" }, xs: { type: "array", items: { type: "number" } } }, required: ["key", "ok"], additionalProperties: false };
