@@ -12,7 +12,7 @@
  */
 import { T2sError } from "../core/errors.js";
 import type { TokenConstraint } from "./engine/types.js";
-import { GrammarPool, type GrammarVocab } from "./guided-pool.js";
+import { GrammarPool, type GrammarVocab, type Verdict } from "./guided-pool.js";
 import { checkSchemas, GUIDED_LIMITS, limitError, type GuidedLimits } from "./guided-schema.js";
 import type { ChatTokenizer } from "./tokenizer.js";
 
@@ -97,9 +97,11 @@ export async function checkGuide(tok: ChatTokenizer, vocabSize: number, guide: G
   } else {
     verdict = g.pool.check(guide, terminatesAtEnd(guide), limits.compileTimeoutMs, opts.signal).then((v) => {
       if (v.ok) return;
-      if (v.reason === "timeout") throw limitError("compileTimeoutMs", `the schema's grammar did not compile within ${limits.compileTimeoutMs} ms`);
-      if (v.reason === "no_first_token") throw new T2sError("usage", "the schema cannot be used for guided decoding: no document satisfies it (its grammar allows no first token)");
-      throw new T2sError("usage", `the schema cannot be used for guided decoding: the grammar engine failed on it (${v.message})`);
+      // named, not narrowed: tslab's compiler (no strictNullChecks) does not narrow on `ok`
+      const failed = v as Extract<Verdict, { ok: false }>;
+      if (failed.reason === "timeout") throw limitError("compileTimeoutMs", `the schema's grammar did not compile within ${limits.compileTimeoutMs} ms`);
+      if (failed.reason === "no_first_token") throw new T2sError("usage", "the schema cannot be used for guided decoding: no document satisfies it (its grammar allows no first token)");
+      throw new T2sError("usage", `the schema cannot be used for guided decoding: the grammar engine failed on it (${failed.message})`);
     });
     // a check skipped because its request left, or an engine that did not start, decides nothing
     verdict.catch((e) => {
