@@ -104,7 +104,7 @@ test("config errors name the field and exit 1; unknown flags exit 2", async () =
   assert.equal(flag.code, 2);
   const band = await runCli(["train", "grpo", "--config", w.config({ steps: 1, band: { rows: "none.jsonl", lo: 0.1, hi: 0.9 } })], { env });
   assert.equal(band.code, 1);
-  assert.match(band.stderr, /not_found.*none\.jsonl/);
+  assert.match(band.stderr, /error \[no_band_rows\]: .*none\.jsonl does not exist/);
 });
 
 test("--resume refuses a changed config naming each field; --force keeps the old config and logs the step", async () => {

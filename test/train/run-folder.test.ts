@@ -48,7 +48,7 @@ test("a run killed before its first checkpoint: the rerun logs each step once, t
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(logSteps(dir), [0, 1, 2]);
   assert.deepEqual(readdirSync(join(dir, "out", "checkpoints")), ["step-000003"]);
-  assert.deepEqual(readdirSync(join(dir, "out")).sort(), ["adapter", "checkpoints", "config.json", "train_log.jsonl"]);
+  assert.deepEqual(readdirSync(join(dir, "out")).sort(), ["adapter", "checkpoints", "config.json", "train_log.jsonl", "train_tasks.json"]);
 });
 
 test("a run folder moved with its model and tasks resumes without --force; a real change still needs it", async () => {
