@@ -5,31 +5,18 @@
  * ceiling reads page by page, and no temporary file is made, so none is left behind by a killed worker.
  * Real SQLite files, real worker processes, a real env server on port 0 with a concurrent /health poller.
  */
-import { test, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { ExecutorPool } from "../../lib/db/pool.js";
-import { EnvService } from "../../lib/envserve/service.js";
-import { startEnvServer, type RunningEnvServer } from "../../lib/envserve/server.js";
-import { call } from "../envserve/fixture.js";
+import { call, lazyEnvServer } from "../envserve/fixture.js";
 import { pollHealth } from "../envserve/health-poller.js";
 import { scratchDir } from "../helpers.js";
 import { startWalWriter } from "./wal-writer.js";
 
 const dir = scratchDir("t2s-wal-live-");
-const pool = new ExecutorPool({ workers: 2, spareWorkers: 1 });
-const service = new EnvService({ executor: pool, tasks: [], dbRoots: [dir] });
-let server: RunningEnvServer;
-after(async () => {
-  await server?.close();
-  await pool.close();
-});
-
-async function url(): Promise<string> {
-  server ??= await startEnvServer({ service, port: 0 });
-  return server.url;
-}
+const url = lazyEnvServer([dir], 2);
 
 async function gradeOne(item: object): Promise<any> {
   const r = await call(await url(), "/v1/grade", { items: [item] });

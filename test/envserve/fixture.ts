@@ -1,5 +1,9 @@
 /** Starting a real `t2s env serve` child on loopback for the tests, and the shop tasks they use. */
 import { spawn, type ChildProcess } from "node:child_process";
+import { after } from "node:test";
+import { ExecutorPool } from "../../lib/db/pool.js";
+import { EnvService } from "../../lib/envserve/service.js";
+import { startEnvServer, type RunningEnvServer } from "../../lib/envserve/server.js";
 import { HANG_GUARD_MS, t2sBin } from "../helpers.js";
 import { kitPath } from "../../lib/core/paths.js";
 import { readTasks } from "../../lib/tasks/io.js";
@@ -62,4 +66,19 @@ export async function call(url: string, path: string, body?: unknown, raw?: stri
     json = null;
   }
   return { status: res.status, json, text };
+}
+
+/**
+ * An in-process env server with no tasks over `dbRoots` (`workers` SQL workers and one spare), started on
+ * first use and closed after the file's tests. Returns its URL getter.
+ */
+export function lazyEnvServer(dbRoots: string[], workers: number): () => Promise<string> {
+  const pool = new ExecutorPool({ workers, spareWorkers: 1 });
+  const service = new EnvService({ executor: pool, tasks: [], dbRoots });
+  let server: RunningEnvServer | undefined;
+  after(async () => {
+    await server?.close();
+    await pool.close();
+  });
+  return async () => (server ??= await startEnvServer({ service, port: 0 })).url;
 }
