@@ -1,8 +1,9 @@
 /**
  * The 16-bit KV cache of the WebGPU step runner (`kv_cache_dtype` fp16 / bf16, lib/model/kv-cache-dtype.ts)
  * against the fp32 cache on the same weights: greedy ids equal through prefill (a 300-token prompt, so
- * attention reads several 256-position blocks), decode and multi-step decode, log-probabilities within
- * TOLERANCE, the cache half the bytes; on a Qwen2 fixture (q/k/v biases, bf16 weights), a Qwen3 one (q/k
+ * attention reads several 256-position blocks), decode and multi-step decode with fp16 (bf16, 3 bits
+ * coarser, may pick another token where the fp32 run nearly tied, and is compared up to there),
+ * log-probabilities within TOLERANCE, the cache half the bytes; on a Qwen2 fixture (q/k/v biases, bf16 weights), a Qwen3 one (q/k
  * norm, f16 weights) and a random model whose head size takes the scalar attention kernel. Rows sharing a
  * prefix copy its 16-bit keys and values (prefixCopyWgsl) and decode as if they had computed them.
  *
@@ -22,15 +23,16 @@ import { fixtureDir } from "./fixtures.js";
 
 /**
  * Largest |log-probability difference| allowed against the fp32 cache. The stored keys and values are
- * rounded to 11 (fp16) or 8 (bf16) significant bits; measured on these models: see the report of each case
- * (printed), about 10x under these bounds.
+ * rounded to 11 (fp16) or 8 (bf16) significant bits; on lavapipe fp16 measured at most 1.4e-3 on these
+ * models and bf16 1.5e-2 (each case prints its own).
  */
-const TOLERANCE: Record<Exclude<KvCacheDtype, "fp32">, number> = { fp16: 2e-3, bf16: 2e-2 };
+const TOLERANCE: Record<Exclude<KvCacheDtype, "fp32">, number> = { fp16: 5e-3, bf16: 5e-2 };
 
 const LONG = Array.from({ length: 300 }, (_, i) => (i * 37 + 5) % 320);
 const PROMPTS = [LONG, [12, 250, 3], [77, 1, 64, 300, 8, 9, 10, 11, 12, 13, 14, 200]];
 const NEW = 8;
-const greedy = (): RowSampling => ({ temperature: 0, topP: 1, topK: 0, u: 0 });
+// the top two, so a different pick can be told from a near-tie
+const greedy = (): RowSampling => ({ temperature: 0, topP: 1, topK: 0, u: 0, topLogprobs: 2 });
 
 let reason: string | null = null;
 try {
@@ -61,8 +63,11 @@ const CASES: { name: string; model: () => Promise<CausalLM> }[] = [
   { name: "random, head size 24 (scalar attention)", model: async () => randomModel(tinyConfig({ vocabSize: 320, headDim: 24 }), { seed: 3, backend: "webgpu" }) },
 ];
 
+/** The fp32 run's lead of its pick over the runner-up at one step. */
+const lead = (t: SampledToken) => t.top![0].logprob - t.top![1].logprob;
+
 for (const c of CASES) {
-  test(`16-bit KV cache, ${c.name}: greedy ids of the fp32 cache, log-probabilities within tolerance, half the bytes`, async (t) => {
+  test(`16-bit KV cache, ${c.name}: fp16 gives the fp32 cache's greedy ids, bf16 until a near-tie; log-probabilities within tolerance, half the bytes`, async (t) => {
     if (reason) return t.skip(reason);
     const model = await c.model();
     try {
@@ -70,11 +75,21 @@ for (const c of CASES) {
       for (const kv of ["fp16", "bf16"] as const) {
         const got = await decodeWith(model, kv);
         let worst = 0;
+        const turns: string[] = [];
         got.tokens.forEach((ts, r) => {
-          assert.deepEqual(ts.map((x) => x.id), ref.tokens[r].map((x) => x.id), `${kv} row ${r} ids`);
-          ts.forEach((x, s) => (worst = Math.max(worst, Math.abs(x.logprob - ref.tokens[r][s].logprob))));
+          // compared up to the first different pick: after it the two sequences differ
+          for (let s = 0; s < ts.length; s++) {
+            const want = ref.tokens[r][s];
+            worst = Math.max(worst, Math.abs(ts[s].logprob - want.logprob));
+            if (ts[s].id === want.id) continue;
+            // fp16 (auto's choice) must keep every greedy id; bf16 may turn only where the fp32 run nearly tied
+            assert.notEqual(kv, "fp16", `fp16 row ${r} step ${s}: ${ts[s].id}, fp32 ${want.id}`);
+            assert.ok(lead(want) < TOLERANCE[kv], `${kv} row ${r} step ${s}: ${ts[s].id}, fp32 ${want.id}, whose lead ${lead(want)} is no near-tie`);
+            turns.push(`row ${r} step ${s} (fp32 lead ${lead(want).toExponential(2)})`);
+            break;
+          }
         });
-        t.diagnostic(`${kv}: max |logprob diff| ${worst.toExponential(2)} over ${PROMPTS.length} rows x ${NEW} tokens`);
+        t.diagnostic(`${kv}: max |logprob diff| ${worst.toExponential(2)} over ${PROMPTS.length} rows x ${NEW} tokens; ${turns.length ? `different at a near-tie: ${turns.join(", ")}` : "greedy ids equal"}`);
         assert.ok(worst < TOLERANCE[kv], `${kv}: max |logprob diff| ${worst} over ${TOLERANCE[kv]}`);
         assert.equal(got.cacheBytes * 2, ref.cacheBytes, `${kv}: the cache takes half of fp32's bytes`);
       }
