@@ -100,8 +100,9 @@ export type FromEngineThread =
 
 /**
  * Cells shared by both threads (an Int32Array over a SharedArrayBuffer): SENT counts the event batches the
- * engine thread has posted and ACKED those the HTTP thread has handled, which the engine thread waits on
- * when it is EVENT_WINDOW batches ahead; HOLD is set while the engine thread is held (tests and
+ * engine thread has posted and ACKED those the HTTP thread has handled (counted once its event loop has
+ * turned after them, so its sockets are served between batches), which the engine thread waits on when it
+ * is EVENT_WINDOW batches ahead; HOLD is set while the engine thread is held (tests and
  * diagnostics: the server must answer while the engine is busy).
  */
 export const CELL = { SENT: 0, ACKED: 1, HOLD: 2 } as const;
@@ -113,6 +114,13 @@ export const CELLS = 3;
  * its tokens without bound.
  */
 export const EVENT_WINDOW = 8;
+
+/**
+ * Row events in one batch at most: a turn in which thousands of rows end (a client with 65,536 queued rows
+ * leaves) goes over in several batches, so the HTTP thread handles at most EVENT_WINDOW x this many before
+ * it answers /health again (it acknowledges a batch only after its event loop has turned).
+ */
+export const EVENTS_PER_BATCH = 512;
 
 /** An error as it crosses the thread boundary. */
 export function toWire(e: unknown): WireError {

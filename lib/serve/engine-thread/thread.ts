@@ -50,6 +50,8 @@ export class EngineThread implements EngineLink {
   private failed: T2sError | null = null;
   private closed = false;
   private holding: (() => void) | null = null;
+  /** Event batches handled in this turn of the event loop, acknowledged at its end. */
+  private unacked = 0;
 
   private constructor(
     private readonly worker: Worker,
@@ -260,8 +262,7 @@ export class EngineThread implements EngineLink {
           } else if ("done" in ev) this.settle(ev.row, { done: ev.done });
           else this.settle(ev.row, { error: fromWire(ev.error) });
         }
-        Atomics.add(this.cells, CELL.ACKED, 1);
-        Atomics.notify(this.cells, CELL.ACKED);
+        this.acknowledge();
         return;
       }
       case "guide":
@@ -281,6 +282,21 @@ export class EngineThread implements EngineLink {
       default:
         return;
     }
+  }
+
+  /**
+   * Counts a handled batch once this thread's event loop has turned: the messages the engine thread posts
+   * are handled in one go, and acknowledging within it would let a fast engine thread keep this thread
+   * busy with its events, with no socket (no /health) served in between.
+   */
+  private acknowledge(): void {
+    this.unacked++;
+    if (this.unacked > 1) return;
+    setImmediate(() => {
+      Atomics.add(this.cells, CELL.ACKED, this.unacked);
+      Atomics.notify(this.cells, CELL.ACKED);
+      this.unacked = 0;
+    });
   }
 
   /** Answers the engine thread's question about a guided row: the next mask, or whether a token is taken. */

@@ -14,7 +14,7 @@ import { describeLoad, loadModel } from "../../model/load.js";
 import { mergedModel } from "../../model/lora.js";
 import type { CausalLM } from "../../model/model.js";
 import { applyQuantization } from "../../model/quantization.js";
-import { CELL, EVENT_WINDOW, fromWire, toWire, type EngineCall, type EngineLoadSpec, type EngineSnapshot, type FromEngineThread, type RowEvent, type ToEngineThread, type WireRow } from "./protocol.js";
+import { CELL, EVENT_WINDOW, EVENTS_PER_BATCH, fromWire, toWire, type EngineCall, type EngineLoadSpec, type EngineSnapshot, type FromEngineThread, type RowEvent, type ToEngineThread, type WireRow } from "./protocol.js";
 
 /** How often (ms) an engine with work posts its snapshot even when no row had an event (admissions, cancellations). */
 const SNAPSHOT_EVERY_MS = 50;
@@ -61,19 +61,21 @@ function waitForRoom(): void {
   }
 }
 
-/** Sends the events so far and the engines' snapshot (nothing when neither changed). */
+/** Sends the events so far (EVENTS_PER_BATCH a batch) and the engines' snapshot (nothing when neither changed). */
 function flush(): void {
   flushing = false;
   const snap = snapshot();
   const key = JSON.stringify(snap);
   if (!outbox.length && key === lastSnapshot) return;
   lastSnapshot = key;
-  waitForRoom();
   const items = outbox;
   outbox = [];
-  batchesSent++;
-  Atomics.store(cells, CELL.SENT, batchesSent);
-  post({ t: "events", snapshot: snap, items });
+  for (let at = 0; at === 0 || at < items.length; at += EVENTS_PER_BATCH) {
+    waitForRoom();
+    batchesSent++;
+    Atomics.store(cells, CELL.SENT, batchesSent);
+    post({ t: "events", snapshot: snap, items: items.slice(at, at + EVENTS_PER_BATCH) });
+  }
 }
 
 function scheduleFlush(): void {
