@@ -251,6 +251,8 @@ export class EngineThread implements EngineLink {
       case "events": {
         // counters first, so a request that resolves below already shows in /metrics
         for (const [name, s] of Object.entries(m.snapshot)) this.snapshots.set(name, s);
+        // rows that end alike (a request's cancelled rows) share one error: making one takes a stack trace
+        const errors = new Map<string, Error>();
         for (const ev of m.items) {
           if ("delta" in ev) {
             const r = this.rows.get(ev.row);
@@ -260,7 +262,12 @@ export class EngineThread implements EngineLink {
               // a listener's failure (a closed socket) must not stop the other rows; its signal cancels the row
             }
           } else if ("done" in ev) this.settle(ev.row, { done: ev.done });
-          else this.settle(ev.row, { error: fromWire(ev.error) });
+          else {
+            const key = `${ev.error.name}\u0000${ev.error.code}\u0000${ev.error.message}`;
+            let e = errors.get(key);
+            if (!e) errors.set(key, (e = fromWire(ev.error)));
+            this.settle(ev.row, { error: e });
+          }
         }
         this.acknowledge();
         return;
