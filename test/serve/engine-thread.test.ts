@@ -163,3 +163,12 @@ test("a client that leaves mid-stream cancels its rows in the engine thread", as
   const text = await (await fetch(`${worker.url}/metrics`)).text();
   assert.ok(Number(/^t2s_sequences_cancelled_total\{[^}]*\} (\S+)$/m.exec(text)?.[1]) >= 2, text);
 });
+
+test("a row whose signal fired before it was submitted is cancelled by the engine thread's engine, and counted there", async () => {
+  const engine = await worker.engine.engine("tiny");
+  const before = worker.engine.metrics().cancelled;
+  await assert.rejects(engine.submit({ ids: [1, 2, 3], maxTokens: 4, signal: AbortSignal.abort() }), (e: { code?: string }) => e.code === "cancelled");
+  // counted as the engine in one thread counts it, in the snapshot that follows
+  while (worker.engine.metrics().cancelled === before) await turn();
+  assert.equal(worker.engine.metrics().cancelled, before + 1);
+});
