@@ -9,6 +9,7 @@
  *   --model <dir>      model folder for t2s serve (default data/models/shop-sql-4m: a 4k vocabulary)
  *   --backend <name>   tfjs backend of t2s serve (default cpu)
  *   --sockets <n>      trickling sockets per connection attack (default 2000)
+ *   --engine-thread <where>  worker (default) or main: where t2s serve runs its engine
  *   --t2s <file>       the t2s entry to run (default this checkout's bin/t2s.js), to measure another build
  *                      (flags its `t2s serve --help` does not list are left out)
  */
@@ -21,6 +22,7 @@ import { flag, intFlag, printTable } from "./args.js";
 const MODEL = flag("--model") ?? kitPath("data", "models", "shop-sql-4m");
 const BACKEND = flag("--backend") ?? "cpu";
 const SOCKETS = intFlag("--sockets", 2000);
+const ENGINE_THREAD = flag("--engine-thread") ?? "worker";
 const T2S = flag("--t2s") ?? kitPath("bin", "t2s.js");
 /** The most an attack is given before the bench records it as still running and moves on. */
 const ATTACK_LIMIT_MS = 120_000;
@@ -150,7 +152,7 @@ function supported(pairs: [string, string][]): string[] {
 
 async function main(): Promise<void> {
   // the amplification row queues 65,536 rows and the compile row sends a 718 KB schema: their caps are raised
-  const raised = supported([["--max-request-sequences", "65536"], ["--guided-max-schema-bytes", "4194304"]]);
+  const raised = supported([["--max-request-sequences", "65536"], ["--guided-max-schema-bytes", "4194304"], ["--engine-thread", ENGINE_THREAD]]);
   const serve = await start(["serve", "--model", MODEL, "--name", "m", "--port", "0", "--backend", BACKEND, ...raised]);
   try {
     const chat = `${serve.url}/v1/chat/completions`;

@@ -1,5 +1,5 @@
 /** `t2s serve`: the OpenAI-compatible server over a local model and its adapters. */
-import { applyQuantization, QUANTIZATION_HELP, quantizationOption, type QuantizationName } from "../model/quantization.js";
+import { QUANTIZATION_HELP, quantizationOption, type QuantizationName } from "../model/quantization.js";
 import { KV_CACHE_DTYPE_HELP, kvCacheDtypeOption, type KvCacheDtypeName } from "../model/kv-cache-dtype.js";
 import type { Command } from "commander";
 import { UsageError } from "../core/errors.js";
@@ -10,6 +10,7 @@ import { apiKeyOption, CONNECTION_LIMITS } from "../serve/http-guard.js";
 import { REQUEST_LIMITS } from "../serve/limits.js";
 import { GUIDED_LIMITS } from "../model/guided-schema.js";
 import { serveUntilSignal, SHUTDOWN_TIMEOUT_S } from "../serve/shutdown.js";
+import { ENGINE_THREAD_DEFAULT, ENGINE_THREAD_MODES } from "../serve/engine-thread/protocol.js";
 
 /** Parses `--adapter NAME=DIR` values into a name -> folder map (names must be unique). */
 export function parseAdapterFlags(values: string[]): Record<string, string> {
@@ -38,6 +39,7 @@ export function registerServe(program: Command): void {
     .option("--quantization <q>", `${QUANTIZATION_HELP} (default none; adapters stay float32 beside an int8 base)`, quantizationOption)
     .option("--kv-cache-dtype <d>", `${KV_CACHE_DTYPE_HELP} (default auto)`, kvCacheDtypeOption)
     .option("--max-model-len <n>", "longest prompt + completion in tokens (default: max_position_embeddings)", intOption("--max-model-len", 1))
+    .option("--engine-thread <where>", `where the model's weights and generation engine run: worker (a thread of their own, so /health, /metrics and the streams never wait for a decode step) or main (the HTTP server's thread)`, ENGINE_THREAD_DEFAULT)
     .option("--max-batch <rows>", "sequences decoded together; later requests wait their turn in arrival order", intOption("--max-batch", 1), 64)
     .option("--max-num-batched-tokens <n>", "prompt tokens prefilled in one step at most (smaller: a burst of requests stalls running streams less)", intOption("--max-num-batched-tokens", 1), 8192)
     .option("--api-key <key>", "require 'Authorization: Bearer <key>' on every route but /health, which then says only {status} to requests without it (default: $VLLM_API_KEY; an empty key is refused)")
@@ -64,25 +66,23 @@ export function registerServe(program: Command): void {
       else apiKeyOption(process.env.VLLM_API_KEY || undefined, "VLLM_API_KEY");
       const adapters = parseAdapterFlags(opts.adapter);
       const logprobsMode = oneOf("--logprobs-mode", opts.logprobsMode, ["raw_logprobs", "processed_logprobs"] as const);
-      const { assertTokenizerFile, describeLoad, loadModel } = await import("../model/load.js");
+      const engineThread = oneOf("--engine-thread", opts.engineThread, ENGINE_THREAD_MODES);
+      const { assertTokenizerFile } = await import("../model/load.js");
       assertTokenizerFile(opts.model);
       const { startServer } = await import("../serve/server.js");
-      const model = await loadModel(opts.model, { backend: opts.backend, name: opts.name, contextLength: opts.maxModelLen, weightsDtype: opts.weightsDtype });
-      applyQuantization(model, opts.quantization);
-      const { applyKvCacheDtype, resolveKvCacheDtype } = await import("../model/engine/runners.js");
-      applyKvCacheDtype(model, opts.kvCacheDtype);
-      process.stderr.write(`${describeLoad(model)}${model.quantization ? `; sampling ${model.quantization}` : ""}; KV cache ${resolveKvCacheDtype(model)}\n`);
       const server = await startServer({
-        model, adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxNumBatchedTokens,
+        load: { dir: opts.model, backend: opts.backend, name: opts.name, contextLength: opts.maxModelLen, weightsDtype: opts.weightsDtype, quantization: opts.quantization, kvCacheDtype: opts.kvCacheDtype },
+        engineThread,
+        adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxNumBatchedTokens,
         apiKey: opts.apiKey, allowedHosts: opts.allowedHost, allowRuntimeLora: opts.enableLoraUpdating || undefined, maxLoras: opts.maxLoras, loraRoots: opts.loraRoot.length ? opts.loraRoot : undefined,
         adapterLoading: { limits: { rank: opts.maxLoraRank, weightsBytes: opts.maxLoraBytes, configBytes: opts.maxLoraConfigBytes }, allowBaseMismatch: opts.allowBaseMismatch === true },
         connections: { maxConnections: opts.maxConnections, requestMs: opts.requestTimeout * 1000 }, shutdownTimeoutMs: opts.shutdownTimeout * 1000, logprobsMode,
         requestLimits: { maxPrompts: opts.maxCompletionPrompts, maxSequences: opts.maxRequestSequences },
         guidedLimits: { maxSchemaBytes: opts.guidedMaxSchemaBytes, maxDepth: opts.guidedMaxDepth, compileTimeoutMs: opts.guidedCompileTimeout * 1000 },
       });
-      process.stdout.write(`serving ${[...server.engine.models.keys()].join(", ")} at ${server.url}/v1 (backend ${model.backend})\n`);
+      if (server.host.loaded) process.stderr.write(`${server.host.loaded}${server.host.mode === "worker" ? " (engine thread)" : ""}\n`);
+      process.stdout.write(`serving ${[...server.engine.models.keys()].join(", ")} at ${server.url}/v1 (backend ${server.host.backend})\n`);
       await serveUntilSignal(server, { timeoutSeconds: opts.shutdownTimeout });
-      model.dispose();
     });
 }
 
@@ -97,6 +97,7 @@ interface ServeFlags {
   quantization?: QuantizationName;
   kvCacheDtype?: KvCacheDtypeName;
   maxModelLen?: number;
+  engineThread: string;
   maxBatch: number;
   maxNumBatchedTokens: number;
   apiKey?: string;

@@ -2,7 +2,7 @@
 import type { ChatMessage } from "../core/messages.js";
 import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js";
 import type { Guide } from "./guided.js";
-import type { CausalLM } from "./model.js";
+import type { EngineFactory, ServedModel } from "./served-model.js";
 import type { ParsedToolCall } from "./toolcalls.js";
 
 export type { ChatMessage, ChatRole, ToolCall } from "../core/messages.js";
@@ -95,6 +95,11 @@ export interface ChatEngineOptions {
    * Tokenizes a rendered prompt for complete() (the server's worker threads); default: the model's
    * tokenizer in this thread. promptIds() always tokenizes in the thread.
    */
-  tokenize?: (model: CausalLM, text: string, addSpecialTokens: boolean) => Promise<number[]>;
+  tokenize?: (model: ServedModel, text: string, addSpecialTokens: boolean) => Promise<number[]>;
+  /**
+   * Makes a served model's engine (default: a GenerationEngine in this thread, for a CausalLM); the
+   * server's engine thread gives engines whose steps run in a worker.
+   */
+  engines?: EngineFactory;
 }
 

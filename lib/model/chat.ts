@@ -6,9 +6,10 @@
  */
 import { randomInt } from "node:crypto";
 import { T2sError } from "../core/errors.js";
-import { GenerationEngine, type EngineMetrics } from "./engine/generation-engine.js";
+import { GenerationEngine, type EngineMetrics, type EngineOptions } from "./engine/generation-engine.js";
 import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js";
 import type { CausalLM } from "./model.js";
+import type { SequenceEngine, ServedModel } from "./served-model.js";
 import { commonPrefix } from "./prefix.js";
 import { guideConstraint, type Guide } from "./guided.js";
 import { GUIDED_CALL_PREFILL, parseForcedToolCalls, parseToolCalls, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, toolCallSchema, toolSchemas } from "./toolcalls.js";
@@ -23,12 +24,18 @@ const RENDERED_PROMPTS = 1024;
 
 const COUNTERS = ["steps", "promptTokens", "generatedTokens", "batchRows", "finished", "cancelled"] as const;
 
+/** The default engine factory: a GenerationEngine in this thread, over a model whose weights are here. */
+function engineInThisThread(model: ServedModel, opts: EngineOptions): Promise<SequenceEngine> {
+  if (!("weights" in model)) return Promise.reject(new T2sError("usage", `model ${model.name} has no weights in this thread; give ChatEngine an engine factory for it`));
+  return GenerationEngine.create(model as CausalLM, opts);
+}
+
 export class ChatEngine {
-  readonly models = new Map<string, CausalLM>();
+  readonly models = new Map<string, ServedModel>();
   /** The base model's served name. */
   readonly baseName: string;
-  private readonly engines = new Map<string, Promise<GenerationEngine>>();
-  private readonly ready = new Map<string, GenerationEngine>();
+  private readonly engines = new Map<string, Promise<SequenceEngine>>();
+  private readonly ready = new Map<string, SequenceEngine>();
   /** Prompt-prefix lengths by the system part they were measured on. */
   private readonly prefixes = new Map<string, number>();
   /** Token ids of recently rendered prompts, least recently used first. */
@@ -36,13 +43,13 @@ export class ChatEngine {
   /** Counters of the engines of removed models, so the totals never go down. */
   private readonly retired: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0, queueSeconds: { sum: 0, count: 0 } };
 
-  constructor(base: CausalLM, adapters: CausalLM[] = [], private readonly opts: ChatEngineOptions = {}) {
+  constructor(base: ServedModel, adapters: ServedModel[] = [], private readonly opts: ChatEngineOptions = {}) {
     this.baseName = base.name;
     for (const m of [base, ...adapters]) this.addModel(m);
   }
 
   /** Serves one more model (a merged adapter) under its name. */
-  addModel(m: CausalLM): void {
+  addModel(m: ServedModel): void {
     if (this.models.has(m.name)) throw new T2sError("usage", `two served models are named ${m.name}; give each adapter its own name`);
     m.requireTokenizer();
     if (!m.tokenizer!.hasChatTemplate) throw new T2sError("no_chat_template", `model ${m.name} has no chat template, so it cannot serve chat completions`);
@@ -53,7 +60,7 @@ export class ChatEngine {
    * Stops serving a model: its engine is closed (what it had in flight is cancelled) and the model is
    * returned for the caller to dispose. The base model cannot be removed.
    */
-  async removeModel(name: string): Promise<CausalLM> {
+  async removeModel(name: string): Promise<ServedModel> {
     const m = this.model(name);
     if (name === this.baseName) throw new T2sError("usage", `${name} is the base model; only added models can be removed`);
     this.models.delete(name);
@@ -74,18 +81,18 @@ export class ChatEngine {
   }
 
   /** Returns the served model, or throws T2sError("model_not_found"). */
-  model(name: string): CausalLM {
+  model(name: string): ServedModel {
     const m = this.models.get(name);
     if (!m) throw new T2sError("model_not_found", `model '${name}' is not served here; available: ${[...this.models.keys()].join(", ")}`);
     return m;
   }
 
   /** The served model's generation engine (made on first use). */
-  engine(name: string): Promise<GenerationEngine> {
+  engine(name: string): Promise<SequenceEngine> {
     const model = this.model(name);
     let e = this.engines.get(name);
     if (!e) {
-      const made = GenerationEngine.create(model, { maxBatch: this.opts.maxBatch, adapter: this.opts.adapter, maxPrefillTokens: this.opts.maxPrefillTokens, maxLength: this.opts.maxLength });
+      const made = (this.opts.engines ?? engineInThisThread)(model, { maxBatch: this.opts.maxBatch, adapter: this.opts.adapter, maxPrefillTokens: this.opts.maxPrefillTokens, maxLength: this.opts.maxLength });
       e = made;
       void made.then(
         (ready) => this.engines.get(name) === made && this.ready.set(name, ready),
@@ -342,7 +349,8 @@ export class ChatEngine {
 
   /** Cancels what is in flight and frees the engines. */
   async close(): Promise<void> {
-    for (const e of this.engines.values()) await (await e).close();
+    // an engine that never started has nothing to close
+    for (const e of this.engines.values()) await (await e.catch(() => null))?.close();
     this.engines.clear();
     this.ready.clear();
   }

@@ -178,24 +178,43 @@ export function assertTokenizerFile(dir: string): void {
   }
 }
 
-/** Loads a Hugging Face model folder and returns the model on the chosen backend (model.backend says which). */
-export async function loadModel(dir: string, opts: LoadOptions = {}): Promise<CausalLM> {
+/** A model folder's description without its weights: what a server's HTTP thread needs of a model. */
+export interface ModelFolder {
+  /** The folder's absolute path. */
+  dir: string;
+  /** The served name (LoadOptions.name, else the folder's base name). */
+  name: string;
+  /** config.json, with maxPositions set to the context length when one is given. */
+  config: ModelConfig;
+  tokenizer: ChatTokenizer | null;
+}
+
+/** Reads a model folder's config.json and tokenizer (no weights, no backend). */
+export function readModelFolder(dir: string, opts: Pick<LoadOptions, "name" | "contextLength"> = {}): ModelFolder {
   const abs = resolve(dir);
   if (!existsSync(abs)) throw new T2sError("missing_file", `model folder ${dir} does not exist`);
-  const choice = await useBackend(opts.backend);
   const config = readConfig(abs);
   if (opts.contextLength !== undefined) {
     if (!Number.isInteger(opts.contextLength) || opts.contextLength < 1) throw new T2sError("usage", `context length must be a positive integer, got ${opts.contextLength}`);
     config.maxPositions = opts.contextLength;
   }
   const tokenizer: ChatTokenizer | null = existsSync(resolve(abs, "tokenizer.json")) ? loadTokenizer(abs, config.eosTokenIds) : null;
+  return { dir: abs, name: opts.name ?? basename(abs), config, tokenizer };
+}
+
+/** Loads a Hugging Face model folder and returns the model on the chosen backend (model.backend says which). */
+export async function loadModel(dir: string, opts: LoadOptions = {}): Promise<CausalLM> {
+  const abs = resolve(dir);
+  if (!existsSync(abs)) throw new T2sError("missing_file", `model folder ${dir} does not exist`);
+  const choice = await useBackend(opts.backend);
+  const { config, tokenizer, name } = readModelFolder(abs, opts);
   const want = (opts.weightsDtype ?? process.env.T2S_WEIGHTS_DTYPE ?? WEIGHTS_DTYPE_DEFAULT) as WeightsDtype;
   if (!WEIGHTS_DTYPES.includes(want)) throw new T2sError("usage", `weights dtype (--weights-dtype, weights_dtype, T2S_WEIGHTS_DTYPE) must be one of ${WEIGHTS_DTYPES.join(", ")}, got ${want}`);
   // auto keeps a 16-bit checkpoint 16-bit where kernels widen it (WebGPU); bf16 packs on any backend
   const pack = (raw: RawTensor) => want === "bf16" || (want === "auto" && choice.backend === "webgpu" && raw.dtype !== "F32");
   const started = performance.now();
   const loaded = loadCheckpointWeights(config, abs, pack);
-  const model = new CausalLM(config, loaded.weights, tokenizer, { name: opts.name ?? basename(abs), dir: abs, backend: choice.backend });
+  const model = new CausalLM(config, loaded.weights, tokenizer, { name, dir: abs, backend: choice.backend });
   model.loadInfo = {
     seconds: (performance.now() - started) / 1000,
     weightBytes: loaded.bytes,

@@ -13,9 +13,8 @@ import { join, resolve } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { ChatEngine } from "../model/chat.js";
 import { isInside } from "../model/adapter-files.js";
-import { mergedModel } from "../model/lora.js";
 import { ADAPTER_LIMITS, type AdapterLimits } from "../model/lora-read.js";
-import type { CausalLM } from "../model/model.js";
+import type { ServedModel } from "../model/served-model.js";
 import { bad, RequestError } from "./params.js";
 
 /** How a server loads adapter files, at start-up and at runtime alike. */
@@ -31,11 +30,17 @@ export function adapterLoading(opts: { adapterLoading?: ServerAdapterOptions }):
   return { limits: { ...ADAPTER_LIMITS, ...(opts.adapterLoading?.limits ?? {}) }, allowBaseMismatch: opts.adapterLoading?.allowBaseMismatch === true };
 }
 
+/**
+ * Merges an adapter folder into a copy of the base's weights, served as `name` (the engine host's merge:
+ * in this thread, or in the engine thread).
+ */
+export type MergeAdapter = (dir: string, name: string, spec: { roots?: string[]; limits: AdapterLimits; allowBaseMismatch: boolean }) => Promise<ServedModel>;
+
 /** The start-up adapters (name -> folder) merged one after another; on a failure the merged ones are released. */
-export async function mergeAdapters(base: CausalLM, adapters: Record<string, string>, load: { limits: AdapterLimits; allowBaseMismatch: boolean }): Promise<CausalLM[]> {
-  const out: CausalLM[] = [];
+export async function mergeAdapters(merge: MergeAdapter, adapters: Record<string, string>, load: { limits: AdapterLimits; allowBaseMismatch: boolean }): Promise<ServedModel[]> {
+  const out: ServedModel[] = [];
   try {
-    for (const [name, dir] of Object.entries(adapters)) out.push(await mergedModel(base, dir, { name, ...load }));
+    for (const [name, dir] of Object.entries(adapters)) out.push(await merge(dir, name, load));
   } catch (e) {
     for (const m of out) m.dispose();
     throw e;
@@ -87,7 +92,7 @@ export async function adapterFolder(path: string, roots: string[] = []): Promise
   return real;
 }
 
-export function registerAdapterRoutes(app: FastifyInstance, chat: ChatEngine, base: CausalLM, opts: AdapterRouteOptions = {}): void {
+export function registerAdapterRoutes(app: FastifyInstance, chat: ChatEngine, merge: MergeAdapter, opts: AdapterRouteOptions = {}): void {
   const loading = new Set<string>();
   const cap = opts.maxAdapters ?? 8;
   const limits = opts.limits ?? ADAPTER_LIMITS;
@@ -103,9 +108,9 @@ export function registerAdapterRoutes(app: FastifyInstance, chat: ChatEngine, ba
     loading.add(name);
     try {
       const dir = await adapterFolder(path, opts.roots);
-      let merged: CausalLM;
+      let merged: ServedModel;
       try {
-        merged = await mergedModel(base, dir, { name, roots: opts.roots, limits, allowBaseMismatch: opts.allowBaseMismatch });
+        merged = await merge(dir, name, { roots: opts.roots, limits, allowBaseMismatch: opts.allowBaseMismatch === true });
       } catch (e) {
         // the loader's messages carry the resolved folder; the client gets its own path back
         const msg = e instanceof Error ? e.message.split(dir).join(path) : String(e);

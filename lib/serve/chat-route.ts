@@ -6,7 +6,7 @@
  */
 import type { FastifyReply } from "fastify";
 import type { ChatChoice, ChatEngine } from "../model/chat.js";
-import type { CausalLM } from "../model/model.js";
+import type { ServedModel } from "../model/served-model.js";
 import { newId, ToolCallStream, type ToolStreamEvent } from "../model/toolcalls.js";
 import type { ServeMetrics } from "./metrics.js";
 import { asRequestError } from "./errors.js";
@@ -21,9 +21,9 @@ export interface ServeContext {
   chat: ChatEngine;
   metrics: ServeMetrics;
   /** Tokenizes a prompt of a served model off the event loop, behind the byte bound. */
-  encode(model: CausalLM, text: string, addSpecialTokens: boolean): Promise<number[]>;
+  encode(model: ServedModel, text: string, addSpecialTokens: boolean): Promise<number[]>;
   /** Throws context_length_exceeded when `bytes` of text cannot fit the model's context (before any rendering). */
-  checkBytes(model: CausalLM, bytes: number): void;
+  checkBytes(model: ServedModel, bytes: number): void;
   /** Which logprobs requests report (the server's --logprobs-mode). */
   logprobsMode: "raw" | "processed";
   /** How much one request may ask for (prompts, sequences). */
@@ -35,7 +35,7 @@ export interface ServeContext {
  * take, or one past a guided-decoding limit, is a 400 naming `param` (and the limit); a grammar engine that
  * failed to start is a 503. A check still queued when its client leaves is dropped.
  */
-export async function checkRequestGuide(model: CausalLM, guide: Guide, param: string, signal: AbortSignal): Promise<void> {
+export async function checkRequestGuide(model: ServedModel, guide: Guide, param: string, signal: AbortSignal): Promise<void> {
   try {
     await checkGuide(model.requireTokenizer(), model.config.vocabSize, guide, { signal });
   } catch (e) {

@@ -6,7 +6,7 @@
 import type { FastifyReply } from "fastify";
 import type { SamplingRequest } from "../model/chat.js";
 import type { Generation } from "../model/engine/types.js";
-import type { CausalLM } from "../model/model.js";
+import type { ServedModel } from "../model/served-model.js";
 import { rawLogprob, topLogprobs } from "../model/sampler.js";
 import type { ChatTokenizer } from "../model/tokenizer.js";
 import { checkRequestGuide, failure, type ServeContext } from "./chat-route.js";
@@ -106,7 +106,7 @@ type Row = { ids: number[]; logprobs: (number | null)[]; top?: ({ id: number; lo
  * raw log_softmax under the tokens before it, null for the first, with the `top` most likely at each
  * position. One forward pass over the prompt, outside the engine.
  */
-async function promptLogprobs(model: CausalLM, ids: number[], top: number): Promise<Row> {
+async function promptLogprobs(model: ServedModel, ids: number[], top: number): Promise<Row> {
   const rows = await model.logitsOf(ids);
   const logprobs: (number | null)[] = [null];
   const tops: ({ id: number; logprob: number }[] | null)[] = [null];

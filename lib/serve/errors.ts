@@ -21,6 +21,8 @@ export function asRequestError(e: unknown): RequestError {
   // guided decoding: a limit or a schema with no way on is the client's to fix; a failed engine is retried
   if (isT2sError(e, "guided_limit") || isT2sError(e, "guided_decoding")) return new RequestError(400, e.message, { param: "response_format", code: e.code });
   if (isT2sError(e, "guided_unavailable")) return new RequestError(503, e.message, { code: e.code });
+  // the engine thread died, or the engine closed under the request (the server is stopping)
+  if (isT2sError(e, "engine_failed") || isT2sError(e, "engine_closed")) return new RequestError(503, e.message, { code: e.code });
   if (isT2sError(e, "missing_file") || isT2sError(e, "bad_adapter") || isT2sError(e, "adapter_mismatch") || isT2sError(e, "bad_safetensors")) return new RequestError(400, e.message, { code: e.code });
   // errors of the framework itself (a body over the limit, a bad content type) carry their status
   const status = (e as { statusCode?: unknown })?.statusCode;

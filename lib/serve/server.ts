@@ -2,12 +2,16 @@
  * `t2s serve`: an OpenAI- and vLLM-compatible HTTP server on fastify (routing, body limits, graceful close).
  * Every served model (the base under its name, each LoRA adapter merged into a copy of the weights under
  * its own) has one generation engine that batches requests continuously: a request joins the running batch
- * at the next decode step, in arrival order within `maxBatch` rows.
+ * at the next decode step, in arrival order within `maxBatch` rows. The engines run where the engine host
+ * says (engine-host.ts): in a worker thread for a model folder (`load`, what `t2s serve` gives), or in this
+ * thread for a model the caller built (`model`).
  */
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { AddressInfo } from "node:net";
 import { ChatEngine, renderChat } from "../model/chat.js";
 import type { CausalLM } from "../model/model.js";
+import type { ServedModel } from "../model/served-model.js";
+import { startEngineHost, type EngineHost, type EngineLoadSpec, type EngineThreadMode } from "./engine-host.js";
 import { chatCompletions, type ServeContext } from "./chat-route.js";
 import { completions } from "./completions.js";
 import { asRequestError } from "./errors.js";
@@ -21,10 +25,16 @@ import { DrainDeadline, SHUTDOWN_TIMEOUT_S } from "./shutdown.js";
 import { adapterLoading, mergeAdapters, registerAdapterRoutes, runtimeLoraFromEnv, type ServerAdapterOptions } from "./adapters.js";
 import { REQUEST_LIMITS, type RequestLimits } from "./limits.js";
 import { setGuidedLimits, type GuidedLimits } from "../model/guided.js";
+import { T2sError } from "../core/errors.js";
 
 export interface ServerOptions {
-  model: CausalLM;
-  /** Adapters to serve: name -> PEFT folder (merged on start), or models already built. */
+  /** A model the caller built or loaded: its engine runs in this thread (give this or `load`). */
+  model?: CausalLM;
+  /** A model folder to load (what `t2s serve` gives): its weights and engine run where `engineThread` says. */
+  load?: EngineLoadSpec;
+  /** Where a loaded model's engine runs: "worker" (default: a thread of its own) or "main" (this thread). */
+  engineThread?: EngineThreadMode;
+  /** Adapters to serve: name -> PEFT folder (merged on start), or models already built (with `model` only). */
   adapters?: Record<string, string> | CausalLM[];
   port?: number;
   host?: string;
@@ -69,6 +79,8 @@ export interface ServerOptions {
 export interface RunningServer {
   url: string;
   engine: ChatEngine;
+  /** Where the engines run, what was loaded, and whether the engine thread is alive. */
+  host: EngineHost;
   /**
    * Graceful stop: new requests get a 503 at once, in-flight ones may finish within the shutdown timeout
    * (`timeoutMs` overrides it), then the rest are cut with a final error event and `[DONE]`, and the
@@ -87,10 +99,22 @@ const TOKENIZE_KEYS = new Set(["model", "prompt", "messages", "tools", "add_gene
 /** Starts the server and returns its URL (port 0 picks a free port) and a close function. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const apiKey = opts.apiKey !== undefined ? apiKeyOption(opts.apiKey, "the API key") : apiKeyOption(process.env.VLLM_API_KEY || undefined, "VLLM_API_KEY");
-  const adapters = Array.isArray(opts.adapters) ? opts.adapters : await mergeAdapters(opts.model, opts.adapters ?? {}, adapterLoading(opts));
-  const baseTok = opts.model.requireTokenizer();
-  const pool = await TokenizerPool.start(baseTok, opts.model.dir);
-  const encode = (m: CausalLM, text: string, addSpecialTokens: boolean): Promise<number[]> => {
+  if (Array.isArray(opts.adapters) && !opts.model) throw new T2sError("usage", "adapters built in memory are served with a model built in memory (`model`), not a load spec");
+  const host = await startEngineHost(opts);
+  try {
+    return await serveOn(host, apiKey, opts);
+  } catch (e) {
+    await host.close();
+    throw e;
+  }
+}
+
+async function serveOn(engineHost: EngineHost, apiKey: string | undefined, opts: ServerOptions): Promise<RunningServer> {
+  const base = engineHost.base;
+  const adapters = Array.isArray(opts.adapters) ? opts.adapters : await mergeAdapters(engineHost.merge, opts.adapters ?? {}, adapterLoading(opts));
+  const baseTok = base.requireTokenizer();
+  const pool = await TokenizerPool.start(baseTok, base.dir);
+  const encode = (m: ServedModel, text: string, addSpecialTokens: boolean): Promise<number[]> => {
     if (m.tokenizer === baseTok) return pool.encode(text, { addSpecialTokens, maxPositions: m.config.maxPositions });
     try {
       pool.checkBytes(Buffer.byteLength(text), m.config.maxPositions);
@@ -99,9 +123,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       return Promise.reject(e);
     }
   };
-  const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens, tokenize: encode });
+  const chat = new ChatEngine(base, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens, tokenize: encode, engines: engineHost.engines });
   // adapters share their base's tokenizer, and guided decoding's limits are kept per tokenizer
-  for (const m of [opts.model, ...adapters]) setGuidedLimits(m.requireTokenizer(), opts.guidedLimits ?? {});
+  for (const m of [base, ...adapters]) setGuidedLimits(m.requireTokenizer(), opts.guidedLimits ?? {});
   const limits: RequestLimits = { ...REQUEST_LIMITS, ...opts.requestLimits };
   const ctx: ServeContext = { chat, metrics: new ServeMetrics(chat), encode, checkBytes: (m, bytes) => pool.checkBytes(bytes, m.config.maxPositions), logprobsMode: opts.logprobsMode === "processed_logprobs" ? "processed" : "raw", limits };
   const created = Math.floor(Date.now() / 1000);
@@ -138,9 +162,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     void reply.code(404).send(errorBody(new RequestError(404, `no route ${req.method} ${req.url.split("?")[0]}; this server has ${ROUTES}`)));
   });
 
-  const modelCard = (m: CausalLM) => ({ id: m.name, object: "model", created, owned_by: "t2s-lab", root: m.name, parent: m.name === chat.baseName ? null : chat.baseName, max_model_len: m.config.maxPositions });
+  const modelCard = (m: ServedModel) => ({ id: m.name, object: "model", created, owned_by: "t2s-lab", root: m.name, parent: m.name === chat.baseName ? null : chat.baseName, max_model_len: m.config.maxPositions });
   // with a key, what is served (adapter names included) and the load are told to key holders only
-  app.get("/health", async (req) => (apiKey && !hasBearerKey(req, apiKey) ? { status: "ok" } : { status: "ok", model: chat.baseName, backend: opts.model.backend, models: [...chat.models.keys()], ...chat.load() }));
+  // answered from this thread's state (the engine thread's last snapshot), never waiting for a step; an
+  // engine thread that died makes it a 503 saying so
+  app.get("/health", async (req, reply) => {
+    const failed = engineHost.failure();
+    if (failed) void reply.code(503);
+    const status = failed ? "engine_failed" : "ok";
+    if (apiKey && !hasBearerKey(req, apiKey)) return { status };
+    return { status, ...(failed ? { error: asRequestError(failed).message } : {}), model: chat.baseName, backend: engineHost.backend, engine_thread: engineHost.mode, models: [...chat.models.keys()], ...chat.load() };
+  });
   app.get("/v1/models", async () => ({ object: "list", data: [...chat.models.values()].map(modelCard) }));
   app.get<{ Params: { id: string } }>("/v1/models/:id", async (req) => modelCard(chat.model(req.params.id)));
   app.get("/metrics", async (_req, reply) => reply.type("text/plain; version=0.0.4; charset=utf-8").send(ctx.metrics.text()));
@@ -172,7 +204,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return { prompt: model.requireTokenizer().decode(ids, { skipSpecialTokens: false }) };
   });
 
-  if (opts.allowRuntimeLora ?? runtimeLoraFromEnv()) registerAdapterRoutes(app, chat, opts.model, { maxAdapters: opts.maxLoras, roots: opts.loraRoots, ...adapterLoading(opts) });
+  if (opts.allowRuntimeLora ?? runtimeLoraFromEnv()) registerAdapterRoutes(app, chat, engineHost.merge, { maxAdapters: opts.maxLoras, roots: opts.loraRoots, ...adapterLoading(opts) });
 
   await app.listen({ port: opts.port ?? 8000, host });
   const addr = app.server.address() as AddressInfo;
@@ -188,11 +220,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     await app.close();
     ctx.metrics.close();
     await pool.close();
-    for (const m of chat.models.values()) if (m !== opts.model) m.dispose();
+    for (const m of chat.models.values()) if (m !== base) m.dispose();
+    await engineHost.close();
   };
   return {
     url: `http://${shown}:${addr.port}`,
     engine: chat,
+    host: engineHost,
     // a second call (a second signal) can only shorten the wait: close(0) cuts at once
     close: (timeoutMs = opts.shutdownTimeoutMs ?? SHUTDOWN_TIMEOUT_S * 1000) => {
       if (drain) drain.cut(timeoutMs);

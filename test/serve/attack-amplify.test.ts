@@ -3,31 +3,24 @@
 // at any length: 65,536 rows of one request join it, and a client that leaves with them queued is
 // cancelled, each over several turns of the event loop, with /health answered in between (seen by a
 // poller, by ordering, never by latency).
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { setImmediate as turn } from "node:timers/promises";
-import { loadModel } from "../../lib/model/load.js";
-import type { CausalLM } from "../../lib/model/model.js";
 import { startServer } from "../../lib/serve/server.js";
 import { REQUEST_LIMITS } from "../../lib/serve/limits.js";
 import { WaitQueue } from "../../lib/model/engine/wait-queue.js";
 import { fixtureDir } from "../model/fixtures.js";
 import { HealthPoller, postJson } from "./attack-helpers.js";
 
-let model: CausalLM;
-
-before(async () => {
-  model = await loadModel(fixtureDir("qwen2"), { backend: "cpu", name: "tiny", contextLength: 512 });
-});
-
-after(() => model.dispose());
+/** The model folder each server loads in its engine thread (the /health figures are the worker path's). */
+const LOAD = { dir: fixtureDir("qwen2"), backend: "cpu", name: "tiny", contextLength: 512 };
 
 async function errorOf(res: Response): Promise<{ message: string; param: string | null }> {
   return ((await res.json()) as { error: { message: string; param: string | null } }).error;
 }
 
 test("8. prompts per request and prompts x n are capped: each is a 400 naming its flag", async () => {
-  const server = await startServer({ model, port: 0 });
+  const server = await startServer({ load: LOAD, port: 0 });
   let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   try {
@@ -54,7 +47,7 @@ test("8. prompts per request and prompts x n are capped: each is a 400 naming it
   }
   assert.deepEqual(failures, [], "/health failed while attacked");
   // the chat route counts its n against the same cap, which a server may lower
-  const small = await startServer({ model, port: 0, requestLimits: { maxSequences: 8 } });
+  const small = await startServer({ load: LOAD, port: 0, requestLimits: { maxSequences: 8 } });
   try {
     const res = await postJson(`${small.url}/v1/chat/completions`, { model: "tiny", messages: [{ role: "user", content: "hi" }], n: 16, max_tokens: 1 });
     assert.equal(res.status, 400);
@@ -66,7 +59,7 @@ test("8. prompts per request and prompts x n are capped: each is a 400 naming it
 
 test("8. 65,536 rows join the line in chunks, and a client that leaves with them queued is cancelled in chunks: /health answers in the middle of both", async () => {
   const rows = 1024 * 64;
-  const server = await startServer({ model, port: 0, maxBatch: 4, requestLimits: { maxSequences: rows } });
+  const server = await startServer({ load: LOAD, port: 0, maxBatch: 4, requestLimits: { maxSequences: rows } });
   let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   const waitingSeen: { sent: number; waiting: number }[] = [];

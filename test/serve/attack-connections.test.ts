@@ -2,12 +2,10 @@
 // trickle (or stop sending) their body hold no slot for long. Past the connection cap they are evicted
 // before a new client is refused, and a body that does not arrive within the request timeout is cut; a
 // streamed response, whose request was complete, is never cut. A /health poller runs throughout.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
 import { setImmediate as turn } from "node:timers/promises";
-import { loadModel } from "../../lib/model/load.js";
-import type { CausalLM } from "../../lib/model/model.js";
 import { startServer } from "../../lib/serve/server.js";
 import { ExecutorPool } from "../../lib/db/pool.js";
 import { EnvService } from "../../lib/envserve/service.js";
@@ -17,13 +15,8 @@ import { kitPath } from "../../lib/core/paths.js";
 import { fixtureDir } from "../model/fixtures.js";
 import { HealthPoller, postJson } from "./attack-helpers.js";
 
-let model: CausalLM;
-
-before(async () => {
-  model = await loadModel(fixtureDir("qwen2"), { backend: "cpu", name: "tiny", contextLength: 512 });
-});
-
-after(() => model.dispose());
+/** The model folder each server loads in its engine thread (the /health figures are the worker path's). */
+const LOAD = { dir: fixtureDir("qwen2"), backend: "cpu", name: "tiny", contextLength: 512 };
 
 interface SlowBody {
   socket: Socket;
@@ -51,7 +44,7 @@ function untilClosed(held: SlowBody[], n: number): Promise<void> {
 }
 
 test("8b. t2s serve: hundreds of sockets trickling their bodies are evicted past the cap; /health and a real request are answered", async () => {
-  const server = await startServer({ model, port: 0, connections: { maxConnections: 32 } });
+  const server = await startServer({ load: LOAD, port: 0, connections: { maxConnections: 32 } });
   const held: SlowBody[] = [];
   let poller: HealthPoller | null = null;
   let failures: string[] = [];
@@ -76,7 +69,7 @@ test("8b. t2s serve: hundreds of sockets trickling their bodies are evicted past
 });
 
 test("8b. past the cap the socket doing no work for the longest is closed: a trickling body before a keep-alive client that was just answered", async () => {
-  const server = await startServer({ model, port: 0, connections: { maxConnections: 4 } });
+  const server = await startServer({ load: LOAD, port: 0, connections: { maxConnections: 4 } });
   const { port } = new URL(server.url);
   const held: SlowBody[] = [];
   const extra: Socket[] = [];
@@ -111,7 +104,7 @@ test("8b. a body that does not arrive within --request-timeout is cut; a stream 
   // the mechanism under test is the timeout itself: an explicit, short limit. The stream is queued behind
   // 4,096 rows of 400 tokens on 4 slots (hours of work), so it is still open when the slow body is cut,
   // however loaded the machine; the rows' client then leaves, and the stream runs to its end.
-  const server = await startServer({ model, port: 0, maxBatch: 4, connections: { requestMs: 300 } });
+  const server = await startServer({ load: LOAD, port: 0, maxBatch: 4, connections: { requestMs: 300 } });
   const poller = new HealthPoller(server.url);
   const blocker = new AbortController();
   let failures: string[] = [];

@@ -1,10 +1,8 @@
 // Guided decoding under attack (issue 46, items 5-7): hostile schemas are refused with a 400 that names
 // the limit or the reference at fault, grammar work never stops /health (a poller runs throughout), and
 // after every hostile schema a normal guided request on the same server still gets a schema-valid answer.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { loadModel } from "../../lib/model/load.js";
-import type { CausalLM } from "../../lib/model/model.js";
 import { startServer, type RunningServer } from "../../lib/serve/server.js";
 import { kitPath } from "../../lib/core/paths.js";
 import { HealthPoller, postJson, validates } from "./attack-helpers.js";
@@ -15,13 +13,8 @@ import { join } from "node:path";
 import { fixtureDir } from "../model/fixtures.js";
 import { scratchDir } from "../helpers.js";
 
-let model: CausalLM;
-
-before(async () => {
-  model = await loadModel(kitPath("data", "models", "shop-sql-4m"), { backend: "cpu", name: "shop" });
-});
-
-after(() => model.dispose());
+/** The model folder each server loads in its engine thread (the /health figures are the worker path's). */
+const LOAD = { dir: kitPath("data", "models", "shop-sql-4m"), backend: "cpu", name: "shop" };
 
 let fresh = 0;
 
@@ -57,7 +50,7 @@ async function errorOf(res: Response): Promise<{ message: string; code: string |
 }
 
 test("5. a schema nested 55 objects deep is a 400 naming --guided-max-depth; a normal guided request still gets a valid answer", async () => {
-  const server = await startServer({ model, port: 0 });
+  const server = await startServer({ load: LOAD, port: 0 });
   let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   try {
@@ -84,7 +77,7 @@ test("5. a schema nested 55 objects deep is a 400 naming --guided-max-depth; a n
 });
 
 test("5. past a raised depth limit the grammar engine's crash costs only that request: its instance is replaced", async () => {
-  const server = await startServer({ model, port: 0, guidedLimits: { maxDepth: 256 } });
+  const server = await startServer({ load: LOAD, port: 0, guidedLimits: { maxDepth: 256 } });
   let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   try {
@@ -105,7 +98,7 @@ test("5. past a raised depth limit the grammar engine's crash costs only that re
 });
 
 test("6. a self-referencing or dangling $ref is a 400 before any sampling, and nothing is printed", async () => {
-  const server = await startServer({ model, port: 0 });
+  const server = await startServer({ load: LOAD, port: 0 });
   let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   const printed: string[] = [];
@@ -151,7 +144,7 @@ function wide(n: number, prefix = "property_number_"): Record<string, unknown> {
 }
 
 test("7. a 20,000-property schema is a 400 naming --guided-max-schema-bytes, refused before it is compiled", async () => {
-  const server = await startServer({ model, port: 0 });
+  const server = await startServer({ load: LOAD, port: 0 });
   let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   try {
@@ -172,7 +165,7 @@ test("7. a 20,000-property schema is a 400 naming --guided-max-schema-bytes, ref
 
 test("7. a compile past --guided-compile-timeout is a 400 naming it; /health answers while it runs, every variant pays only its own time", async () => {
   // the mechanism under test is the timeout itself: an explicit limit far below what this schema takes
-  const server = await startServer({ model, port: 0, guidedLimits: { maxSchemaBytes: 4 * 1024 * 1024, compileTimeoutMs: 2000 } });
+  const server = await startServer({ load: LOAD, port: 0, guidedLimits: { maxSchemaBytes: 4 * 1024 * 1024, compileTimeoutMs: 2000 } });
   let failures: string[] = [];
   const poller = new HealthPoller(server.url);
   try {
@@ -200,14 +193,15 @@ test("7. a compile past --guided-compile-timeout is a 400 naming it; /health ans
   assert.deepEqual(failures, [], "/health failed while attacked");
 });
 
-test("a server that compiled a guided grammar leaves nothing running after close(): its process exits by itself", async () => {
+test("a server that compiled a guided grammar leaves nothing running after close(): its process exits by itself (engine in its thread or in this one)", async () => {
   // the grammar threads outlive the server (they are kept per tokenizer) but, idle, must not hold the
   // process; the script reports what still keeps its event loop alive, and exits only if something does
   const lib = (p: string) => JSON.stringify(join(process.cwd(), p));
-  const script = `import { loadModel } from ${lib("lib/model/load.ts")};
+  const script = (engineThread: string) => `const ENGINE_THREAD = ${JSON.stringify(engineThread)};
+import { loadModel } from ${lib("lib/model/load.ts")};
 import { startServer } from ${lib("lib/serve/server.ts")};
 const model = await loadModel(${JSON.stringify(fixtureDir("qwen2"))}, { backend: "cpu", name: "tiny", contextLength: 2048 });
-const server = await startServer({ model, port: 0 });
+const server = await startServer(ENGINE_THREAD === "worker" ? { load: { dir: ${JSON.stringify(fixtureDir("qwen2"))}, backend: "cpu", name: "tiny", contextLength: 2048 }, port: 0 } : { model, port: 0 });
 const tools = [{ type: "function", function: { name: "run_sql", parameters: { type: "object", properties: { query: { type: "string" } } } } }];
 const res = await fetch(server.url + "/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "tiny", messages: [{ role: "user", content: "x" }], tools, tool_choice: "required", max_tokens: 8 }) });
 console.log("status " + res.status);
@@ -220,15 +214,17 @@ setImmediate(() => {
   console.log("left " + JSON.stringify(left));
   if (left.length) process.exit(3);
 });`;
-  const file = join(scratchDir(), "close-guided.mts");
-  writeFileSync(file, script);
-  const child = spawn(process.execPath, ["--import", "tsx", file], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (err += d));
-  const [code] = await once(child, "close");
-  assert.match(out, /status 200/, err);
-  assert.match(out, /left \[\]/, err);
-  assert.equal(code, 0, err);
+  for (const engineThread of ["worker", "main"]) {
+    const file = join(scratchDir(), "close-guided.mts");
+    writeFileSync(file, script(engineThread));
+    const child = spawn(process.execPath, ["--import", "tsx", file], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout!.on("data", (d) => (out += d));
+    child.stderr!.on("data", (d) => (err += d));
+    const [code] = await once(child, "close");
+    assert.match(out, /status 200/, `${engineThread}: ${err}`);
+    assert.match(out, /left \[\]/, `${engineThread}: ${err}`);
+    assert.equal(code, 0, `${engineThread}: ${err}`);
+  }
 });

@@ -37,3 +37,11 @@ test("t2s serve rejects a malformed --adapter with exit 2", async () => {
   assert.equal(r.code, 2);
   assert.match(r.stderr, /NAME=DIR/);
 });
+
+test("t2s serve --engine-thread takes worker or main; anything else is exit 2 before the model loads", async () => {
+  const r = await runCli(["serve", "--model", fixtureDir("qwen2"), "--engine-thread", "gpu"]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /^error \[usage\]: --engine-thread must be one of worker, main, got 'gpu'/m);
+  const help = await runCli(["serve", "--help"]);
+  assert.match(help.stdout, /--engine-thread <where>/);
+});
