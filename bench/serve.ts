@@ -7,7 +7,9 @@
  * 100-token stream, the HTTP framework's own cost (fastify against bare node:http, same handler), and
  * guided decoding's cost per token at batch 1 and 64 (XGrammar's mask, the matcher's advance, the mask
  * applied to a row of logits on the CPU and packed for the WebGPU sampler), at the kit's 4k vocabulary and a
- * 152k one (CPU figures: the mask is computed on the host whatever the runner).
+ * 152k one (CPU figures: the mask is computed on the host whatever the runner). Last, prefix caching on
+ * against --no-enable-prefix-caching under the same streaming load (bench/serve-prefix.ts): TTFT p50/p95,
+ * tokens/s and the share of prompt tokens found in the cache.
  * Options:
  *   --model <dir>        model folder (default data/models/shop-sql-4m)
  *   --backend <name>     tfjs backend for the server (default auto)
@@ -15,107 +17,24 @@
  *   --rounds <n>         requests per client per load configuration (default 2)
  *   --max-num-batched-tokens <n>  the server's prefill budget per step (default: t2s serve's)
  *   --guided-only        only the guided-decoding table
+ *   --prefix-caching-only  only the prefix-caching table
+ *   --prefix-clients <n> streaming clients of the prefix-caching table (default 64)
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cpus } from "node:os";
 import Fastify from "fastify";
-import { schemaDdl } from "../lib/db/schema.js";
-import { buildShopDatabase, defaultShopPath } from "../lib/db/shop/build.js";
-import { openingMessages } from "../lib/episode/prompt.js";
 import { kitPath } from "../lib/core/paths.js";
-import { notesFor } from "../lib/db/notes.js";
-import { readTasks } from "../lib/tasks/io.js";
 import { flag, intFlag } from "./args.js";
 import { guideConstraint } from "../lib/model/guided.js";
 import { maskedLogits } from "../lib/model/sampler.js";
 import { loadTokenizer, type ChatTokenizer } from "../lib/model/tokenizer.js";
 import { mulberry32 } from "../lib/core/random.js";
-
-const QUESTIONS = ["How many orders were delivered?", "How many customers are there per country?", "What is the average review rating?", "Which five products have the highest margin?"];
-
-type Message = { role: string; content: string };
+import { ask, f, pct, shopPrompts, startServe, type Message, type Outcome } from "./serve-client.js";
+import { prefixCachingTable } from "./serve-prefix.js";
 
 /** The served model's name (read from GET /v1/models once the server is up). */
 let served = "";
-
-function shopPrompts(): Message[][] {
-  const db = defaultShopPath();
-  if (!existsSync(db)) buildShopDatabase(db);
-  const file = kitPath("data", "shop", "tasks.jsonl");
-  const questions = existsSync(file) ? readTasks(file).slice(0, 32).map((t) => t.question) : QUESTIONS;
-  const ddl = schemaDdl(db);
-  const notes = notesFor({ db_id: "shop", db_path: db });
-  return questions.map((q) => openingMessages({ style: "single" }, ddl, notes, q) as Message[]);
-}
-
-async function startServe(model: string, backend: string, prefill: number | undefined): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [kitPath("bin", "t2s.js"), "serve", "--model", model, "--port", "0", "--backend", backend, "--max-batch", "64", ...(prefill === undefined ? [] : ["--max-num-batched-tokens", String(prefill)])], { stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`t2s serve printed no banner in 120 s: ${out}`)), 120_000);
-    child.stdout!.on("data", (d) => {
-      out += d;
-      const m = /at (http:\/\/\S+)\/v1/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`t2s serve exited ${code}: ${out}`)));
-  });
-  return { url, child };
-}
-
-interface Outcome {
-  seconds: number;
-  firstToken?: number;
-  tokens: number;
-  error?: string;
-}
-
-/** One chat request; streaming requests time their first content chunk. */
-async function ask(url: string, body: Record<string, unknown>, signal?: AbortSignal, onToken?: () => void): Promise<Outcome> {
-  const t0 = performance.now();
-  const s = () => (performance.now() - t0) / 1000;
-  try {
-    const res = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal });
-    if (!res.ok) return { seconds: s(), tokens: 0, error: `${res.status} ${await res.text()}` };
-    if (!body.stream) {
-      const j = (await res.json()) as { usage: { completion_tokens: number } };
-      return { seconds: s(), tokens: j.usage.completion_tokens };
-    }
-    let firstToken: number | undefined;
-    let tokens = 0;
-    let buf = "";
-    const decoder = new TextDecoder();
-    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buf += decoder.decode(piece, { stream: true });
-      const events = buf.split("\n\n");
-      buf = events.pop()!;
-      for (const ev of events) {
-        if (!ev.startsWith("data: {")) continue;
-        const j = JSON.parse(ev.slice(6)) as { choices: { delta?: { content?: string } }[]; usage?: { completion_tokens: number } };
-        if (j.usage) tokens = j.usage.completion_tokens;
-        if (j.choices[0]?.delta?.content) {
-          firstToken ??= s();
-          onToken?.();
-        }
-      }
-    }
-    return { seconds: s(), firstToken, tokens };
-  } catch (e) {
-    return { seconds: s(), tokens: 0, error: (e as Error).message };
-  }
-}
-
-function pct(xs: number[], p: number): number {
-  if (!xs.length) return NaN;
-  const v = [...xs].sort((a, b) => a - b);
-  return v[Math.min(v.length - 1, Math.floor((p / 100) * v.length))];
-}
 
 /** Polls /health back to back until `stop` resolves; returns each answer's latency in ms. */
 async function healthProbe(url: string, stop: Promise<unknown>): Promise<number[]> {
@@ -130,8 +49,6 @@ async function healthProbe(url: string, stop: Promise<unknown>): Promise<number[
   }
   return times;
 }
-
-const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 
 async function load(url: string, prompts: Message[][], clients: number, stream: boolean, rounds: number, maxTokens: number): Promise<string> {
   const total = clients * rounds;
@@ -317,9 +234,11 @@ async function main(): Promise<void> {
   const maxTokens = intFlag("--max-tokens", 64);
   const rounds = intFlag("--rounds", 2);
   const prompts = shopPrompts();
-  const framework = await frameworkCost();
   const prefillFlag = flag("--max-num-batched-tokens");
   const prefill = prefillFlag === undefined ? undefined : Number(prefillFlag);
+  const prefixLoad = { model, backend, prefill, prompts, clients: intFlag("--prefix-clients", 64), rounds, maxTokens };
+  if (process.argv.includes("--prefix-caching-only")) return prefixCachingTable(prefixLoad);
+  const framework = await frameworkCost();
   const { url, child } = await startServe(model, backend, prefill);
   try {
     const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
@@ -338,6 +257,7 @@ async function main(): Promise<void> {
   } finally {
     child.kill("SIGINT");
   }
+  await prefixCachingTable(prefixLoad);
 }
 
 main().catch((e) => {

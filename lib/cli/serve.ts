@@ -38,6 +38,8 @@ export function registerServe(program: Command): void {
     .option("--max-model-len <n>", "longest prompt + completion in tokens (default: max_position_embeddings)", intOption("--max-model-len", 1))
     .option("--max-batch <rows>", "sequences decoded together; later requests wait their turn in arrival order", intOption("--max-batch", 1), 64)
     .option("--max-num-batched-tokens <n>", "prompt tokens prefilled in one step at most (smaller: a burst of requests stalls running streams less)", intOption("--max-num-batched-tokens", 1), 8192)
+    .option("--enable-prefix-caching", "keep prompts' keys and values across requests and prefill only what a new prompt does not share with a stored one (default)")
+    .option("--no-enable-prefix-caching", "recompute every prompt (prompts are shared only within one prefill call)")
     .option("--api-key <key>", "require 'Authorization: Bearer <key>' on every route but /health, which then says only {status} to requests without it (default: $VLLM_API_KEY; an empty key is refused)")
     .option("--allowed-host <name>", "without a key, also answer requests whose Host header names this (repeatable; '*' = any); by default only localhost, 127.0.0.1, [::1] and the --host address, against DNS rebinding", collect, [])
     .option("--enable-lora-updating", "serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (default: $VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
@@ -69,7 +71,7 @@ export function registerServe(program: Command): void {
       applyQuantization(model, opts.quantization);
       process.stderr.write(`${describeLoad(model)}${model.quantization ? `; sampling ${model.quantization}` : ""}\n`);
       const server = await startServer({
-        model, adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxNumBatchedTokens,
+        model, adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxNumBatchedTokens, enablePrefixCaching: opts.enablePrefixCaching,
         apiKey: opts.apiKey, allowedHosts: opts.allowedHost, allowRuntimeLora: opts.enableLoraUpdating || undefined, maxLoras: opts.maxLoras, loraRoots: opts.loraRoot.length ? opts.loraRoot : undefined,
         adapterLoading: { limits: { rank: opts.maxLoraRank, weightsBytes: opts.maxLoraBytes, configBytes: opts.maxLoraConfigBytes }, allowBaseMismatch: opts.allowBaseMismatch === true },
         connections: { maxConnections: opts.maxConnections, requestMs: opts.requestTimeout * 1000 }, shutdownTimeoutMs: opts.shutdownTimeout * 1000, logprobsMode,
@@ -94,6 +96,7 @@ interface ServeFlags {
   maxModelLen?: number;
   maxBatch: number;
   maxNumBatchedTokens: number;
+  enablePrefixCaching?: boolean;
   apiKey?: string;
   allowedHost: string[];
   enableLoraUpdating?: boolean;

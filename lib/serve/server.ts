@@ -35,6 +35,8 @@ export interface ServerOptions {
    * admits a burst of prompts over several steps, so running streams and /health are never held up long.
    */
   maxPrefillTokens?: number;
+  /** Keep prompts' keys and values across requests (vLLM's --enable-prefix-caching; default true). */
+  enablePrefixCaching?: boolean;
   /** Request bodies larger than this are refused (default 8 MiB). */
   maxBodyBytes?: number;
   /**
@@ -99,7 +101,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       return Promise.reject(e);
     }
   };
-  const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens, tokenize: encode });
+  const chat = new ChatEngine(opts.model, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens, enablePrefixCaching: opts.enablePrefixCaching, tokenize: encode });
   // adapters share their base's tokenizer, and guided decoding's limits are kept per tokenizer
   for (const m of [opts.model, ...adapters]) setGuidedLimits(m.requireTokenizer(), opts.guidedLimits ?? {});
   const limits: RequestLimits = { ...REQUEST_LIMITS, ...opts.requestLimits };

@@ -23,6 +23,8 @@ interface IdleRunner {
   adapter: string | null;
   /** The model's quantization when it was built (its int8 weights are a copy of that time's). */
   quantization: CausalLM["quantization"];
+  /** Its prefix cache's size (buffers sized once). */
+  prefixCacheTokens: number;
   runner: StepRunner;
 }
 
@@ -38,12 +40,14 @@ export function freeIdleRunners(model: CausalLM): number {
 
 /**
  * A runner holding at least `slots` sequences of `model` with the named unmerged adapter applied, each of
- * up to `maxLength` tokens (default: the runner's own cap): a device runner's cache is sized by both.
+ * up to `maxLength` tokens (default: the runner's own cap): a device runner's cache is sized by both. It
+ * keeps a prefix cache of `prefixCacheTokens` tokens (0: caching off); a runner handed on starts with an
+ * empty one, since the weights may have changed while it was idle.
  */
-export async function leaseRunner(model: CausalLM, opts: { adapter: string | null; slots: number; maxLength?: number }): Promise<RunnerLease> {
+export async function leaseRunner(model: CausalLM, opts: { adapter: string | null; slots: number; maxLength?: number; prefixCacheTokens: number }): Promise<RunnerLease> {
   if (model.backend !== "webgpu" || process.env.T2S_WEBGPU_RUNNER === "0") {
     if (model.quantization) throw new T2sError("quantization_unsupported", `${model.quantization} sampling runs on the WebGPU step runner (webgpu backend, T2S_WEBGPU_RUNNER unset); this model runs on ${model.backend}`);
-    const runner = new TfjsRunner(model, opts.slots, opts.adapter);
+    const runner = new TfjsRunner(model, opts.slots, opts.adapter, opts.prefixCacheTokens);
     return { runner, release: () => runner.dispose() };
   }
   let kept = idle.get(model);
@@ -54,13 +58,16 @@ export async function leaseRunner(model: CausalLM, opts: { adapter: string | nul
     model.onDispose(() => list.splice(0).forEach((e) => e.runner.dispose()));
   }
   const quantization = model.quantization;
-  const i = kept.findIndex((e) => e.adapter === opts.adapter && e.quantization === quantization && e.runner.slots >= opts.slots && (opts.maxLength === undefined || (e.runner.maxLength ?? Infinity) >= opts.maxLength));
+  const { prefixCacheTokens } = opts;
+  const i = kept.findIndex((e) => e.adapter === opts.adapter && e.quantization === quantization && e.prefixCacheTokens === prefixCacheTokens && e.runner.slots >= opts.slots && (opts.maxLength === undefined || (e.runner.maxLength ?? Infinity) >= opts.maxLength));
   let runner: StepRunner;
-  if (i >= 0) runner = kept.splice(i, 1)[0].runner;
-  else {
+  if (i >= 0) {
+    runner = kept.splice(i, 1)[0].runner;
+    runner.weightsChanged?.();
+  } else {
     const { createWebgpuRunner } = await import("./webgpu-runner.js");
-    runner = await createWebgpuRunner(model, { adapter: opts.adapter, slots: opts.slots, maxLength: opts.maxLength });
+    runner = await createWebgpuRunner(model, { adapter: opts.adapter, slots: opts.slots, maxLength: opts.maxLength, prefixCacheTokens });
   }
   const list = kept;
-  return { runner, release: () => list.push({ adapter: opts.adapter, quantization, runner }) };
+  return { runner, release: () => list.push({ adapter: opts.adapter, quantization, prefixCacheTokens, runner }) };
 }
