@@ -19,6 +19,7 @@
  *   --guided-only        only the guided-decoding table
  *   --prefix-caching-only  only the prefix-caching table
  *   --prefix-clients <n> streaming clients of the prefix-caching table (default 64)
+ *   --prefix-repeats <n> measurements of each setting, alternating on and off (default 1)
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -236,7 +237,7 @@ async function main(): Promise<void> {
   const prompts = shopPrompts();
   const prefillFlag = flag("--max-num-batched-tokens");
   const prefill = prefillFlag === undefined ? undefined : Number(prefillFlag);
-  const prefixLoad = { model, backend, prefill, prompts, clients: intFlag("--prefix-clients", 64), rounds, maxTokens };
+  const prefixLoad = { model, backend, prefill, prompts, clients: intFlag("--prefix-clients", 64), rounds, maxTokens, repeats: intFlag("--prefix-repeats", 1) };
   if (process.argv.includes("--prefix-caching-only")) return prefixCachingTable(prefixLoad);
   const framework = await frameworkCost();
   const { url, child } = await startServe(model, backend, prefill);
