@@ -13,6 +13,8 @@ import assert from "node:assert/strict";
 import { useBackend } from "../../lib/backend/select.js";
 import { loadModel } from "../../lib/model/load.js";
 import type { MultiStepRunner, RowSampling, SampledToken } from "../../lib/model/engine/runner.js";
+import { GenerationEngine } from "../../lib/model/engine/generation-engine.js";
+import type { Generation } from "../../lib/model/engine/types.js";
 import { fixtureDir } from "./fixtures.js";
 
 const SYSTEM = Array.from({ length: 37 }, (_, i) => (i * 13 + 5) % 300);
@@ -68,5 +70,34 @@ test("WebGPU runner: prefix caching copies stored prompts into new rows and deco
   assert.equal(on.prefixCache!.hits, hits);
   on.dispose();
   off.dispose();
+  model.dispose();
+});
+
+test("WebGPU engine: requests sent one wave after another get the same tokens with prefix caching on and off", async (t) => {
+  try {
+    await useBackend("webgpu");
+  } catch (e) {
+    return t.skip(`no WebGPU adapter: ${(e as Error).message}`);
+  }
+  const model = await loadModel(fixtureDir("qwen2"), { backend: "webgpu" });
+  const waves = [[A], [B], [A, C], [C, C, C]];
+  const run = async (enablePrefixCaching: boolean) => {
+    const engine = await GenerationEngine.create(model, { maxBatch: 4, eosIds: [], maxLength: 96, enablePrefixCaching });
+    const out: Generation[] = [];
+    for (const wave of waves) out.push(...(await Promise.all(wave.map((ids, i) => engine.submit({ ids, prefixLength: SYSTEM.length, temperature: i % 2, seed: 4, sampleIndex: i, maxTokens: 5 })))));
+    const metrics = { ...engine.metrics };
+    await engine.close();
+    return { out, metrics };
+  };
+  const on = await run(true);
+  const off = await run(false);
+  on.out.forEach((g, i) => {
+    assert.deepEqual(g.ids, off.out[i].ids, `row ${i}`);
+    g.logprobs.forEach((lp, j) => assert.ok(Math.abs(lp - off.out[i].logprobs[j]) < 1e-4, `row ${i} token ${j}: ${lp} vs ${off.out[i].logprobs[j]}`));
+  });
+  assert.equal(on.metrics.prefixCacheQueries, waves.flat().reduce((n, ids) => n + ids.length, 0));
+  // B: the system part's 2 blocks; A: 3; C beside A: the declared system part (37) from A's slot; later Cs: 3 blocks
+  assert.equal(on.metrics.prefixCacheHits, 32 + 48 + 37 + 3 * 48);
+  assert.equal(off.metrics.prefixCacheQueries, 0);
   model.dispose();
 });
