@@ -28,7 +28,9 @@ export function shopPrompts(): Message[][] {
 
 /** `t2s serve` over `model` on a free port, with `extra` flags; resolves with its URL once it prints its banner. */
 export async function startServe(model: string, backend: string, prefill: number | undefined, extra: string[] = []): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [kitPath("bin", "t2s.js"), "serve", "--model", model, "--port", "0", "--backend", backend, "--max-batch", "64", ...(prefill === undefined ? [] : ["--max-num-batched-tokens", String(prefill)]), ...extra], { stdio: ["ignore", "pipe", "inherit"] });
+  // a checkout runs bin/t2s.js; the GPU-host bundle (npm run bundle:gpu) has the command line as t2s.mjs
+  const entry = existsSync(kitPath("bin", "t2s.js")) ? kitPath("bin", "t2s.js") : kitPath("t2s.mjs");
+  const child = spawn(process.execPath, [entry, "serve", "--model", model, "--port", "0", "--backend", backend, "--max-batch", "64", ...(prefill === undefined ? [] : ["--max-num-batched-tokens", String(prefill)]), ...extra], { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`t2s serve printed no banner in 120 s: ${out}`)), 120_000);

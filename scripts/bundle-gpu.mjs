@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bundle:gpu [-- --out DIR] [--node] [--pack] [--no-data]`: a self-contained folder that runs `t2s train|benchmark|serve`
 // and the generate/train benches on an offline Linux x64 NVIDIA host with no npm:
-//   t2s.mjs, bench-{generate,train,optimizer,decode-gpu,kernels,grpo-update}.mjs   the kit bundled by esbuild (ESM, platform node)
+//   t2s.mjs, bench-{generate,train,optimizer,decode-gpu,kernels,grpo-update,serve}.mjs   the kit bundled by esbuild (ESM, platform node)
 //   lib/db/worker-boot.cjs                          the SQL worker, bundled (replaces the tsx shim)
 //   node_modules/                                   the native and dynamically imported packages, pruned
 //   lib/db/shop/, data/                             files the kit reads at run time
@@ -87,7 +87,7 @@ rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 
 await build({
-  entryPoints: { t2s: "scripts/bundle/entry-t2s.ts", "bench-generate": "bench/generate.ts", "bench-train": "bench/train.ts", "bench-optimizer": "bench/optimizer.ts", "bench-decode-gpu": "bench/decode-gpu.ts", "bench-kernels": "bench/kernels.ts", "bench-gemm": "bench/gemm-int8.ts", "bench-grpo-update": "bench/grpo-update.ts" },
+  entryPoints: { t2s: "scripts/bundle/entry-t2s.ts", "bench-generate": "bench/generate.ts", "bench-train": "bench/train.ts", "bench-optimizer": "bench/optimizer.ts", "bench-decode-gpu": "bench/decode-gpu.ts", "bench-kernels": "bench/kernels.ts", "bench-gemm": "bench/gemm-int8.ts", "bench-grpo-update": "bench/grpo-update.ts", "bench-serve": "bench/serve.ts" },
   outdir: out,
   outExtension: { ".js": ".mjs" },
   bundle: true,

@@ -18,6 +18,9 @@
 #     r1 STEPS MAXS [QUANT] [CACHE] the round-1 GRPO configuration for STEPS steps (train_log's step times),
 #                                   sampling at QUANT (none|int8, default the config's), with sampling.prefix_caching
 #                                   CACHE (on|off, default the config's); the log goes to $OUT/r1-train_log[-QUANT][-CACHE].jsonl
+#     serve-prefix ROUNDS REPEATS   bench-serve --prefix-caching-only on webgpu: `t2s serve` over the default model,
+#                                   64 streaming clients x ROUNDS shop prompts, prefix caching on against off,
+#                                   REPEATS times alternating (TTFT p50/p95, tokens/s, share of prompt tokens found)
 # Needs: out/gpu-bundle.tar.xz (npm run bundle:gpu -- --node --pack --no-data) and, in .gpu/, the Vulkan
 # loader debs and torch_engine.py / torch_ref.py. Everything goes to $OUT/log.txt.
 set -uo pipefail
@@ -67,6 +70,7 @@ while [ $# -gt 0 ]; do
     decode) if [[ "${4:-}" =~ ^(none|int8)(,(none|int8))*$ ]]; then decode "$1" "$2" "$3" "$4"; shift 4; else decode "$1" "$2" "$3"; shift 3; fi ;;
     gemm) if [[ "${1:-}" =~ ^[0-9x,]+$ ]]; then timed "bench-gemm" bash "$B/run.sh" bench-gemm.mjs --shapes "$1"; shift; else timed "bench-gemm" bash "$B/run.sh" bench-gemm.mjs; fi ;;
     torch) torch_engine "$1" "$2" "$3"; shift 3 ;;
+    serve-prefix) timed "bench-serve prefix caching" bash "$B/run.sh" bench-serve.mjs --backend webgpu --prefix-caching-only --rounds "$1" --prefix-repeats "$2"; shift 2 ;;
     train) train ;;
     kernels) timed "bench-kernels" bash "$B/run.sh" bench-kernels.mjs --qwen05b ${ONLY:+--only $ONLY} ;;
     r1) if [[ "${3:-}" =~ ^(none|int8)$ && "${4:-}" =~ ^(on|off)$ ]]; then r1 "$1" "$2" "$3" "$4"; shift 4
