@@ -11,7 +11,9 @@
  * model: int8 runs the base W8A8, lib/model/engine/int8-linears.ts)  --backend webgpu  --batches 1,16,64  --prompt N  --new N  --chunk N (decode steps per read-back,
  * default 16)  --profile-batches 1,64 (batches profiled per kernel; default the largest)  --tfjs-batches 1 (batches also run through generate() on the tfjs-ops runner, T2S_WEBGPU_RUNNER=0;
  * "none" skips; batch 64 there takes about a minute on an H200)  --engine-batches 64 (through generate() on this runner: the engine's overhead)  --check (greedy
- * tokens of the runner against the tfjs path first)  --json
+ * tokens of the runner against the tfjs path first)  --kv-cache-dtype fp32,fp16,bf16 (each in turn; auto resolves as the engine does,
+ * lib/model/kv-cache-dtype.ts; default fp32, as the tables of docs/model.md were measured; with --check, each 16-bit cache's greedy ids
+ * against the fp32 cache's, and both caches' bytes)  --json
  * Sampling is temperature 1 with seeded uniforms; no stop token, so every row makes exactly --new tokens.
  */
 import { useBackend } from "../lib/backend/select.js";
@@ -25,6 +27,8 @@ import type { RowSampling } from "../lib/model/engine/runner.js";
 import { createWebgpuRunner, type KernelProfile, type WebgpuRunner } from "../lib/model/engine/webgpu-runner.js";
 import { benchShape, benchWeightsDtype, flag, intFlag } from "./args.js";
 import { applyQuantization, quantizationOption } from "../lib/model/quantization.js";
+import { kvCacheBytesPerToken, kvCacheDtypeOption, type KvCacheDtype } from "../lib/model/kv-cache-dtype.js";
+import { applyKvCacheDtype, resolveKvCacheDtype } from "../lib/model/engine/runners.js";
 
 function prompts(B: number, len: number, V: number): number[][] {
   return Array.from({ length: B }, (_, b) => Array.from({ length: len }, (_, i) => (b * 7919 + i * 104729 + 1) % V));
@@ -104,6 +108,58 @@ async function check(model: CausalLM): Promise<string> {
   return `${what}: ${lines.length ? "MISMATCH " + lines.join("; ") : "greedy ids equal"}; max |logprob diff| ${worst.toExponential(2)}`;
 }
 
+/** A greedy step of the cache check: the token, its log-probability, and its lead over the runner-up. */
+interface GreedyStep {
+  id: number;
+  logprob: number;
+  gap: number;
+}
+
+/** Greedy decode of `steps` tokens after each prompt through a runner whose cache is `kv`, with its cache bytes. */
+async function greedyWithCache(model: CausalLM, ps: number[][], steps: number, kv: KvCacheDtype): Promise<{ rows: GreedyStep[][]; cacheBytes: number }> {
+  const runner = (await createWebgpuRunner(model, { adapter: null, slots: ps.length, maxLength: ps[0].length + steps, kvCacheDtype: kv })) as WebgpuRunner;
+  const g: RowSampling = { temperature: 0, topP: 1, topK: 0, u: 0, topLogprobs: 2 };
+  const step = (t: { id: number; logprob: number; top?: { logprob: number }[] }): GreedyStep => ({ id: t.id, logprob: t.logprob, gap: t.top && t.top.length > 1 ? t.top[0].logprob - t.top[1].logprob : Infinity });
+  const first = await runner.prefill(ps.map((ids, slot) => ({ slot, ids, prefixLength: 0, sampling: g })));
+  const rest = await runner.decodeSteps(ps.map((p, slot) => ({ slot, id: first[slot].id, position: p.length })), Array.from({ length: steps - 1 }, () => ps.map(() => g)));
+  const cacheBytes = runner.cacheBytes;
+  runner.dispose();
+  return { rows: ps.map((_, r) => [first[r], ...rest[r]].map(step)), cacheBytes };
+}
+
+/**
+ * Each 16-bit cache of `kvs` against the fp32 cache on the same weights: 4 rows of a 128-token prompt and
+ * 32 greedy tokens. Rows are compared up to their first different id (after it the sequences differ); a
+ * difference is shown with the fp32 run's lead of its token over the runner-up there, so a near-tie of a
+ * random model reads as one.
+ */
+async function kvCheck(model: CausalLM, kvs: KvCacheDtype[]): Promise<string[]> {
+  const ps = prompts(4, 128, model.config.vocabSize);
+  const steps = 32;
+  const ref = await greedyWithCache(model, ps, steps, "fp32");
+  const mb = (b: number) => `${(b / 1e6).toFixed(2)} MB`;
+  const lines: string[] = [];
+  for (const kv of kvs.filter((k) => k !== "fp32")) {
+    const got = await greedyWithCache(model, ps, steps, kv);
+    const diffs: string[] = [];
+    let worst = 0;
+    ref.rows.forEach((row, r) => {
+      for (let s = 0; s < steps; s++) {
+        const a = row[s];
+        const b = got.rows[r][s];
+        worst = Math.max(worst, Math.abs(a.logprob - b.logprob));
+        if (a.id !== b.id) {
+          diffs.push(`row ${r} step ${s}: ${kv} ${b.id}, fp32 ${a.id} (fp32 lead over the runner-up ${a.gap.toExponential(2)})`);
+          break;
+        }
+      }
+    });
+    const verdict = diffs.length ? `MISMATCH ${diffs.join("; ")}` : "greedy ids equal";
+    lines.push(`kv check (${kv} cache vs fp32 cache, ${ps.length} rows x ${ps[0].length} prompt + ${steps} greedy tokens): ${verdict}; max |logprob diff| ${worst.toExponential(2)}; cache ${mb(got.cacheBytes)} vs ${mb(ref.cacheBytes)} (${kvCacheBytesPerToken(model.config, kv)} vs ${kvCacheBytesPerToken(model.config, "fp32")} bytes per token)`);
+  }
+  return lines;
+}
+
 function profileTable(title: string, p: KernelProfile): string {
   const rows = [...p.entries()].sort((a, b) => b[1].ms - a[1].ms);
   const total = rows.reduce((s, [, v]) => s + v.ms, 0);
@@ -127,7 +183,18 @@ async function main(): Promise<void> {
   const profileBatches = (flag("--profile-batches") ?? String(batches[batches.length - 1])).split(",").map(Number);
   await model.logitsOf([1, 2, 3]);
   const out: string[] = [`backend ${choice.backend}; model ${dir ?? "qwen2-0.5b-shaped (random)"}; ${model.tensors().reduce((s, t) => s + t.size, 0)} parameters`];
-  const table = ["path     batch  prompt  new/seq  prefill s  decode s  total s  new tokens/s"];
+  const table = ["path         batch  prompt  new/seq  prefill s  decode s  total s  new tokens/s  cache GB"];
+  // each cache storage in turn, auto resolved as an engine would for this model
+  const kvs = [...new Set((flag("--kv-cache-dtype") ?? "fp32").split(",").map((v) => {
+    applyKvCacheDtype(model, kvCacheDtypeOption(v));
+    return resolveKvCacheDtype(model);
+  }))];
+  if (process.argv.includes("--check") && kvs.some((k) => k !== "fp32")) {
+    for (const line of await kvCheck(model, kvs)) {
+      out.push(line);
+      process.stderr.write(line + "\n");
+    }
+  }
   const profiles: string[] = [];
   const json: Record<string, unknown>[] = [];
   for (const quantization of (flag("--quantization") ?? "none").split(",").map(quantizationOption)) {
@@ -137,25 +204,26 @@ async function main(): Promise<void> {
       out.push(await check(model));
       process.stderr.write(out[out.length - 1] + "\n");
     }
-    for (const B of batches) {
-      const runner = (await createWebgpuRunner(model, { adapter: null, slots: B, maxLength: promptLen + newTokens })) as WebgpuRunner;
+    for (const { kv, B } of kvs.flatMap((kv) => batches.map((B) => ({ kv, B })))) {
+      const runner = (await createWebgpuRunner(model, { adapter: null, slots: B, maxLength: promptLen + newTokens, kvCacheDtype: kv })) as WebgpuRunner;
+      const path = kv === "fp32" ? label : `${label}/${kv}`;
       const ps = prompts(B, promptLen, V);
       await runOnce(runner, ps, Math.min(newTokens, chunk + 1), chunk, 99); // warm-up: pipelines compile
       const r = await runOnce(runner, ps, newTokens, chunk, 1);
       const total = r.prefill + r.decode;
       const made = B * newTokens;
-      const row = { path: "webgpu", quantization, batch: B, prompt: promptLen, new_per_seq: newTokens, prefill_s: r.prefill, decode_s: r.decode, total_s: total, new_tokens_per_s: made / total, decode_tokens_per_s: (B * (newTokens - 1)) / r.decode };
+      const row = { path: "webgpu", quantization, kv_cache_dtype: kv, cache_bytes: runner.cacheBytes, batch: B, prompt: promptLen, new_per_seq: newTokens, prefill_s: r.prefill, decode_s: r.decode, total_s: total, new_tokens_per_s: made / total, decode_tokens_per_s: (B * (newTokens - 1)) / r.decode };
       json.push(row);
-      table.push(`${label.padEnd(8)} ${String(B).padStart(5)}  ${String(promptLen).padStart(6)}  ${String(newTokens).padStart(7)}  ${r.prefill.toFixed(3).padStart(9)}  ${r.decode.toFixed(3).padStart(8)}  ${total.toFixed(3).padStart(7)}  ${(made / total).toFixed(1).padStart(12)}`);
+      table.push(`${path.padEnd(12)} ${String(B).padStart(5)}  ${String(promptLen).padStart(6)}  ${String(newTokens).padStart(7)}  ${r.prefill.toFixed(3).padStart(9)}  ${r.decode.toFixed(3).padStart(8)}  ${total.toFixed(3).padStart(7)}  ${(made / total).toFixed(1).padStart(12)}  ${(runner.cacheBytes / 1e9).toFixed(3).padStart(8)}`);
       process.stderr.write(`row ${JSON.stringify(row)}\n`);
       if (profileBatches.includes(B) && runner.canProfile) {
         // one profiled prefill and one profiled 1-step decode
         runner.profile();
         await runner.prefill(ps.map((ids, slot) => ({ slot, ids, prefixLength: 0, sampling: { temperature: 1, topP: 1, topK: 0, u: 0.5 } })));
-        profiles.push(profileTable(`${label} prefill, batch ${B} x ${promptLen}`, runner.lastProfile!));
+        profiles.push(profileTable(`${path} prefill, batch ${B} x ${promptLen}`, runner.lastProfile!));
         runner.profile();
         await runner.decode(ps.map((p, slot) => ({ slot, id: 1, position: p.length, sampling: { temperature: 1, topP: 1, topK: 0, u: 0.5 } })));
-        profiles.push(profileTable(`${label} decode step, batch ${B}`, runner.lastProfile!));
+        profiles.push(profileTable(`${path} decode step, batch ${B}`, runner.lastProfile!));
       }
       runner.dispose();
     }
@@ -166,12 +234,14 @@ async function main(): Promise<void> {
   for (const { B, path } of viaEngine) {
     if (path === "tfjs") process.env.T2S_WEBGPU_RUNNER = "0";
     else delete process.env.T2S_WEBGPU_RUNNER;
+    // the engine's runner at the first cache storage listed; the tfjs-ops runner has only fp32
+    model.kvCacheDtype = path === "tfjs" ? "fp32" : kvs[0];
     const start = performance.now();
     const gens = await generate(model, prompts(B, promptLen, V), { temperature: 1, seed: 0, maxTokens: newTokens, eosIds: [], sharePrefix: false });
     const s = (performance.now() - start) / 1000;
     const made = gens.reduce((a, g) => a + g.ids.length, 0);
     json.push({ path, batch: B, prompt: promptLen, new_per_seq: newTokens, total_s: s, new_tokens_per_s: made / s });
-    table.push(`${path.padEnd(8)} ${String(B).padStart(5)}  ${String(promptLen).padStart(6)}  ${String(newTokens).padStart(7)}  ${"".padStart(9)}  ${"".padStart(8)}  ${s.toFixed(3).padStart(7)}  ${(made / s).toFixed(1).padStart(12)}`);
+    table.push(`${path.padEnd(12)} ${String(B).padStart(5)}  ${String(promptLen).padStart(6)}  ${String(newTokens).padStart(7)}  ${"".padStart(9)}  ${"".padStart(8)}  ${s.toFixed(3).padStart(7)}  ${(made / s).toFixed(1).padStart(12)}`);
     process.stderr.write(`row ${JSON.stringify(json[json.length - 1])}\n`);
   }
   if (process.argv.includes("--json")) process.stdout.write(JSON.stringify({ backend: choice.backend, rows: json }) + "\n");

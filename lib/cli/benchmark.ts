@@ -1,5 +1,6 @@
 /** `t2s benchmark`: k sampled episodes per task against a policy, written to a resumable rows file, then the report. */
 import { QUANTIZATION_HELP, quantizationOption, type QuantizationName } from "../model/quantization.js";
+import { KV_CACHE_DTYPE_HELP, kvCacheDtypeOption, type KvCacheDtypeName } from "../model/kv-cache-dtype.js";
 import type { Command } from "commander";
 import { UsageError } from "../core/errors.js";
 import { benchmark } from "../runs/benchmark.js";
@@ -17,6 +18,7 @@ import { CONCURRENCY, MAX_TOKENS_PER_TURN, MAX_TOOL_CALLS, SAMPLES_PER_TASK, SAM
 interface BenchmarkFlags {
   policy: string;
   quantization?: QuantizationName;
+  kvCacheDtype?: KvCacheDtypeName;
   allowBaseMismatch?: boolean;
   tasks: string;
   split?: string;
@@ -89,6 +91,7 @@ export function registerBenchmark(program: Command): void {
     .option("--request-timeout <seconds>", "per-request timeout (default max(300, max-tokens / 4))", intOption("--request-timeout", 1))
     .option("--workers <n>", "SQL worker processes (default: CPU count)", intOption("--workers", 1))
     .option("--quantization <q>", `tfjs: policies: ${QUANTIZATION_HELP} (default none)`, quantizationOption)
+    .option("--kv-cache-dtype <d>", `tfjs: policies: ${KV_CACHE_DTYPE_HELP} (default auto)`, kvCacheDtypeOption)
     .option("--by <field>", "report groups (repeatable; default difficulty and archetype)", collect, [])
     .option("--allow-base-mismatch", "tfjs:<model>+<adapter>: load an adapter recorded as trained on another base model (refused by default)")
     .option("--quiet", "no progress line on stderr")
@@ -127,6 +130,7 @@ export function registerBenchmark(program: Command): void {
         requestTimeoutS: f.requestTimeout,
         workers: f.workers,
         quantization: f.quantization,
+        kvCacheDtype: f.kvCacheDtype,
         by: f.by.length ? f.by : undefined,
         progressStream: f.quiet ? undefined : process.stderr,
         // skipped tasks are a warning, not progress: --quiet keeps it

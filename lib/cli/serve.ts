@@ -1,5 +1,6 @@
 /** `t2s serve`: the OpenAI-compatible server over a local model and its adapters. */
 import { applyQuantization, QUANTIZATION_HELP, quantizationOption, type QuantizationName } from "../model/quantization.js";
+import { KV_CACHE_DTYPE_HELP, kvCacheDtypeOption, type KvCacheDtypeName } from "../model/kv-cache-dtype.js";
 import type { Command } from "commander";
 import { UsageError } from "../core/errors.js";
 import { collect, intOption, numberOption, oneOf } from "./options.js";
@@ -35,6 +36,7 @@ export function registerServe(program: Command): void {
     .option("--backend <name>", "tfjs backend: auto, webgpu, tensorflow, wasm, cpu (default auto)")
     .option("--weights-dtype <d>", WEIGHTS_DTYPE_HELP, weightsDtypeOption)
     .option("--quantization <q>", `${QUANTIZATION_HELP} (default none; adapters stay float32 beside an int8 base)`, quantizationOption)
+    .option("--kv-cache-dtype <d>", `${KV_CACHE_DTYPE_HELP} (default auto)`, kvCacheDtypeOption)
     .option("--max-model-len <n>", "longest prompt + completion in tokens (default: max_position_embeddings)", intOption("--max-model-len", 1))
     .option("--max-batch <rows>", "sequences decoded together; later requests wait their turn in arrival order", intOption("--max-batch", 1), 64)
     .option("--max-num-batched-tokens <n>", "prompt tokens prefilled in one step at most (smaller: a burst of requests stalls running streams less)", intOption("--max-num-batched-tokens", 1), 8192)
@@ -69,7 +71,9 @@ export function registerServe(program: Command): void {
       const { startServer } = await import("../serve/server.js");
       const model = await loadModel(opts.model, { backend: opts.backend, name: opts.name, contextLength: opts.maxModelLen, weightsDtype: opts.weightsDtype });
       applyQuantization(model, opts.quantization);
-      process.stderr.write(`${describeLoad(model)}${model.quantization ? `; sampling ${model.quantization}` : ""}\n`);
+      const { applyKvCacheDtype, resolveKvCacheDtype } = await import("../model/engine/runners.js");
+      applyKvCacheDtype(model, opts.kvCacheDtype);
+      process.stderr.write(`${describeLoad(model)}${model.quantization ? `; sampling ${model.quantization}` : ""}; KV cache ${resolveKvCacheDtype(model)}\n`);
       const server = await startServer({
         model, adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxNumBatchedTokens, enablePrefixCaching: opts.enablePrefixCaching,
         apiKey: opts.apiKey, allowedHosts: opts.allowedHost, allowRuntimeLora: opts.enableLoraUpdating || undefined, maxLoras: opts.maxLoras, loraRoots: opts.loraRoot.length ? opts.loraRoot : undefined,
@@ -93,6 +97,7 @@ interface ServeFlags {
   backend?: string;
   weightsDtype?: WeightsDtype;
   quantization?: QuantizationName;
+  kvCacheDtype?: KvCacheDtypeName;
   maxModelLen?: number;
   maxBatch: number;
   maxNumBatchedTokens: number;

@@ -247,5 +247,6 @@ export async function mergedModel(base: CausalLM, dir: string, opts: { name?: st
   model.merged.push(name);
   // a merged copy samples as its base does (under int8, its merged weights are the ones quantized)
   model.quantization = base.quantization;
+  model.kvCacheDtype = base.kvCacheDtype;
   return model;
 }

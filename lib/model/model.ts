@@ -10,6 +10,7 @@ import { storage } from "./packed.js";
 import { releaseTransposed } from "./layout.js";
 import { inverseFrequencies } from "./rope.js";
 import type { ChatTokenizer } from "./tokenizer.js";
+import { KV_CACHE_DTYPE_DEFAULT, type KvCacheDtypeName } from "./kv-cache-dtype.js";
 
 /** An adapter attached to a model (its pairs live on the model's Linear layers under `name`). */
 export interface AttachedAdapter {
@@ -64,6 +65,8 @@ export class CausalLM {
    * own precision, "int8" quantized (lib/model/engine/int8-linears.ts). Training's own passes ignore it.
    */
   quantization: Quantization = null;
+  /** How the WebGPU step runner stores the keys and values it samples with (lib/model/kv-cache-dtype.ts). */
+  kvCacheDtype: KvCacheDtypeName = KV_CACHE_DTYPE_DEFAULT;
 
   constructor(config: ModelConfig, weights: DecoderWeights, tokenizer: ChatTokenizer | null, info: { name: string; dir: string | null; backend: string; owned?: Set<tf.Tensor> }) {
     this.owned = info.owned ?? null;

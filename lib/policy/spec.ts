@@ -8,11 +8,14 @@ import { OpenAIPolicy, parseOpenAISpec, type OpenAIPolicyOptions } from "./opena
 import { readScript, scriptedPolicy } from "./scripted.js";
 import type { Policy } from "./types.js";
 import type { QuantizationName } from "../model/quantization.js";
+import type { KvCacheDtypeName } from "../model/kv-cache-dtype.js";
 
 /** Options every factory receives; each uses what applies to it. */
 export interface PolicyOptions extends OpenAIPolicyOptions {
   /** In-process models: how the base's linear layers sample (lib/model/quantization.ts). */
   quantization?: QuantizationName;
+  /** In-process models: how the sampler's KV cache is stored (lib/model/kv-cache-dtype.ts). */
+  kvCacheDtype?: KvCacheDtypeName;
   /** tfjs: load an adapter recorded for another base (`--allow-base-mismatch`; default refused). */
   allowBaseMismatch?: boolean;
 }

@@ -12,6 +12,8 @@ import { UsageError, isT2sError } from "../core/errors.js";
 import { loadModel } from "../model/load.js";
 import { attachAdapter, mergedModel } from "../model/lora.js";
 import { applyQuantization, type QuantizationName } from "../model/quantization.js";
+import { applyKvCacheDtype } from "../model/engine/runners.js";
+import type { KvCacheDtypeName } from "../model/kv-cache-dtype.js";
 import type { CausalLM } from "../model/model.js";
 import { ChatEngine, type ChatResult } from "../model/chat.js";
 import { openAiToolCalls } from "../model/toolcalls.js";
@@ -66,10 +68,16 @@ export function chatPolicy(engine: ChatEngine, ident: { name: string; model: str
 }
 
 /** Returns a Policy that samples the local model (plus adapter) in this process. */
-export async function tfjsPolicy(rest: string, opts: { backend?: string; quantization?: QuantizationName; allowBaseMismatch?: boolean } = {}): Promise<Policy> {
+export async function tfjsPolicy(rest: string, opts: { backend?: string; quantization?: QuantizationName; kvCacheDtype?: KvCacheDtypeName; allowBaseMismatch?: boolean } = {}): Promise<Policy> {
   const { modelDir, adapterDir } = parseTfjsSpec(rest);
   const base = await loadModel(modelDir, { backend: opts.backend });
-  applyQuantization(base, opts.quantization);
+  try {
+    applyQuantization(base, opts.quantization);
+    applyKvCacheDtype(base, opts.kvCacheDtype);
+  } catch (e) {
+    base.dispose();
+    throw e;
+  }
   let served: CausalLM = base;
   let engine: ChatEngine;
   try {
@@ -97,4 +105,4 @@ export async function tfjsPolicy(rest: string, opts: { backend?: string; quantiz
 /** The name an unmerged adapter is attached under (int8 sampling keeps it beside the base). */
 const ADAPTER = "adapter";
 
-registerPolicyKind("tfjs", (rest, opts) => tfjsPolicy(rest, { quantization: opts.quantization, allowBaseMismatch: opts.allowBaseMismatch }));
+registerPolicyKind("tfjs", (rest, opts) => tfjsPolicy(rest, { quantization: opts.quantization, kvCacheDtype: opts.kvCacheDtype, allowBaseMismatch: opts.allowBaseMismatch }));

@@ -3,6 +3,7 @@
  * failure breakdown. Used by `t2s benchmark` (notebooks start the CLI); re-running with the same arguments resumes.
  */
 import type { QuantizationName } from "../model/quantization.js";
+import type { KvCacheDtypeName } from "../model/kv-cache-dtype.js";
 import { resolve } from "node:path";
 import { ExecutorPool } from "../db/pool.js";
 import type { Executor } from "../db/types.js";
@@ -63,6 +64,8 @@ export interface BenchmarkOptions {
   retries?: number;
   /** In-process (tfjs:) policies: how the base's linear layers sample (recorded in the run's metadata). */
   quantization?: QuantizationName;
+  /** In-process (tfjs:) policies: how the sampler's KV cache is stored (lib/model/kv-cache-dtype.ts). */
+  kvCacheDtype?: KvCacheDtypeName;
   backoffMs?: number;
   requestTimeoutS?: number;
   /** SQL worker processes when no executor is given. */
@@ -136,7 +139,7 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
     assertTokenizerFile(parseTfjsSpec(opts.policy.slice("tfjs:".length)).modelDir);
   }
   const policy = typeof opts.policy === "string"
-    ? await loadPolicy(opts.policy, { quantization: opts.quantization, allowBaseMismatch: opts.allowBaseMismatch, concurrency, retries: opts.retries, backoffMs: opts.backoffMs, timeoutMs: opts.requestTimeoutS !== undefined ? opts.requestTimeoutS * 1000 : undefined })
+    ? await loadPolicy(opts.policy, { quantization: opts.quantization, kvCacheDtype: opts.kvCacheDtype, allowBaseMismatch: opts.allowBaseMismatch, concurrency, retries: opts.retries, backoffMs: opts.backoffMs, timeoutMs: opts.requestTimeoutS !== undefined ? opts.requestTimeoutS * 1000 : undefined })
     : opts.policy;
   const ownExecutor = !opts.executor && !opts.env ? lazyPool(opts.workers) : undefined;
   try {

@@ -5,6 +5,7 @@
  * (docs/training.md's table is checked against it).
  */
 import type { QuantizationName } from "../model/quantization.js";
+import type { KvCacheDtypeName } from "../model/kv-cache-dtype.js";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { T2sError } from "../core/errors.js";
@@ -65,7 +66,7 @@ export interface TrainConfig {
   mu: number;
   mask_truncated: boolean;
   reward_preset: "shaped" | "binary" | "tool-rl";
-  sampling: Required<Pick<Sampling, "temperature" | "top_p" | "max_tokens">> & { max_batch: number; quantization: QuantizationName; prefix_caching: boolean };
+  sampling: Required<Pick<Sampling, "temperature" | "top_p" | "max_tokens">> & { max_batch: number; quantization: QuantizationName; kv_cache_dtype: KvCacheDtypeName; prefix_caching: boolean };
   vllm_importance_sampling_correction: boolean;
   vllm_importance_sampling_mode: ImportanceSamplingMode;
   vllm_importance_sampling_cap: number;

@@ -8,6 +8,7 @@
 import type { CausalLM } from "../model/model.js";
 import type { ChatMessage } from "../policy/types.js";
 import { deviceMemoryBytes } from "../backend/device-memory.js";
+import { resolveKvCacheDtype } from "../model/engine/runners.js";
 import type { TrainConfig } from "./config.js";
 import { firstScored, type TokenRow } from "./batching.js";
 import { commonPrefix } from "../model/prefix.js";
@@ -59,8 +60,9 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
     rowTokens = Math.min(c.maxPositions, round64(bound));
     scored = cfg.episode.style === "tool" ? rowTokens : cfg.sampling.max_tokens;
     const episodes = cfg.prompts_per_step * cfg.group_size;
-    // the prefix cache of a device sampler takes whole slots of the same buffers
-    sampler = { slots: Math.min(cfg.sampling.max_batch, episodes), maxLength: rowTokens, cacheSlots: cfg.sampling.prefix_caching ? prefixCacheSlots(PREFIX_CACHE_TOKENS, rowTokens) : 0 };
+    // the cache as the sampler's runner will store it (the model's kv_cache_dtype, auto resolved); the prefix
+    // cache of a device sampler takes whole slots of the same buffers
+    sampler = { slots: Math.min(cfg.sampling.max_batch, episodes), maxLength: rowTokens, kvCacheDtype: resolveKvCacheDtype(model), cacheSlots: cfg.sampling.prefix_caching ? prefixCacheSlots(PREFIX_CACHE_TOKENS, rowTokens) : 0 };
     rows = cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * c.vocabSize)));
     rows = Math.min(rows, episodes);
   } else {

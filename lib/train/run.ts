@@ -4,6 +4,7 @@
  * verifier grading) and run SFT or GRPO with checkpoints in output_dir. Used by `t2s train` (notebooks start the CLI).
  */
 import { applyQuantization } from "../model/quantization.js";
+import { applyKvCacheDtype } from "../model/engine/runners.js";
 import { commonPrefix } from "../model/prefix.js";
 import { cpSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -97,7 +98,10 @@ async function prepareModel(cfg: TrainConfig, hooks: RunHooks): Promise<{ model:
   const model = await loadModel(cfg.model, { backend: hooks.backend ?? cfg.backend ?? undefined, weightsDtype: cfg.adapter ? cfg.weights_dtype : "fp32" });
   hooks.onNote?.(describeLoad(model));
   // the sampler's precision; the learner's own passes ignore it
-  if (cfg.mode === "grpo") applyQuantization(model, cfg.sampling.quantization);
+  if (cfg.mode === "grpo") {
+    applyQuantization(model, cfg.sampling.quantization);
+    applyKvCacheDtype(model, cfg.sampling.kv_cache_dtype);
+  }
   if (cfg.adapter) {
     if (cfg.adapter.init) attachAdapter(model, cfg.adapter.init, { name: ADAPTER_NAME, trainable: true, allowBaseMismatch: cfg.adapter.allow_base_mismatch });
     else createAdapter(model, { name: ADAPTER_NAME, r: cfg.adapter.r, alpha: cfg.adapter.alpha, targetModules: cfg.adapter.targets, seed: cfg.seed, useRslora: cfg.adapter.use_rslora });

@@ -122,6 +122,7 @@ export const SETTINGS = [
       { name: "top_p", type: num({ gt: 0, max: 1 }), default: TOP_P, doc: "nucleus mass" },
       { name: "max_tokens", type: int(1), default: 512, doc: "per turn; also dr_grpo's constant" },
       { name: "quantization", type: oneOf(...SHARED_SETTINGS.quantization.type.options), default: SHARED_SETTINGS.quantization.default, doc: "the sampler's linear layers: none, or int8 (W8A8 on the GPU's matrix units, WebGPU with int8 subgroup matrices; the learner keeps its own precision, so set the importance-sampling correction)" },
+      { name: "kv_cache_dtype", type: oneOf(...SHARED_SETTINGS.kv_cache_dtype.type.options), default: SHARED_SETTINGS.kv_cache_dtype.default, doc: "the sampler's KV cache on the WebGPU step runner: fp16 or bf16 (half the bytes, math in float32), fp32, or auto (fp16 when the weights are 16-bit on the device, else fp32); the memory plan counts it at this size" },
       { name: "max_batch", type: int(1), default: 64, doc: "episodes' turns sampled together in one decode loop; P x G puts a whole step in one loop, fastest on a GPU while the batch's activations fit: on the H200, 256 episodes of the default model took 14.8 s per step at 64 and 7.2 s at 256" },
       { name: "prefix_caching", type: { kind: "bool" }, default: true, doc: "keep prompts' keys and values within a step (the G samples of a prompt, every prompt's system part, an episode's earlier turns) and prefill only the rest; the train log's `prefix_cache_hit_rate` says how much was found (docs/model.md, Prefix caching)" },
     ),

@@ -2,7 +2,8 @@
 # The sizes runs on a GPU host, from the checkout's root: random-weight checkpoints of real shapes written
 # by transformers (make_checkpoints.py), then per shape what docs/model.md's sizes table reports: load
 # time, device memory, benchmark tokens/s (256 episodes, 128 new tokens), decode tokens/s with 16-bit and
-# float32 storage beside torch_engine.py, and GRPO LoRA steps with their peak device memory.
+# float32 storage beside torch_engine.py, GRPO LoRA steps with their peak device memory, and the 16-bit KV
+# cache against the fp32 one (phase kv: greedy ids, cache bytes, decode tokens/s).
 #   bash scripts/gpu/sizes.sh PHASE [ARGS]   (phases below; several may follow each other: "ckpt 0.5b load ...")
 # Needs: out/gpu-bundle.tar.xz (npm run bundle:gpu -- --node --pack --no-data) and, in .gpu/, the Vulkan
 # loader debs and torch_engine.py / torch_ref.py. Everything it prints goes to $OUT/log.txt; one JSON line
@@ -58,6 +59,15 @@ decode() { # shape: the kit's decode, float32 vs 16-bit storage, then the lean t
   done
 }
 
+kv() { # shapes: each checkpoint (16-bit weights) with fp32, fp16 and bf16 caches: the check's greedy ids and
+  # cache bytes ("kv check" lines), then decode at batch 64 and 256 with each cache
+  for s in "$@"; do
+    run "kv $s" bash "$B/run.sh" bench-decode-gpu.mjs --model "$CK/$s" --weights-dtype auto --kv-cache-dtype fp32,fp16,bf16 --check --batches 64,256 --profile-batches 0 --prompt 128 --new 128 --tfjs-batches none --engine-batches none --json
+    grep -h '^kv check' "$OUT/log.txt" | tail -2 | sed "s/^/$s: /" | tee -a "$OUT/kv.txt"
+    grep '^{' "$OUT/log.txt" | tail -1 | sed "s/^{/{\"what\":\"kv $s\",/" >> "$OUT/summary.jsonl"
+  done
+}
+
 grpo() { # shape, GB the plan targets, steps: LoRA r16 on the 7 projections, 32 prompts x 8 = 256 episodes, 128 new tokens
   # QUANT=int8: the sampler runs the base W8A8 (sampling.quantization); the run and its files are named ...-int8
   local s="$1" gb="$2" steps="${3:-3}" q="${QUANT:-none}"
@@ -91,6 +101,7 @@ while [ $# -gt 0 ]; do
     bench) bench $1; shift ;;
     decode) decode "$1" "$2"; shift 2 ;;
     grpo) grpo "$1" "$2" "$3"; shift 3 ;;
+    kv) kv $1; shift ;;
     *) log "unknown phase $phase"; exit 2 ;;
   esac
 done

@@ -25,6 +25,8 @@ test("a minimal GRPO config gets the documented defaults and absolute paths", ()
   assert.equal(c.sampling.max_batch, 64);
   assert.equal(validateConfig({ ...minimal, sampling: { max_batch: 256 } }, "grpo").sampling.max_batch, 256);
   assert.equal(validateConfig({ ...minimal, loss_type: "cispo" }, "grpo").epsilon_high, 5);
+  assert.equal(c.sampling.kv_cache_dtype, "auto");
+  assert.equal(validateConfig({ ...minimal, sampling: { kv_cache_dtype: "fp16" } }, "grpo").sampling.kv_cache_dtype, "fp16");
 });
 
 test("errors name the field and the bad value", () => {
@@ -36,6 +38,7 @@ test("errors name the field and the bad value", () => {
   rejects({ ...minimal, band: { lo: 0.1 } }, /'band\.rows' is required/);
   rejects({ ...minimal, sampling: { temperature: 0 } }, /'sampling\.temperature' must be a number > 0/);
   rejects({ ...minimal, sampling: { max_batch: 0 } }, /'sampling\.max_batch' must be an integer >= 1/);
+  rejects({ ...minimal, sampling: { kv_cache_dtype: "fp8" } }, /'sampling\.kv_cache_dtype' must be one of "auto", "fp16", "bf16", "fp32"/);
   rejects({ ...minimal, lerning_rate: 1 }, /'lerning_rate' is not a known field/);
   rejects({ ...minimal, loss_type: "cispo", epsilon_high: 0.28 }, /'epsilon_high' is the absolute cap/);
   rejects({ ...minimal, full_weights: true, beta: 0.1 }, /'beta' needs a reference/);

@@ -145,3 +145,15 @@ test("a wasm run the plan says will not fit is refused before it starts, naming 
   const auto = spawnSync(process.execPath, [resolve("bin/t2s.js"), "train", "grpo", "--config", config, "--plan", "--backend", "wasm"], { encoding: "utf8" });
   assert.match(auto.stdout, /of 4\.29 GB in the wasm heap; gradient checkpointing on/);
 });
+
+test("the sampler's cache is counted at its storage: a 16-bit cache is half of fp32's, and an over-limit plan offers it", () => {
+  const wide = planMemory(input("qwen2.5-7b"), null);
+  const narrow = planMemory(input("qwen2.5-7b", { sampler: { slots: 256, maxLength: 576, kvCacheDtype: "fp16" } }), null);
+  const line = (p: typeof wide) => p.lines.find((l) => l.what === "sampler KV cache")!;
+  // 256 x 576 tokens x 114,688 bytes (28 layers x 2 x 4 kv heads x 128 x 4)
+  assert.equal(line(wide).bytes, 256 * 576 * 114_688);
+  assert.equal(line(narrow).bytes * 2, line(wide).bytes);
+  assert.match(line(narrow).note, /fp16/);
+  const i = input("qwen2.5-7b", { microBatchRows: 256, gradientCheckpointing: "off" });
+  assert.throws(() => assertPlanFits(planMemory(i, 100 * GB), i), (e) => isT2sError(e, "memory_plan") && /sampling\.kv_cache_dtype fp16/.test(e.message));
+});

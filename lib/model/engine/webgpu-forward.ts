@@ -20,6 +20,8 @@ import { attentionWgsl } from "../../backend/webgpu/step/attention.js";
 import { int8Support } from "../../backend/webgpu/int8-support.js";
 import { Int8Linears } from "./int8-linears.js";
 import { T2sError } from "../../core/errors.js";
+import { kvCacheElementBytes, kvCacheHalf, type KvCacheDtype } from "../kv-cache-dtype.js";
+import type { Half } from "../../backend/webgpu/half.js";
 
 /** The activation and cache buffers of a runner, sized for `tokens` token rows and `slots` sampled rows. */
 export interface ForwardBuffers {
@@ -49,6 +51,10 @@ export class WebgpuForward {
   private retired: GPUBuffer[] = [];
   /** The base's linears in int8 when the model samples quantized (model.quantization), else null. */
   private readonly int8: Int8Linears | null;
+  /** The cache's 16-bit format (two values per u32 word), or undefined for float32. */
+  private readonly kvHalf: Half | undefined;
+  /** Bytes of every layer's key and value buffers together. */
+  readonly cacheBytes: number;
 
   constructor(
     private readonly ctx: GpuContext,
@@ -57,14 +63,18 @@ export class WebgpuForward {
     readonly tokens: number,
     readonly slots: number,
     readonly L: number,
+    readonly kvCacheDtype: KvCacheDtype,
   ) {
     const c = (this.c = model.config);
+    this.kvHalf = kvCacheHalf(kvCacheDtype);
     const F = 4;
     const width = (c.numHeads + 2 * c.numKvHeads) * c.headDim;
     let rank = 1;
     for (const l of model.weights.layers) for (const lin of [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]) rank = Math.max(rank, this.pair(lin)?.a.shape[0] ?? 1);
     this.loraRank = rank;
-    const cache = slots * c.numKvHeads * L * c.headDim * F;
+    // one layer's keys (or values): [slot, kvHead, position, hd] at the cache's element size
+    const cache = slots * c.numKvHeads * L * c.headDim * kvCacheElementBytes(kvCacheDtype);
+    this.cacheBytes = 2 * c.numLayers * cache;
     const rope = ctx.buffer(ropeTable(L, model.invFreq).byteLength);
     ctx.device.queue.writeBuffer(rope, 0, ropeTable(L, model.invFreq));
     this.bufs = {
@@ -203,8 +213,8 @@ export class WebgpuForward {
     const rowsGroups = GpuContext.groups1d(M);
     list.push({ label: "embed", pipeline: this.pipe(embedWgsl(D, isPacked(w.embed) ? w.embed.dtype : undefined)), buffers: [bufs.dims, bufs.tok, this.ctx.bufferOf(storage(w.embed)), bufs.x], groups: rowsGroups });
     const norm = this.pipe(rmsNormWgsl(D, c.rmsNormEps, false));
-    const rope = this.pipe(ropeWgsl({ H, KV, hd, L: this.L, eps: c.rmsNormEps, qkNorm: c.qkNorm }));
-    const attn = this.pipe(attentionWgsl({ H, KV, hd, L: this.L }));
+    const rope = this.pipe(ropeWgsl({ H, KV, hd, L: this.L, eps: c.rmsNormEps, qkNorm: c.qkNorm, kv: this.kvHalf }));
+    const attn = this.pipe(attentionWgsl({ H, KV, hd, L: this.L, kv: this.kvHalf }));
     w.layers.forEach((l, i) => {
       list.push({ label: "rmsnorm", pipeline: norm, buffers: [bufs.dims, bufs.x, this.ctx.bufferOf(l.inputNorm), bufs.h], groups: rowsGroups });
       this.linear(list, "qkv", [l.q, l.k, l.v], M, bufs.h, { lda: D, swiglu: false, out: bufs.qkv, ldo: width, off: 0, mode: "store" });

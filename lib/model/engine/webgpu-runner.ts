@@ -14,6 +14,7 @@ import { WebgpuForward } from "./webgpu-forward.js";
 import { prefixCopyWgsl } from "../../backend/webgpu/step/token-kernels.js";
 import { type SlotCopy, WebgpuPrefixCache } from "./webgpu-prefix-cache.js";
 import { prefixCacheSlots, type PrefixCacheCounters } from "./prefix-cache.js";
+import { assertKvCacheDtype, kvCacheHalf, type KvCacheDtype } from "../kv-cache-dtype.js";
 import { ADVANCE_WGSL, FLAG_ALLOW_LIST, FLAG_RAW_LOGPROBS, MAX_TOP, OUT_WORDS, PARAM_WORDS, samplerWgsl } from "../../backend/webgpu/step/sampling.js";
 
 /** Token rows one forward pass holds; longer prefills run in chunks of this many tokens. */
@@ -60,21 +61,26 @@ export class WebgpuRunner implements MultiStepRunner {
   /** Per-kernel GPU times of the last call made after `profile()`. */
   lastProfile: KernelProfile | null = null;
 
-  constructor(private readonly ctx: GpuContext, private readonly model: CausalLM, adapter: string | null, slots: number, readonly maxLength: number, readonly prefixCacheTokens = 0) {
+  constructor(private readonly ctx: GpuContext, private readonly model: CausalLM, adapter: string | null, slots: number, readonly maxLength: number, readonly kvCacheDtype: KvCacheDtype, readonly prefixCacheTokens = 0) {
     this.slots = slots;
     // the prefix cache's slots are counted here, in the same per-layer buffers as the sequences' slots
     const cacheSlots = prefixCacheSlots(prefixCacheTokens, maxLength);
     this.prefixes = new WebgpuPrefixCache(slots, cacheSlots);
-    this.fwd = new WebgpuForward(ctx, model, adapter, Math.max(PREFILL_CHUNK, slots), slots + cacheSlots, maxLength);
+    this.fwd = new WebgpuForward(ctx, model, adapter, Math.max(PREFILL_CHUNK, slots), slots + cacheSlots, maxLength, kvCacheDtype);
     this.sampler = ctx.pipeline(samplerWgsl(model.config.vocabSize));
     this.advance = ctx.pipeline(ADVANCE_WGSL);
-    this.copier = ctx.pipeline(prefixCopyWgsl(model.config.numKvHeads, maxLength, model.config.headDim));
+    this.copier = ctx.pipeline(prefixCopyWgsl(model.config.numKvHeads, maxLength, model.config.headDim, kvCacheHalf(kvCacheDtype)));
     this.params = new HostBuffer(ctx);
     this.bias = new HostBuffer(ctx);
     this.state = ctx.buffer(16);
     this.probs = ctx.buffer(slots * model.config.vocabSize * 4);
     this.out = ctx.buffer(slots * OUT_WORDS * 4);
     this.lengths = new Int32Array(slots).fill(-1);
+  }
+
+  /** Bytes of the KV cache on the device (every layer's keys and values, all slots). */
+  get cacheBytes(): number {
+    return this.fwd.cacheBytes;
   }
 
   /** Whether the device offers timestamp queries (for `profile`). */
@@ -318,19 +324,22 @@ export class WebgpuRunner implements MultiStepRunner {
 
 /**
  * A WebGPU runner for `model` with `slots` sequences of up to `maxLength` tokens (default: the model's
- * limit, at most 2048), applying the unmerged adapter `adapter` (null: none), with a prefix cache of
- * `prefixCacheTokens` tokens (default 0: caching off). The webgpu backend must be
- * active (lib/backend/select.ts useBackend("webgpu")).
+ * limit, at most 2048), applying the unmerged adapter `adapter` (null: none), its cache stored as
+ * `kvCacheDtype` (default fp32; engines pass the model's setting as runners.ts resolves it), with a prefix
+ * cache of `prefixCacheTokens` tokens (default 0: caching off). The webgpu backend must be active
+ * (lib/backend/select.ts useBackend("webgpu")).
  */
-export async function createWebgpuRunner(model: CausalLM, opts: { adapter: string | null; slots: number; maxLength?: number; prefixCacheTokens?: number }): Promise<MultiStepRunner> {
+export async function createWebgpuRunner(model: CausalLM, opts: { adapter: string | null; slots: number; maxLength?: number; kvCacheDtype?: KvCacheDtype; prefixCacheTokens?: number }): Promise<MultiStepRunner> {
   if (tf.getBackend() !== "webgpu") throw new Error(`the WebGPU runner needs the webgpu backend (active: ${tf.getBackend()})`);
   if (opts.adapter !== null && !model.adapters.has(opts.adapter)) throw new RangeError(`model ${model.name} has no adapter named ${opts.adapter}`);
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
   const maxLength = opts.maxLength ?? Math.min(model.config.maxPositions, 2048);
+  const kvCacheDtype = opts.kvCacheDtype ?? "fp32";
+  assertKvCacheDtype(kvCacheDtype, model.config, { webgpuRunner: true, backend: "webgpu" });
   const ctx = new GpuContext();
   // compile errors surface here rather than in the first call
   ctx.device.pushErrorScope("validation");
-  const runner = new WebgpuRunner(ctx, model, opts.adapter, opts.slots, maxLength, opts.prefixCacheTokens ?? 0);
+  const runner = new WebgpuRunner(ctx, model, opts.adapter, opts.slots, maxLength, kvCacheDtype, opts.prefixCacheTokens ?? 0);
   const err = await ctx.device.popErrorScope();
   if (err) throw new Error(`WebGPU runner setup failed: ${err.message}`);
   return runner;

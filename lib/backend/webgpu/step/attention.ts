@@ -9,15 +9,36 @@
  * position, and the weighted sum of values is split over 256 / hd groups of threads, each a share of the
  * block's positions, summed at the end. The softmax runs online across blocks (a running max and
  * denominator, the partial context rescaled when the max grows), so the cache length is not bounded by
- * workgroup memory.
+ * workgroup memory. A 16-bit cache (two halves per u32 word) is widened as it is read; scores, softmax and
+ * the weighted sum stay f32.
  */
-import { DIMS_WGSL } from "./token-kernels.js";
+import { DIMS_WGSL, kvElementWgsl } from "./token-kernels.js";
+import { widen2Wgsl, widenWgsl, type Half } from "../half.js";
 
 export interface AttentionShape {
   H: number;
   KV: number;
   hd: number;
   L: number;
+  /** The cache's storage: 16-bit halves two per u32 word, widened here to f32 (math stays f32); absent: float32. */
+  kv?: Half;
+}
+
+/**
+ * The WGSL reading cache values: `kAt4(i)` the i-th group of 4 key values (vec4), `kAt(e)` / `vAt(e)` one
+ * key / value element, over Kc and Vc bound as f32, or as u32 words of two halves (a group of 4 is a
+ * vec2<u32>, so both layouts index it alike).
+ */
+function cacheReads(kv: Half | undefined, vec4Keys: boolean): string {
+  if (!kv) {
+    return `${vec4Keys ? "fn kAt4(i : u32) -> vec4<f32> { return Kc[i]; }" : "fn kAt(e : u32) -> f32 { return Kc[e]; }"}
+fn vAt(e : u32) -> f32 { return Vc[e]; }`;
+  }
+  const key = vec4Keys
+    ? `fn kAt4(i : u32) -> vec4<f32> { let w = Kc[i]; return vec4<f32>(${widen2Wgsl(kv, "w.x")}, ${widen2Wgsl(kv, "w.y")}); }`
+    : `fn kAt(e : u32) -> f32 { let w = Kc[e >> 1u]; return ${widenWgsl(kv, "w", "(e & 1u)")}; }`;
+  return `${key}
+fn vAt(e : u32) -> f32 { let w = Vc[e >> 1u]; return ${widenWgsl(kv, "w", "(e & 1u)")}; }`;
 }
 
 /** Both kernels' start: head h, row m (past the call's rows: done), its token entry and its kv head's cache. */
@@ -36,19 +57,21 @@ const UNROLL = 4;
 
 /** Bindings: 1 Q [M, H, hd], 2 Kc, 3 Vc ([slot, KV, L, hd]), 4 Tok, 5 Ctx [M, H, hd]. */
 export function attentionWgsl(s: AttentionShape): string {
-  const { H, KV, hd, L } = s;
+  const { H, hd, kv } = s;
+  if (kv && hd % 2 !== 0) throw new RangeError(`a 16-bit KV cache needs an even head size, got ${hd}`);
   if (hd % 4 !== 0 || T % hd !== 0) return attentionScalarWgsl(s);
   const H4 = hd / 4;
   // groups of hd threads, each summing values over every G-th position of a block
   const G = T / hd;
-  const loads = Array.from({ length: UNROLL }, (_, u) => `let j${u} = jj + ${u * G}u; var v${u} = 0.0; var w${u} = 0.0; if (j${u} < cnt) { w${u} = sc[j${u}]; v${u} = Vc[base + (b0 + j${u}) * ${hd}u + d]; }`).join("\n      ");
+  const loads = Array.from({ length: UNROLL }, (_, u) => `let j${u} = jj + ${u * G}u; var v${u} = 0.0; var w${u} = 0.0; if (j${u} < cnt) { w${u} = sc[j${u}]; v${u} = vAt(base + (b0 + j${u}) * ${hd}u + d); }`).join("\n      ");
   const fmas = Array.from({ length: UNROLL }, (_, u) => `acc = acc + w${u} * v${u}; wsum = wsum + w${u};`).join(" ");
   return `${DIMS_WGSL}
 @group(0) @binding(1) var<storage, read> Q : array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> Kc : array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> Vc : array<f32>;
+@group(0) @binding(2) var<storage, read> Kc : array<${kv ? "vec2<u32>" : "vec4<f32>"}>;
+@group(0) @binding(3) var<storage, read> Vc : array<${kvElementWgsl(kv)}>;
 @group(0) @binding(4) var<storage, read> Tok : array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read_write> Ctx : array<f32>;
+${cacheReads(kv, true)}
 var<workgroup> qs : array<vec4<f32>, ${H4}>;
 var<workgroup> sc : array<f32, ${T}>;
 var<workgroup> red : array<f32, ${T}>;
@@ -72,7 +95,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     if (p < len) {
       let kb = (base + p * ${hd}u) / 4u;
       var dot = 0.0;
-      for (var i = 0u; i < ${H4}u; i = i + 1u) { dot = dot + dot4(qs[i], Kc[kb + i]); }
+      for (var i = 0u; i < ${H4}u; i = i + 1u) { dot = dot + dot4(qs[i], kAt4(kb + i)); }
       s = dot * ${(1 / Math.sqrt(hd)).toPrecision(9)};
     }
     red[t] = s;
@@ -112,14 +135,15 @@ fn dot4(a : vec4<f32>, b : vec4<f32>) -> f32 { return dot(a, b); }`;
 
 /** The kernel for head sizes the vector one does not take (not a multiple of 4, or not dividing 256). */
 function attentionScalarWgsl(s: AttentionShape): string {
-  const { H, KV, hd, L } = s;
+  const { H, hd, kv } = s;
   const per = Math.ceil(hd / 64);
   return `${DIMS_WGSL}
 @group(0) @binding(1) var<storage, read> Q : array<f32>;
-@group(0) @binding(2) var<storage, read> Kc : array<f32>;
-@group(0) @binding(3) var<storage, read> Vc : array<f32>;
+@group(0) @binding(2) var<storage, read> Kc : array<${kvElementWgsl(kv)}>;
+@group(0) @binding(3) var<storage, read> Vc : array<${kvElementWgsl(kv)}>;
 @group(0) @binding(4) var<storage, read> Tok : array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read_write> Ctx : array<f32>;
+${cacheReads(kv, false)}
 var<workgroup> qs : array<f32, ${hd}>;
 var<workgroup> sc : array<f32, 64>;
 var<workgroup> red : array<f32, 64>;
@@ -140,7 +164,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     if (p < len) {
       var dot = 0.0;
       let kb = base + p * ${hd}u;
-      for (var d = 0u; d < ${hd}u; d = d + 1u) { dot = dot + qs[d] * Kc[kb + d]; }
+      for (var d = 0u; d < ${hd}u; d = d + 1u) { dot = dot + qs[d] * kAt(kb + d); }
       s = dot * ${(1 / Math.sqrt(hd)).toPrecision(9)};
     }
     sc[t] = s;
@@ -161,7 +185,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
       let vb = base + (b0 + jj) * ${hd}u;
       for (var i = 0u; i < ${per}u; i = i + 1u) {
         let d = t + 64u * i;
-        if (d < ${hd}u) { acc[i] = acc[i] + w * Vc[vb + d]; }
+        if (d < ${hd}u) { acc[i] = acc[i] + w * vAt(vb + d); }
       }
     }
     mrun = mnew;

@@ -4,7 +4,7 @@
  * binding 0 (rows this call) and reads token rows from `Tok` (id, slot, position) so one compiled pipeline
  * serves every batch; model shapes are compiled in as constants.
  */
-import { widenWgsl, type Half } from "../half.js";
+import { narrowFnWgsl, widenWgsl, type Half } from "../half.js";
 
 /**
  * The per-call sizes every kernel reads: M token rows, R rows to sample, whether sampled ids feed the next
@@ -71,29 +71,55 @@ export interface RopeShape {
   L: number;
   eps: number;
   qkNorm: boolean;
+  /** The cache's storage: 16-bit halves packed two per u32 word (lib/model/kv-cache-dtype.ts), or float32 when absent. */
+  kv?: Half;
+}
+
+/** The WGSL element type of a KV cache buffer: f32, or u32 words of two 16-bit values. */
+export function kvElementWgsl(kv: Half | undefined): string {
+  return kv ? "u32" : "f32";
 }
 
 /**
  * One workgroup per (token row, head of q|k|v in the fused QKV output): q and k heads get the optional
  * per-head RMSNorm (Qwen3) and half-split rotary from the cos/sin table (computed on the CPU exactly as
  * rope.ts does: f32 angle, f64 cos), q goes to Q [M, H, hd], k and v are written in place into the slot's
- * cache [slot, kvHead, position, hd]. Bindings: 1 QKV, 2 CS (cos [L, hd/2] then sin), 3 Tok, 4 Q, 5 Kc,
- * 6 Vc, 7 qNorm, 8 kNorm (qkNorm only).
+ * cache [slot, kvHead, position, hd]. A 16-bit cache is written a word (two neighbouring values) per
+ * thread, so no two threads share a word. Bindings: 1 QKV, 2 CS (cos [L, hd/2] then sin), 3 Tok, 4 Q,
+ * 5 Kc, 6 Vc, 7 qNorm, 8 kNorm (qkNorm only).
  */
 export function ropeWgsl(s: RopeShape): string {
-  const { H, KV, hd, L } = s;
+  const { H, KV, hd, L, kv } = s;
   const half = hd / 2;
   const width = (H + 2 * KV) * hd;
+  if (kv && hd % 2 !== 0) throw new RangeError(`a 16-bit KV cache needs an even head size, got ${hd}`);
+  const cacheRow = `((tok.y * ${KV}u + kvh) * ${L}u + tok.z) * ${hd}u`;
+  const writeV = kv
+    ? `for (var w = t; w < ${half}u; w = w + 64u) { Vc[dst / 2u + w] = narrow2(QKV[src + 2u * w], QKV[src + 2u * w + 1u]); }`
+    : `for (var d = t; d < ${hd}u; d = d + 64u) { Vc[dst + d] = QKV[src + d]; }`;
+  const writeK = kv
+    ? `for (var w = t; w < ${half}u; w = w + 64u) { Kc[dst / 2u + w] = narrow2(rotated(2u * w, tok.z), rotated(2u * w + 1u, tok.z)); }`
+    : `for (var d = t; d < ${hd}u; d = d + 64u) { Kc[dst + d] = rotated(d, tok.z); }`;
   return `${DIMS_WGSL}
 @group(0) @binding(1) var<storage, read> QKV : array<f32>;
 @group(0) @binding(2) var<storage, read> CS : array<f32>;
 @group(0) @binding(3) var<storage, read> Tok : array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> Q : array<f32>;
-@group(0) @binding(5) var<storage, read_write> Kc : array<f32>;
-@group(0) @binding(6) var<storage, read_write> Vc : array<f32>;
+@group(0) @binding(5) var<storage, read_write> Kc : array<${kvElementWgsl(kv)}>;
+@group(0) @binding(6) var<storage, read_write> Vc : array<${kvElementWgsl(kv)}>;
 ${s.qkNorm ? "@group(0) @binding(7) var<storage, read> QN : array<f32>;\n@group(0) @binding(8) var<storage, read> KN : array<f32>;" : ""}
 var<workgroup> xs : array<f32, ${hd}>;
 var<workgroup> red : array<f32, 64>;
+${kv ? narrowFnWgsl(kv, "narrow2") : ""}
+/** Element d of the (normed) head in xs after rotary at position p. */
+fn rotated(d : u32, p : u32) -> f32 {
+  let i = d % ${half}u;
+  let c = CS[p * ${half}u + i];
+  let sn = CS[${L * half}u + p * ${half}u + i];
+  var rot = 0.0;
+  if (d < ${half}u) { rot = -xs[d + ${half}u]; } else { rot = xs[d - ${half}u]; }
+  return xs[d] * c + rot * sn;
+}
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) t : u32) {
   let j = wg.x;
@@ -102,8 +128,9 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   let tok = Tok[m];
   let src = m * ${width}u + j * ${hd}u;
   if (j >= ${H + KV}u) {
-    let dst = ((tok.y * ${KV}u + (j - ${H + KV}u)) * ${L}u + tok.z) * ${hd}u;
-    for (var d = t; d < ${hd}u; d = d + 64u) { Vc[dst + d] = QKV[src + d]; }
+    let kvh = j - ${H + KV}u;
+    let dst = ${cacheRow};
+    ${writeV}
     return;
   }
   var ss = 0.0;
@@ -122,18 +149,12 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     xs[d] = xs[d] * inv * w;
   }
   workgroupBarrier();` : ""}
-  for (var d = t; d < ${hd}u; d = d + 64u) {
-    let i = d % ${half}u;
-    let c = CS[tok.z * ${half}u + i];
-    let sn = CS[${L * half}u + tok.z * ${half}u + i];
-    var rot = 0.0;
-    if (d < ${half}u) { rot = -xs[d + ${half}u]; } else { rot = xs[d - ${half}u]; }
-    let v = xs[d] * c + rot * sn;
-    if (j < ${H}u) {
-      Q[(m * ${H}u + j) * ${hd}u + d] = v;
-    } else {
-      Kc[((tok.y * ${KV}u + (j - ${H}u)) * ${L}u + tok.z) * ${hd}u + d] = v;
-    }
+  if (j < ${H}u) {
+    for (var d = t; d < ${hd}u; d = d + 64u) { Q[(m * ${H}u + j) * ${hd}u + d] = rotated(d, tok.z); }
+  } else {
+    let kvh = j - ${H}u;
+    let dst = ${cacheRow};
+    ${writeK}
   }
 }`;
 }
@@ -154,22 +175,26 @@ export function ropeTable(L: number, invFreq: Float32Array): Float32Array {
 
 /**
  * Copies a prefix of keys and values between slots of one layer's cache ([slot, kvHead, position, hd]):
- * workgroup (x, i, j) copies 256 values of kv head j for copy i, whose (src slot, dst slot, length) are the
+ * workgroup (x, i, j) copies 256 words of kv head j for copy i, whose (src slot, dst slot, length) are the
  * first three words of entry i of `Copies`. One kernel instead of copyBufferToBuffer, which cannot copy
- * within one buffer.
+ * within one buffer. The copy moves 32-bit words, whatever they hold: a float32 cache has one value per
+ * word, a 16-bit one (`kv`) two, so a position is hd / 2 words there and the same launch (groups counted
+ * for float32) leaves its upper half of threads idle.
  */
-export function prefixCopyWgsl(KV: number, L: number, hd: number): string {
+export function prefixCopyWgsl(KV: number, L: number, hd: number, kv?: Half): string {
+  if (kv && hd % 2 !== 0) throw new RangeError(`a 16-bit KV cache needs an even head size, got ${hd}`);
+  const words = kv ? hd / 2 : hd;
   return `
 @group(0) @binding(0) var<storage, read> Copies : array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read_write> Kc : array<f32>;
-@group(0) @binding(2) var<storage, read_write> Vc : array<f32>;
+@group(0) @binding(1) var<storage, read_write> Kc : array<u32>;
+@group(0) @binding(2) var<storage, read_write> Vc : array<u32>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>) {
   let c = Copies[wg.y];
   let i = wg.x * 256u + lid.x;
-  if (i >= c.z * ${hd}u) { return; }
-  let src = (c.x * ${KV}u + wg.z) * ${L * hd}u + i;
-  let dst = (c.y * ${KV}u + wg.z) * ${L * hd}u + i;
+  if (i >= c.z * ${words}u) { return; }
+  let src = (c.x * ${KV}u + wg.z) * ${L * words}u + i;
+  let dst = (c.y * ${KV}u + wg.z) * ${L * words}u + i;
   Kc[dst] = Kc[src];
   Vc[dst] = Vc[src];
 }`;
