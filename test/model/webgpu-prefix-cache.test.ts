@@ -1,7 +1,7 @@
 /**
  * The WebGPU runner's prefix cache (lib/model/engine/webgpu-prefix-cache.ts): stored prompts live in extra
  * slots of the cache buffers and are copied into a new row's slot; tokens and log-probabilities through
- * prefill and chained decode match a runner without the cache, calls after calls, rows of one call share
+ * prefill and chained decode match a runner without the cache (fp32 and 16-bit caches), calls after calls, rows of one call share
  * what the first computes, and a weight change drops what was stored.
  *
  * It needs a WebGPU adapter; without a GPU, Mesa's software Vulkan driver provides one:
@@ -40,7 +40,7 @@ async function runCalls(runner: MultiStepRunner): Promise<SampledToken[][]> {
   return out;
 }
 
-test("WebGPU runner: prefix caching copies stored prompts into new rows and decodes as if it had computed them", async (t) => {
+for (const kvCacheDtype of ["fp32", "fp16"] as const) test(`WebGPU runner, ${kvCacheDtype} cache: prefix caching copies stored prompts into new rows and decodes as if it had computed them`, async (t) => {
   try {
     await useBackend("webgpu");
   } catch (e) {
@@ -48,9 +48,9 @@ test("WebGPU runner: prefix caching copies stored prompts into new rows and deco
   }
   const { createWebgpuRunner } = await import("../../lib/model/engine/webgpu-runner.js");
   const model = await loadModel(fixtureDir("qwen2"), { backend: "webgpu" });
-  const off = await createWebgpuRunner(model, { adapter: null, slots: 3, maxLength: 80 });
+  const off = await createWebgpuRunner(model, { adapter: null, slots: 3, maxLength: 80, kvCacheDtype });
   // two cache slots of 80 tokens: the fourth call's prompt evicts one of the first two
-  const on = await createWebgpuRunner(model, { adapter: null, slots: 3, maxLength: 80, prefixCacheTokens: 160 });
+  const on = await createWebgpuRunner(model, { adapter: null, slots: 3, maxLength: 80, kvCacheDtype, prefixCacheTokens: 160 });
   assert.equal(off.prefixCache, undefined);
   const want = await runCalls(off);
   const got = await runCalls(on);
