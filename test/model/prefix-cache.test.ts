@@ -60,8 +60,13 @@ test("the index finds the longest stored prefix, evicts the least recently used 
   assert.equal(got?.entry.value, "two");
   assert.equal(index.longest(longer)?.blocks, 4);
   assert.equal(index.size, 2);
+  const pinned = index.longest(p3)!.entry;
   index.clear();
-  assert.equal(index.size, 1, "a pinned entry outlives clear()");
+  assert.equal(index.size, 0);
+  assert.equal(index.longest(p3), null, "a cleared entry is not found, pinned or not");
+  assert.ok(!freed.includes("three"), "a pinned entry's storage is kept until its copies are made");
+  index.unpin(pinned);
+  assert.ok(freed.includes("three"));
   assert.equal(index.reserve(p1, 3, () => "too big"), null);
   assert.equal(prefixCacheSlots(0, 2048), 0);
   assert.equal(prefixCacheSlots(1, 2048), 1);

@@ -63,6 +63,8 @@ export interface PrefixEntry<T> {
   /** Lookups whose copy has not been made yet: a pinned entry is never evicted nor rewritten. */
   pins: number;
   lastUsed: number;
+  /** Cleared while pinned: no longer found, and freed when its last pin goes. */
+  dropped?: boolean;
 }
 
 /** The stored prefixes of one runner, found by block hash and evicted least recently used first. */
@@ -98,6 +100,7 @@ export class PrefixCacheIndex<T> {
 
   unpin(e: PrefixEntry<T>): void {
     e.pins = Math.max(0, e.pins - 1);
+    if (e.dropped && e.pins === 0) this.onEvict(e.value);
   }
 
   /**
@@ -135,9 +138,17 @@ export class PrefixCacheIndex<T> {
     return { entry: e, reused: false };
   }
 
-  /** Drops every entry no lookup holds (pinned ones go when unpinned: `clear` again, or they age out). */
+  /** Drops every entry: none is found again; a pinned one's storage is freed when its copies are made (unpin). */
   clear(): void {
-    for (const e of [...this.entries]) if (e.pins === 0) this.evict(e);
+    for (const e of [...this.entries]) {
+      if (e.pins === 0) this.evict(e);
+      else {
+        this.entries.delete(e);
+        this.unindex(e);
+        this.used -= e.cost;
+        e.dropped = true;
+      }
+    }
   }
 
   /** Evicts unpinned entries (never `keep`), least recently used first, until `cost` more fits. */
