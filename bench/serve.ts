@@ -7,7 +7,9 @@
  * 100-token stream, the HTTP framework's own cost (fastify against bare node:http, same handler), and
  * guided decoding's cost per token at batch 1 and 64 (XGrammar's mask, the matcher's advance, the mask
  * applied to a row of logits on the CPU and packed for the WebGPU sampler), at the kit's 4k vocabulary and a
- * 152k one (CPU figures: the mask is computed on the host whatever the runner).
+ * 152k one (CPU figures: the mask is computed on the host whatever the runner). Last, prefix caching on
+ * against --no-enable-prefix-caching under the same streaming load (bench/serve-prefix.ts): TTFT p50/p95,
+ * tokens/s and the share of prompt tokens found in the cache.
  * Options:
  *   --model <dir>        model folder (default data/models/shop-sql-4m)
  *   --backend <name>     tfjs backend for the server (default auto)
@@ -16,114 +18,28 @@
  *   --max-num-batched-tokens <n>  the server's prefill budget per step (default: t2s serve's)
  *   --engine-thread <where>  worker (default) or main: where t2s serve runs its engine (main = as before
  *                        the engine thread, on the HTTP thread: the baseline of the /health figures)
+ *   --clients <list>     concurrent clients of the load table (default 1,16,64; the GPU host adds 256)
+ *   --max-batch <rows>   the server's --max-batch (default 64)
  *   --guided-only        only the guided-decoding table
+ *   --prefix-caching-only  only the prefix-caching table
+ *   --prefix-clients <n> streaming clients of the prefix-caching table (default 64)
+ *   --prefix-repeats <n> measurements of each setting, alternating on and off (default 1)
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cpus } from "node:os";
 import Fastify from "fastify";
-import { schemaDdl } from "../lib/db/schema.js";
-import { buildShopDatabase, defaultShopPath } from "../lib/db/shop/build.js";
-import { openingMessages } from "../lib/episode/prompt.js";
 import { kitPath } from "../lib/core/paths.js";
-import { notesFor } from "../lib/db/notes.js";
-import { readTasks } from "../lib/tasks/io.js";
 import { flag, intFlag } from "./args.js";
 import { guideConstraint } from "../lib/model/guided.js";
 import { maskedLogits } from "../lib/model/sampler.js";
 import { loadTokenizer, type ChatTokenizer } from "../lib/model/tokenizer.js";
 import { mulberry32 } from "../lib/core/random.js";
-
-const QUESTIONS = ["How many orders were delivered?", "How many customers are there per country?", "What is the average review rating?", "Which five products have the highest margin?"];
-
-type Message = { role: string; content: string };
+import { ask, f, pct, shopPrompts, startServe, type Message, type Outcome } from "./serve-client.js";
+import { prefixCachingTable } from "./serve-prefix.js";
 
 /** The served model's name (read from GET /v1/models once the server is up). */
 let served = "";
-
-function shopPrompts(): Message[][] {
-  const db = defaultShopPath();
-  if (!existsSync(db)) buildShopDatabase(db);
-  const file = kitPath("data", "shop", "tasks.jsonl");
-  const questions = existsSync(file) ? readTasks(file).slice(0, 32).map((t) => t.question) : QUESTIONS;
-  const ddl = schemaDdl(db);
-  const notes = notesFor({ db_id: "shop", db_path: db });
-  return questions.map((q) => openingMessages({ style: "single" }, ddl, notes, q) as Message[]);
-}
-
-/** The `t2s` entry: the checkout's bin/t2s.js, or t2s.mjs beside this bench in the GPU bundle. */
-function t2sEntry(): string {
-  const bin = kitPath("bin", "t2s.js");
-  return existsSync(bin) ? bin : kitPath("t2s.mjs");
-}
-
-async function startServe(model: string, backend: string, prefill: number | undefined, engineThread: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [t2sEntry(), "serve", "--model", model, "--port", "0", "--backend", backend, "--max-batch", "64", "--engine-thread", engineThread, ...(prefill === undefined ? [] : ["--max-num-batched-tokens", String(prefill)])], { stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`t2s serve printed no banner in 120 s: ${out}`)), 120_000);
-    child.stdout!.on("data", (d) => {
-      out += d;
-      const m = /at (http:\/\/\S+)\/v1/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`t2s serve exited ${code}: ${out}`)));
-  });
-  return { url, child };
-}
-
-interface Outcome {
-  seconds: number;
-  firstToken?: number;
-  tokens: number;
-  error?: string;
-}
-
-/** One chat request; streaming requests time their first content chunk. */
-async function ask(url: string, body: Record<string, unknown>, signal?: AbortSignal, onToken?: () => void): Promise<Outcome> {
-  const t0 = performance.now();
-  const s = () => (performance.now() - t0) / 1000;
-  try {
-    const res = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal });
-    if (!res.ok) return { seconds: s(), tokens: 0, error: `${res.status} ${await res.text()}` };
-    if (!body.stream) {
-      const j = (await res.json()) as { usage: { completion_tokens: number } };
-      return { seconds: s(), tokens: j.usage.completion_tokens };
-    }
-    let firstToken: number | undefined;
-    let tokens = 0;
-    let buf = "";
-    const decoder = new TextDecoder();
-    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buf += decoder.decode(piece, { stream: true });
-      const events = buf.split("\n\n");
-      buf = events.pop()!;
-      for (const ev of events) {
-        if (!ev.startsWith("data: {")) continue;
-        const j = JSON.parse(ev.slice(6)) as { choices: { delta?: { content?: string } }[]; usage?: { completion_tokens: number } };
-        if (j.usage) tokens = j.usage.completion_tokens;
-        if (j.choices[0]?.delta?.content) {
-          firstToken ??= s();
-          onToken?.();
-        }
-      }
-    }
-    return { seconds: s(), firstToken, tokens };
-  } catch (e) {
-    return { seconds: s(), tokens: 0, error: (e as Error).message };
-  }
-}
-
-function pct(xs: number[], p: number): number {
-  if (!xs.length) return NaN;
-  const v = [...xs].sort((a, b) => a - b);
-  return v[Math.min(v.length - 1, Math.floor((p / 100) * v.length))];
-}
 
 /** Polls /health back to back until `stop` resolves; returns each answer's latency in ms. */
 async function healthProbe(url: string, stop: Promise<unknown>): Promise<number[]> {
@@ -138,8 +54,6 @@ async function healthProbe(url: string, stop: Promise<unknown>): Promise<number[
   }
   return times;
 }
-
-const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 
 async function load(url: string, prompts: Message[][], clients: number, stream: boolean, rounds: number, maxTokens: number): Promise<string> {
   const total = clients * rounds;
@@ -325,11 +239,16 @@ async function main(): Promise<void> {
   const maxTokens = intFlag("--max-tokens", 64);
   const rounds = intFlag("--rounds", 2);
   const prompts = shopPrompts();
-  const framework = await frameworkCost();
   const prefillFlag = flag("--max-num-batched-tokens");
   const prefill = prefillFlag === undefined ? undefined : Number(prefillFlag);
   const engineThread = flag("--engine-thread") ?? "worker";
-  const { url, child } = await startServe(model, backend, prefill, engineThread);
+  const clientCounts = (flag("--clients") ?? "1,16,64").split(",").map(Number);
+  // the server's flags for every run of this bench (a later --max-batch overrides startServe's 64)
+  const serveFlags = ["--engine-thread", engineThread, "--max-batch", String(intFlag("--max-batch", 64))];
+  const prefixLoad = { model, backend, prefill, prompts, clients: intFlag("--prefix-clients", 64), rounds, maxTokens, repeats: intFlag("--prefix-repeats", 1), extra: serveFlags };
+  if (process.argv.includes("--prefix-caching-only")) return prefixCachingTable(prefixLoad);
+  const framework = await frameworkCost();
+  const { url, child } = await startServe(model, backend, prefill, serveFlags);
   try {
     const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
     served = models.data[0].id;
@@ -338,7 +257,7 @@ async function main(): Promise<void> {
     // one request first, so engine creation and first-call compilation are not in the figures
     await ask(url, { model: served, messages: prompts[0], max_tokens: 4 });
     process.stdout.write("| mode   | clients | requests | errors | p50 s | p95 s | p95/p50 | TTFT p50 s | tokens/s | /health p50 / p95 / max ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
-    for (const clients of [1, 16, 64]) for (const stream of [false, true]) process.stdout.write(`${await load(url, prompts, clients, stream, rounds, maxTokens)}\n`);
+    for (const clients of clientCounts) for (const stream of [false, true]) process.stdout.write(`${await load(url, prompts, clients, stream, rounds, maxTokens)}\n`);
     process.stdout.write("\n| probe | result |\n|---|---|\n");
     for (const row of [...(await fairness(url, prompts)), ...(await firstTokenShare(url, prompts))]) process.stdout.write(`${row}\n`);
     process.stdout.write("\n| HTTP layer, GET /health at 16 clients | p50 | p95 |\n|---|---|---|\n");
@@ -348,6 +267,7 @@ async function main(): Promise<void> {
   } finally {
     child.kill("SIGINT");
   }
+  await prefixCachingTable(prefixLoad);
 }
 
 main().catch((e) => {

@@ -42,6 +42,8 @@ export function registerServe(program: Command): void {
     .option("--engine-thread <where>", `where the model's weights and generation engine run: worker (a thread of their own, so /health, /metrics and the streams never wait for a decode step) or main (the HTTP server's thread)`, ENGINE_THREAD_DEFAULT)
     .option("--max-batch <rows>", "sequences decoded together; later requests wait their turn in arrival order", intOption("--max-batch", 1), 64)
     .option("--max-num-batched-tokens <n>", "prompt tokens prefilled in one step at most (smaller: a burst of requests stalls running streams less)", intOption("--max-num-batched-tokens", 1), 8192)
+    .option("--enable-prefix-caching", "keep prompts' keys and values across requests and prefill only what a new prompt does not share with a stored one (default)")
+    .option("--no-enable-prefix-caching", "recompute every prompt (prompts are shared only within one prefill call)")
     .option("--api-key <key>", "require 'Authorization: Bearer <key>' on every route but /health, which then says only {status} to requests without it (default: $VLLM_API_KEY; an empty key is refused)")
     .option("--allowed-host <name>", "without a key, also answer requests whose Host header names this (repeatable; '*' = any); by default only localhost, 127.0.0.1, [::1] and the --host address, against DNS rebinding", collect, [])
     .option("--enable-lora-updating", "serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (default: $VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
@@ -73,7 +75,7 @@ export function registerServe(program: Command): void {
       const server = await startServer({
         load: { dir: opts.model, backend: opts.backend, name: opts.name, contextLength: opts.maxModelLen, weightsDtype: opts.weightsDtype, quantization: opts.quantization, kvCacheDtype: opts.kvCacheDtype },
         engineThread,
-        adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxNumBatchedTokens,
+        adapters, port: opts.port, host: opts.host, maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxNumBatchedTokens, enablePrefixCaching: opts.enablePrefixCaching,
         apiKey: opts.apiKey, allowedHosts: opts.allowedHost, allowRuntimeLora: opts.enableLoraUpdating || undefined, maxLoras: opts.maxLoras, loraRoots: opts.loraRoot.length ? opts.loraRoot : undefined,
         adapterLoading: { limits: { rank: opts.maxLoraRank, weightsBytes: opts.maxLoraBytes, configBytes: opts.maxLoraConfigBytes }, allowBaseMismatch: opts.allowBaseMismatch === true },
         connections: { maxConnections: opts.maxConnections, requestMs: opts.requestTimeout * 1000 }, shutdownTimeoutMs: opts.shutdownTimeout * 1000, logprobsMode,
@@ -100,6 +102,7 @@ interface ServeFlags {
   engineThread: string;
   maxBatch: number;
   maxNumBatchedTokens: number;
+  enablePrefixCaching?: boolean;
   apiKey?: string;
   allowedHost: string[];
   enableLoraUpdating?: boolean;

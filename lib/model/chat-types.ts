@@ -91,6 +91,10 @@ export interface ChatEngineOptions {
   maxPrefillTokens?: number;
   /** Tokens per sequence the engine's cache holds (its default when unset): a trainer sizes it to its episodes. */
   maxLength?: number;
+  /** Keep prompts' keys and values across requests (the engine's enablePrefixCaching; default true). */
+  enablePrefixCaching?: boolean;
+  /** Tokens the prefix cache holds (the engine's default when unset). */
+  prefixCacheTokens?: number;
   /**
    * Tokenizes a rendered prompt for complete() (the server's worker threads); default: the model's
    * tokenizer in this thread. promptIds() always tokenizes in the thread.

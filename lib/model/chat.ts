@@ -6,7 +6,7 @@
  */
 import { randomInt } from "node:crypto";
 import { T2sError } from "../core/errors.js";
-import { GenerationEngine, type EngineMetrics, type EngineOptions } from "./engine/generation-engine.js";
+import { emptyEngineMetrics, GenerationEngine, type EngineMetrics, type EngineOptions } from "./engine/generation-engine.js";
 import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js";
 import type { CausalLM } from "./model.js";
 import type { SequenceEngine, ServedModel } from "./served-model.js";
@@ -22,7 +22,7 @@ export { renderChat } from "./chat-prompt.js";
 /** Rendered prompts kept (a GRPO step has prompts_per_step distinct ones, an eval a few hundred). */
 const RENDERED_PROMPTS = 1024;
 
-const COUNTERS = ["steps", "promptTokens", "generatedTokens", "batchRows", "finished", "cancelled"] as const;
+const COUNTERS = ["steps", "promptTokens", "generatedTokens", "batchRows", "finished", "cancelled", "prefixCacheQueries", "prefixCacheHits"] as const;
 
 /** The default engine factory: a GenerationEngine in this thread, over a model whose weights are here. */
 function engineInThisThread(model: ServedModel, opts: EngineOptions): Promise<SequenceEngine> {
@@ -41,7 +41,7 @@ export class ChatEngine {
   /** Token ids of recently rendered prompts, least recently used first. */
   private readonly rendered = new Map<string, number[]>();
   /** Counters of the engines of removed models, so the totals never go down. */
-  private readonly retired: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0, queueSeconds: { sum: 0, count: 0 } };
+  private readonly retired: EngineMetrics = emptyEngineMetrics();
 
   constructor(base: ServedModel, adapters: ServedModel[] = [], private readonly opts: ChatEngineOptions = {}) {
     this.baseName = base.name;
@@ -92,7 +92,7 @@ export class ChatEngine {
     const model = this.model(name);
     let e = this.engines.get(name);
     if (!e) {
-      const made = (this.opts.engines ?? engineInThisThread)(model, { maxBatch: this.opts.maxBatch, adapter: this.opts.adapter, maxPrefillTokens: this.opts.maxPrefillTokens, maxLength: this.opts.maxLength });
+      const made = (this.opts.engines ?? engineInThisThread)(model, { maxBatch: this.opts.maxBatch, adapter: this.opts.adapter, maxPrefillTokens: this.opts.maxPrefillTokens, maxLength: this.opts.maxLength, enablePrefixCaching: this.opts.enablePrefixCaching, prefixCacheTokens: this.opts.prefixCacheTokens });
       e = made;
       void made.then(
         (ready) => this.engines.get(name) === made && this.ready.set(name, ready),

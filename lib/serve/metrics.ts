@@ -100,6 +100,8 @@ export class ServeMetrics {
     const byRequest = [...this.requests].filter(([o]) => o !== "cancelled" && o !== "error").map(([o, n]) => `vllm:request_success_total{${label},finished_reason="${o}"} ${n}`);
     metric("vllm:request_success_total", "counter", "Finished requests by finish reason (a request with a cut choice counts as length).", byRequest);
     metric("t2s_choices_finished_total", "counter", "Finished choices by finish reason.", byOutcome((o) => o !== "cancelled" && o !== "error", "finished_reason").map((l) => `t2s_choices_finished_total${l}`));
+    one("vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache (0 with caching off).", m.prefixCacheQueries);
+    one("vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache, whose keys and values were copied instead of computed.", m.prefixCacheHits);
     one("vllm:kv_cache_usage_perc", "gauge", "Fraction of the KV-cache token slots of the running engines in use (1 = full).", this.chat.cacheUsage());
     const q = m.queueSeconds;
     metric("vllm:request_queue_time_seconds", "summary", "Seconds sequences waited for a slot.", [`vllm:request_queue_time_seconds_sum{${label}} ${q.sum}`, `vllm:request_queue_time_seconds_count{${label}} ${q.count}`]);

@@ -45,6 +45,8 @@ export interface ServerOptions {
    * admits a burst of prompts over several steps, so running streams and /health are never held up long.
    */
   maxPrefillTokens?: number;
+  /** Keep prompts' keys and values across requests (vLLM's --enable-prefix-caching; default true). */
+  enablePrefixCaching?: boolean;
   /** Request bodies larger than this are refused (default 8 MiB). */
   maxBodyBytes?: number;
   /**
@@ -123,7 +125,7 @@ async function serveOn(engineHost: EngineHost, apiKey: string | undefined, opts:
       return Promise.reject(e);
     }
   };
-  const chat = new ChatEngine(base, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens, tokenize: encode, engines: engineHost.engines });
+  const chat = new ChatEngine(base, adapters, { maxBatch: opts.maxBatch, maxPrefillTokens: opts.maxPrefillTokens, enablePrefixCaching: opts.enablePrefixCaching, tokenize: encode, engines: engineHost.engines });
   // adapters share their base's tokenizer, and guided decoding's limits are kept per tokenizer
   for (const m of [base, ...adapters]) setGuidedLimits(m.requireTokenizer(), opts.guidedLimits ?? {});
   const limits: RequestLimits = { ...REQUEST_LIMITS, ...opts.requestLimits };

@@ -66,7 +66,7 @@ export interface TrainConfig {
   mu: number;
   mask_truncated: boolean;
   reward_preset: "shaped" | "binary" | "tool-rl";
-  sampling: Required<Pick<Sampling, "temperature" | "top_p" | "max_tokens">> & { max_batch: number; quantization: QuantizationName; kv_cache_dtype: KvCacheDtypeName };
+  sampling: Required<Pick<Sampling, "temperature" | "top_p" | "max_tokens">> & { max_batch: number; quantization: QuantizationName; kv_cache_dtype: KvCacheDtypeName; prefix_caching: boolean };
   vllm_importance_sampling_correction: boolean;
   vllm_importance_sampling_mode: ImportanceSamplingMode;
   vllm_importance_sampling_cap: number;
@@ -233,7 +233,8 @@ export function readConfig(file: string, mode: TrainMode): TrainConfig {
  * cosine schedule ties the learning rate of every step to the total.
  */
 // how the same math is laid out in memory or where it is kept: a resumed run may change them freely
-const RESUME_NEUTRAL = new Set(["backend", "checkpoint_every", "keep_checkpoints", "output_dir", "gradient_checkpointing"]);
+// (prefix caching reuses keys and values the sampler would compute again)
+const RESUME_NEUTRAL = new Set(["backend", "checkpoint_every", "keep_checkpoints", "output_dir", "gradient_checkpointing", "sampling.prefix_caching"]);
 
 function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
   if (value !== null && typeof value === "object" && !Array.isArray(value)) {
@@ -254,7 +255,7 @@ export function configChanges(before: Record<string, unknown>, now: TrainConfig)
   const b = new Map<string, string>();
   flatten(before, "", a);
   flatten(now, "", b);
-  const neutral = (field: string) => RESUME_NEUTRAL.has(field.split(".")[0]) || ((field === "steps" || field === "epochs") && now.schedule !== "cosine" && before.schedule !== "cosine");
+  const neutral = (field: string) => RESUME_NEUTRAL.has(field) || RESUME_NEUTRAL.has(field.split(".")[0]) || ((field === "steps" || field === "epochs") && now.schedule !== "cosine" && before.schedule !== "cosine");
   // a setting the kit gained after the run started is absent from its config.json: at its default, no change
   const addedAtDefault = (field: string) => {
     if (a.has(field)) return false;

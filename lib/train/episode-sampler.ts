@@ -23,6 +23,8 @@ export interface ModelPolicyOptions {
   maxBatch?: number;
   /** Tokens per sequence the sampler's cache holds (default: the runner's cap). */
   maxLength?: number;
+  /** Keep prompts' keys and values across the step's requests (default true; sampling.prefix_caching). */
+  prefixCaching?: boolean;
 }
 
 /**
@@ -44,7 +46,7 @@ export class ModelPolicy implements Policy {
     this.model = lm.name;
     this.adapter = opts.adapter;
     if (!lm.requireTokenizer().hasChatTemplate) throw new T2sError("no_chat_template", `model ${lm.name} has no chat template; episodes need one`);
-    this.chat = new ChatEngine(lm, [], { adapter: opts.adapter, maxBatch: opts.maxBatch, maxLength: opts.maxLength });
+    this.chat = new ChatEngine(lm, [], { adapter: opts.adapter, maxBatch: opts.maxBatch, maxLength: opts.maxLength, enablePrefixCaching: opts.prefixCaching });
     this.policy = chatPolicy(this.chat, { name: this.name, model: this.model, adapter: this.adapter });
   }
 
@@ -92,6 +94,12 @@ export class ModelPolicy implements Policy {
     this.chat.weightsChanged();
   }
 
+  /** Prompt tokens looked up in the prefix cache and found there so far (counters that never go down). */
+  prefixCacheCounts(): { queries: number; hits: number } {
+    const m = this.chat.metrics();
+    return { queries: m.prefixCacheQueries, hits: m.prefixCacheHits };
+  }
+
   /** Frees the engine (cancels anything still sampling). */
   close(): Promise<void> {
     return this.chat.close();
@@ -119,6 +127,7 @@ export function episodeSampler(o: EpisodeSamplerOptions): Sampler<Task> {
   return async (tasks, groupSize, ctx) => {
     // each call starts a step, after the previous step's update changed the weights
     o.policy.weightsChanged();
+    const before = o.policy.prefixCacheCounts();
     const one = async (task: Task, e: number): Promise<Rollout> => {
       const rec = o.policy.recording();
       const seed = (ctx.seed + e * 7919) % 2147483647;
@@ -137,6 +146,10 @@ export function episodeSampler(o: EpisodeSamplerOptions): Sampler<Task> {
       }
     };
     const all = await Promise.all(tasks.flatMap((t, i) => Array.from({ length: groupSize }, (_, j) => one(t, i * groupSize + j))));
+    const after = o.policy.prefixCacheCounts();
+    const queries = after.queries - before.queries;
+    // the step's share of prompt tokens found in the prefix cache (absent with caching off)
+    if (ctx.log && queries > 0) ctx.log.prefix_cache_hit_rate = (after.hits - before.hits) / queries;
     return tasks.map((_, i) => all.slice(i * groupSize, (i + 1) * groupSize));
   };
 }

@@ -30,7 +30,8 @@ export interface Rollout {
 }
 
 /** Samples `groupSize` rollouts for each prompt with the current weights; deterministic given `seed`. */
-export type Sampler<P> = (prompts: P[], groupSize: number, ctx: { seed: number; step: number }) => Promise<Rollout[][]>;
+/** `ctx.log`: figures of the sampling the sampler adds to the step's train-log record (e.g. prefix_cache_hit_rate). */
+export type Sampler<P> = (prompts: P[], groupSize: number, ctx: { seed: number; step: number; log?: Record<string, number> }) => Promise<Rollout[][]>;
 /** Grades one rollout: the training reward and whether it is correct. */
 export type Grader<P> = (prompt: P, rollout: Rollout) => Promise<{ reward: number; correct: boolean }>;
 
@@ -158,7 +159,8 @@ export class GrpoTrainer<P> {
     const t0 = Date.now();
     const picked = this.drawPrompts();
     const prompts = picked.map((i) => this.prompts[i]);
-    const groups = await this.sampler(prompts, o.groupSize, { seed: this.sampleRng.seed(), step: stepIndex });
+    const samplingLog: Record<string, number> = {};
+    const groups = await this.sampler(prompts, o.groupSize, { seed: this.sampleRng.seed(), step: stepIndex, log: samplingLog });
     if (groups.length !== prompts.length || groups.some((g) => g.length !== o.groupSize)) {
       throw new T2sError("bad_sampler", `the sampler returned ${groups.map((g) => g.length).join("/")} rollouts for ${prompts.length} prompts x ${o.groupSize}`);
     }
@@ -189,6 +191,7 @@ export class GrpoTrainer<P> {
       truncated_rate: rollouts.filter((r) => r.truncated).length / rollouts.length,
       tokens_per_s: trainedTokens / Math.max(1e-3, (t3 - t2) / 1000),
       sample_time_s: (t1 - t0) / 1000,
+      ...samplingLog,
       grade_time_s: (t2 - t1) / 1000,
       train_time_s: (t3 - t2) / 1000,
     };

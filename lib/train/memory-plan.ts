@@ -28,8 +28,11 @@ export interface PlanInput {
   scoredTokens: number;
   /** Tokens of the largest row group a micro-batch runs in one piece (activations stay under max_tensor_elements); absent: the whole micro-batch. */
   groupTokens?: number;
-  /** The sampler's cache (GRPO): sequences decoded together, tokens per sequence, and its storage (lib/model/kv-cache-dtype.ts; absent: fp32). */
-  sampler: { slots: number; maxLength: number; kvCacheDtype?: KvCacheDtype } | null;
+  /**
+   * The sampler's cache (GRPO): sequences decoded together, tokens per sequence, its storage
+   * (lib/model/kv-cache-dtype.ts; absent: fp32) and the prefix cache's extra slots (default 0).
+   */
+  sampler: { slots: number; maxLength: number; kvCacheDtype?: KvCacheDtype; cacheSlots?: number } | null;
   /** beta > 0: a reference forward per micro-batch (no tape). */
   reference: boolean;
   gradientCheckpointing: CheckpointingSetting;
@@ -181,7 +184,7 @@ export function planMemory(i: PlanInput, limit: number | null): MemoryPlan {
   // AdamW: a gradient and two moments per trainable value (full training's weights are counted above)
   fixed.push({ what: "gradients + AdamW moments", bytes: i.trainable * F32 * 3, note: `${i.trainable.toLocaleString("en-US")} trainable values` });
   const kvDtype = i.sampler?.kvCacheDtype ?? "fp32";
-  const kv = i.sampler ? i.sampler.slots * i.sampler.maxLength * kvCacheBytesPerToken(c, kvDtype) : 0;
+  const kv = i.sampler ? (i.sampler.slots + (i.sampler.cacheSlots ?? 0)) * i.sampler.maxLength * kvCacheBytesPerToken(c, kvDtype) : 0;
   const base = fixed.reduce((s, l) => s + l.bytes, 0);
   const sampling = base + kv;
   const kept = updateOf(i, false);
@@ -197,7 +200,7 @@ export function planMemory(i: PlanInput, limit: number | null): MemoryPlan {
   const releaseSampler = kv > 0 && !fitsWith(upd.total, true);
   const update = base + upd.total + (releaseSampler ? 0 : kv);
   const lines = [...fixed];
-  if (kv) lines.push({ what: "sampler KV cache", bytes: kv, note: `${i.sampler!.slots} sequences x ${i.sampler!.maxLength} tokens, ${kvDtype}${releaseSampler ? "; freed before each update" : ""}` });
+  if (kv) lines.push({ what: "sampler KV cache", bytes: kv, note: `${i.sampler!.slots} sequences x ${i.sampler!.maxLength} tokens, ${kvDtype}${i.sampler!.cacheSlots ? `, and ${i.sampler!.cacheSlots} prefix-cache slots` : ""}${releaseSampler ? "; freed before each update" : ""}` });
   lines.push(...upd.lines.map((l) => ({ ...l, what: `update: ${l.what}` })));
   const peak = slack(Math.max(sampling, update));
   lines.push({ what: "allocator slack", bytes: peak - Math.max(sampling, update), note: wasm ? `${WASM_SLACK * 100}% over the tensors alive (fragmentation, XNNPACK's buffers)` : `${SLACK * 100}% over the tensors alive` });

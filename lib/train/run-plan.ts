@@ -12,6 +12,7 @@ import { resolveKvCacheDtype } from "../model/engine/runners.js";
 import type { TrainConfig } from "./config.js";
 import { firstScored, type TokenRow } from "./batching.js";
 import { commonPrefix } from "../model/prefix.js";
+import { PREFIX_CACHE_TOKENS, prefixCacheSlots } from "../model/engine/prefix-cache.js";
 import { planMemory, WASM_HEAP_BYTES, widestActivation, type MemoryPlan, type PlanInput } from "./memory-plan.js";
 import { MIN_SHARED_PREFIX, type ModelTrainable } from "./trainable-model.js";
 
@@ -59,8 +60,9 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
     rowTokens = Math.min(c.maxPositions, round64(bound));
     scored = cfg.episode.style === "tool" ? rowTokens : cfg.sampling.max_tokens;
     const episodes = cfg.prompts_per_step * cfg.group_size;
-    // the cache as the sampler's runner will store it (the model's kv_cache_dtype, auto resolved)
-    sampler = { slots: Math.min(cfg.sampling.max_batch, episodes), maxLength: rowTokens, kvCacheDtype: resolveKvCacheDtype(model) };
+    // the cache as the sampler's runner will store it (the model's kv_cache_dtype, auto resolved); the prefix
+    // cache of a device sampler takes whole slots of the same buffers
+    sampler = { slots: Math.min(cfg.sampling.max_batch, episodes), maxLength: rowTokens, kvCacheDtype: resolveKvCacheDtype(model), cacheSlots: cfg.sampling.prefix_caching ? prefixCacheSlots(PREFIX_CACHE_TOKENS, rowTokens) : 0 };
     rows = cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * c.vocabSize)));
     rows = Math.min(rows, episodes);
   } else {

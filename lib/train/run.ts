@@ -260,7 +260,7 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
       executor = new ExecutorPool({});
       const env = defaultEnv({ executor, prompt, preset: cfg.reward_preset });
       const episode = { style: cfg.episode.style, protocol: cfg.episode.protocol, maxToolCalls: cfg.episode.max_tool_calls, maxContextTokens: cfg.episode.max_context_tokens, toolOutput: { maxRows: cfg.episode.tool_rows }, endOnUnsafeTool: cfg.reward_preset === "tool-rl" };
-      const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, maxBatch: cfg.sampling.max_batch, maxLength: planned.samplerLength });
+      const policy = new ModelPolicy(model, { adapter: cfg.adapter ? ADAPTER_NAME : null, maxBatch: cfg.sampling.max_batch, maxLength: planned.samplerLength, prefixCaching: cfg.sampling.prefix_caching });
       sampler = policy;
       const ev = cfg.eval;
       const evalTasks = ev ? selectTasks(allTasks, ev.split, ev.limit) : [];

@@ -135,7 +135,7 @@ test("/tokenize and /detokenize round-trip (prompt and messages forms); GET /v1/
 });
 
 test("GET /metrics is Prometheus text with vLLM's request gauges and the kit's own figures", async () => {
-  await client.chat.completions.create({ model: "tiny", messages: MSGS as never, max_tokens: 3 });
+  const first = await client.chat.completions.create({ model: "tiny", messages: MSGS as never, max_tokens: 3 });
   const res = await fetch(`${server.url}/metrics`);
   assert.match(res.headers.get("content-type") ?? "", /^text\/plain/);
   const text = await res.text();
@@ -156,6 +156,11 @@ test("GET /metrics is Prometheus text with vLLM's request gauges and the kit's o
   await client.chat.completions.create({ model: "tiny", messages: MSGS as never, max_tokens: 3, n: 3 });
   const after = await (await fetch(`${server.url}/metrics`)).text();
   assert.equal(successes(after), before + 1);
+  // the three rows of the same prompt find its full blocks (all but the sampled last token's) in the prefix cache
+  const counter = (t: string, name: string) => Number(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, "m").exec(t)?.[1]);
+  const prompt = first.usage!.prompt_tokens;
+  assert.equal(counter(after, "vllm:prefix_cache_queries_total") - counter(text, "vllm:prefix_cache_queries_total"), 3 * prompt);
+  assert.equal(counter(after, "vllm:prefix_cache_hits_total") - counter(text, "vllm:prefix_cache_hits_total"), 3 * 16 * Math.floor((prompt - 1) / 16));
   assert.equal(Number(/^vllm:time_to_first_token_seconds_count\{[^}]*\} (\S+)$/m.exec(after)?.[1]), ttftBefore + 1);
 });
 

@@ -32,6 +32,8 @@ test("t2s train grpo runs real episodes, logs, checkpoints, evaluates and resume
   assert.equal(log[0].samples, 2);
   assert.equal(log[0].truncated_rate, 1, "6 tokens of a random model never finish");
   assert.equal(typeof log[1].eval_pass1, "number");
+  // the group's two samples of one prompt: the second finds the first's blocks in the prefix cache
+  for (const rec of log) assert.ok(rec.prefix_cache_hit_rate > 0 && rec.prefix_cache_hit_rate <= 1, `step ${rec.step} prefix_cache_hit_rate ${rec.prefix_cache_hit_rate}`);
   // the trainer's forward pass scores the sampled tokens as the KV-cache sampler did
   assert.ok(log[0].sampling_logp_diff_max < 1e-3, `sampling vs training log-prob gap ${log[0].sampling_logp_diff_max}`);
   // the rollout correction is on by default; an fp32 sampler and the learner agree, so nothing is clipped

@@ -52,3 +52,14 @@ test("a resumed run whose config.json predates a setting sees that setting at it
   assert.deepEqual(configChanges(old, validateConfig(base, "grpo")), []);
   assert.deepEqual(configChanges(old, validateConfig({ ...base, episode: { tool_rows: 7 } }, "grpo")), ["episode.tool_rows: (absent) -> 7"]);
 });
+
+test("sampling.prefix_caching defaults to true, and a resume may turn it off or on (the samples do not change)", () => {
+  const base = { model: "m", tasks: "t", output_dir: "o", steps: 1 };
+  const on = validateConfig(base, "grpo");
+  assert.equal(on.sampling.prefix_caching, true);
+  const off = validateConfig({ ...base, sampling: { prefix_caching: false } }, "grpo");
+  assert.equal(off.sampling.prefix_caching, false);
+  assert.deepEqual(configChanges(JSON.parse(JSON.stringify(on)), off), []);
+  assert.deepEqual(configChanges(JSON.parse(JSON.stringify(on)), validateConfig({ ...base, sampling: { prefix_caching: false, max_tokens: 9 } }, "grpo")), ["sampling.max_tokens: 512 -> 9"]);
+  assert.throws(() => validateConfig({ ...base, sampling: { prefix_caching: "no" } }, "grpo"), /sampling\.prefix_caching/);
+});

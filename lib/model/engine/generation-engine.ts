@@ -11,6 +11,7 @@ import { T2sError } from "../../core/errors.js";
 import type { CausalLM } from "../model.js";
 import { sequenceRandom } from "../sampler.js";
 import type { Uniform } from "../../core/random.js";
+import { PREFIX_CACHE_TOKENS } from "./prefix-cache.js";
 import { isMultiStep, type RowSampling, type SampledToken, type StepRunner } from "./runner.js";
 import { leaseRunner, type RunnerLease } from "./runners.js";
 import { StopWatcher } from "./stops.js";
@@ -36,6 +37,14 @@ export interface EngineOptions {
   eosIds?: number[];
   /** Tokens per sequence (prompt + completion) the runner's cache holds (default: the runner's cap). */
   maxLength?: number;
+  /**
+   * Keep prompts' keys and values across requests and prefill only what a new prompt does not share with a
+   * stored one (vLLM's --enable-prefix-caching; default true). Off, prompts are shared only within one
+   * prefill call.
+   */
+  enablePrefixCaching?: boolean;
+  /** Tokens of keys and values the prefix cache holds (default PREFIX_CACHE_TOKENS; prefix-cache.ts). */
+  prefixCacheTokens?: number;
 }
 
 /** Counters for /metrics and benchmarks. */
@@ -51,6 +60,15 @@ export interface EngineMetrics {
   cancelled: number;
   /** Seconds sequences waited from submission to their slot, summed, and how many were admitted. */
   queueSeconds: { sum: number; count: number };
+  /** Prompt tokens looked up in the prefix cache (vLLM's prefix_cache_queries; 0 with caching off). */
+  prefixCacheQueries: number;
+  /** Of those, tokens found there and not computed again (vLLM's prefix_cache_hits). */
+  prefixCacheHits: number;
+}
+
+/** Engine counters at zero. */
+export function emptyEngineMetrics(): EngineMetrics {
+  return { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0, queueSeconds: { sum: 0, count: 0 }, prefixCacheQueries: 0, prefixCacheHits: 0 };
 }
 
 interface Sequence {
@@ -99,7 +117,7 @@ export class GenerationEngine {
   private readonly freeSlots: number[];
   private loop: Promise<void> | null = null;
   private closed = false;
-  readonly metrics: EngineMetrics = { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0, queueSeconds: { sum: 0, count: 0 } };
+  readonly metrics: EngineMetrics = emptyEngineMetrics();
   readonly maxBatch: number;
   private readonly eos: Set<number>;
 
@@ -116,7 +134,8 @@ export class GenerationEngine {
   /** An engine over `model` on its backend's best runner. */
   static async create(model: CausalLM, opts: EngineOptions = {}): Promise<GenerationEngine> {
     const slots = Math.max(1, Math.floor(opts.maxBatch ?? 64));
-    const lease = await leaseRunner(model, { adapter: opts.adapter ?? null, slots, maxLength: opts.maxLength });
+    const prefixCacheTokens = opts.enablePrefixCaching === false ? 0 : Math.max(0, Math.floor(opts.prefixCacheTokens ?? PREFIX_CACHE_TOKENS));
+    const lease = await leaseRunner(model, { adapter: opts.adapter ?? null, slots, maxLength: opts.maxLength, prefixCacheTokens });
     return new GenerationEngine(model, lease, slots, opts);
   }
 
@@ -302,7 +321,12 @@ export class GenerationEngine {
     const live = batch.filter((s) => !s.done);
     if (!live.length) return;
     this.metrics.promptTokens += live.reduce((n, s) => n + s.req.ids.length, 0);
+    const cache = this.runner.prefixCache;
+    const [queries, hits] = [cache?.queries ?? 0, cache?.hits ?? 0];
     const sampled = await this.runner.prefill(live.map((s) => ({ slot: s.slot, ids: s.req.ids, prefixLength: s.req.prefixLength ?? 0, sampling: this.sampling(s) })));
+    // the runner's counters outlive this engine (a device runner is handed on): count this call's share
+    this.metrics.prefixCacheQueries += (cache?.queries ?? 0) - queries;
+    this.metrics.prefixCacheHits += (cache?.hits ?? 0) - hits;
     const guided = await this.advanceGuides(live, sampled);
     live.forEach((s, i) => this.accept(s, sampled[i], guided[i]));
   }

@@ -6,6 +6,7 @@
  * seeded stream supplies one uniform number per token), so a row's tokens depend on its seed alone, never on
  * the batch it shares a step with.
  */
+import type { PrefixCacheCounters } from "./prefix-cache.js";
 
 /** How one row's next token is chosen. */
 export interface RowSampling {
@@ -77,6 +78,11 @@ export interface StepRunner {
   decode(rows: DecodeRow[]): Promise<SampledToken[]>;
   /** Frees a slot; its cache may be overwritten by the next prefill. */
   release(slot: number): void;
+  /**
+   * Its prefix cache's counters (prefix-cache.ts), summed over its prefill calls; undefined when it keeps no
+   * prefixes across calls (caching off).
+   */
+  readonly prefixCache?: PrefixCacheCounters;
   /** The weights changed (a training step): drop whatever was computed from the old ones (shared prefixes). */
   weightsChanged?(): void;
   /** Frees everything the runner allocated. */

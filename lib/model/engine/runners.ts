@@ -30,6 +30,8 @@ interface IdleRunner {
   quantization: CausalLM["quantization"];
   /** Its cache's storage. */
   kvCacheDtype: KvCacheDtype;
+  /** Its prefix cache's size (buffers sized once). */
+  prefixCacheTokens: number;
   runner: StepRunner;
 }
 
@@ -79,13 +81,15 @@ export function freeIdleRunners(model: CausalLM): number {
 
 /**
  * A runner holding at least `slots` sequences of `model` with the named unmerged adapter applied, each of
- * up to `maxLength` tokens (default: the runner's own cap): a device runner's cache is sized by both.
+ * up to `maxLength` tokens (default: the runner's own cap): a device runner's cache is sized by both. It
+ * keeps a prefix cache of `prefixCacheTokens` tokens (default 0: caching off); a runner handed on starts with an
+ * empty one, since the weights may have changed while it was idle.
  */
-export async function leaseRunner(model: CausalLM, opts: { adapter: string | null; slots: number; maxLength?: number }): Promise<RunnerLease> {
+export async function leaseRunner(model: CausalLM, opts: { adapter: string | null; slots: number; maxLength?: number; prefixCacheTokens?: number }): Promise<RunnerLease> {
   const kvCacheDtype = resolveKvCacheDtype(model);
   if (!webgpuRunnerFor(model)) {
     if (model.quantization) throw new T2sError("quantization_unsupported", `${model.quantization} sampling runs on the WebGPU step runner (webgpu backend, T2S_WEBGPU_RUNNER unset); this model runs on ${model.backend}`);
-    const runner = new TfjsRunner(model, opts.slots, opts.adapter);
+    const runner = new TfjsRunner(model, opts.slots, opts.adapter, opts.prefixCacheTokens);
     return { runner, release: () => runner.dispose() };
   }
   let kept = idle.get(model);
@@ -96,13 +100,16 @@ export async function leaseRunner(model: CausalLM, opts: { adapter: string | nul
     model.onDispose(() => list.splice(0).forEach((e) => e.runner.dispose()));
   }
   const quantization = model.quantization;
-  const i = kept.findIndex((e) => e.adapter === opts.adapter && e.quantization === quantization && e.kvCacheDtype === kvCacheDtype && e.runner.slots >= opts.slots && (opts.maxLength === undefined || (e.runner.maxLength ?? Infinity) >= opts.maxLength));
+  const prefixCacheTokens = opts.prefixCacheTokens ?? 0;
+  const i = kept.findIndex((e) => e.adapter === opts.adapter && e.quantization === quantization && e.kvCacheDtype === kvCacheDtype && e.prefixCacheTokens === prefixCacheTokens && e.runner.slots >= opts.slots && (opts.maxLength === undefined || (e.runner.maxLength ?? Infinity) >= opts.maxLength));
   let runner: StepRunner;
-  if (i >= 0) runner = kept.splice(i, 1)[0].runner;
-  else {
+  if (i >= 0) {
+    runner = kept.splice(i, 1)[0].runner;
+    runner.weightsChanged?.();
+  } else {
     const { createWebgpuRunner } = await import("./webgpu-runner.js");
-    runner = await createWebgpuRunner(model, { adapter: opts.adapter, slots: opts.slots, maxLength: opts.maxLength, kvCacheDtype });
+    runner = await createWebgpuRunner(model, { adapter: opts.adapter, slots: opts.slots, maxLength: opts.maxLength, kvCacheDtype, prefixCacheTokens });
   }
   const list = kept;
-  return { runner, release: () => list.push({ adapter: opts.adapter, quantization, kvCacheDtype, runner }) };
+  return { runner, release: () => list.push({ adapter: opts.adapter, quantization, kvCacheDtype, prefixCacheTokens, runner }) };
 }

@@ -68,6 +68,41 @@ export class SlotCache {
     this.length[slot] += n;
   }
 
+  /** A copy of the slot's first `n` own tokens, per layer [kvHeads, n, headDim] (a stored prompt's blocks). */
+  exportOwn(slot: number, n: number): { keys: Float32Array[]; values: Float32Array[]; tokens: number } {
+    if (n > this.length[slot]) throw new RangeError(`slot ${slot} holds ${this.length[slot]} tokens, not ${n}`);
+    const pack = (src: Float32Array) => {
+      const out = new Float32Array(this.kvHeads * n * this.headDim);
+      this.copyHeads(src, this.capacity[slot], out, n, n);
+      return out;
+    };
+    return { keys: this.keys[slot].map(pack), values: this.values[slot].map(pack), tokens: n };
+  }
+
+  /** Empties the slot and fills its first `n` own tokens from an exported copy (of at least n tokens). */
+  importOwn(slot: number, from: { keys: Float32Array[]; values: Float32Array[]; tokens: number }, n: number): void {
+    if (n > from.tokens) throw new RangeError(`a stored copy of ${from.tokens} tokens cannot give ${n}`);
+    this.reset(slot);
+    this.reserve(slot, n);
+    for (let l = 0; l < this.layers; l++) {
+      this.copyHeads(from.keys[l], from.tokens, this.keys[slot][l], this.capacity[slot], n);
+      this.copyHeads(from.values[l], from.tokens, this.values[slot][l], this.capacity[slot], n);
+    }
+    this.length[slot] = n;
+  }
+
+  /** Empties slot `dst` and fills its first `n` own tokens from slot `src`'s. */
+  copyOwn(src: number, dst: number, n: number): void {
+    if (n > this.length[src]) throw new RangeError(`slot ${src} holds ${this.length[src]} tokens, not ${n}`);
+    this.importOwn(dst, { keys: this.keys[src], values: this.values[src], tokens: this.capacity[src] }, n);
+  }
+
+  /** Copies the first n tokens of every kv head between regions laid out [kvHeads, cap, headDim]. */
+  private copyHeads(from: Float32Array, fromCap: number, to: Float32Array, toCap: number, n: number): void {
+    const hd = this.headDim;
+    for (let j = 0; j < this.kvHeads; j++) to.set(from.subarray(j * fromCap * hd, (j * fromCap + n) * hd), j * toCap * hd);
+  }
+
   /** The slot's key and value regions of one layer, their capacity (stride between kv heads in tokens). */
   view(slot: number, layer: number): { k: Float32Array; v: Float32Array; cap: number } {
     return { k: this.keys[slot][layer], v: this.values[slot][layer], cap: this.capacity[slot] };

@@ -12,25 +12,14 @@
  */
 import { tf } from "../../backend/tf.js";
 import { gatherRows } from "../packed.js";
-import { linear, rmsNorm, shareCache, disposeCache, type SharedPrefix } from "../decoder.js";
+import { linear, rmsNorm } from "../decoder.js";
 import type { CausalLM } from "../model.js";
 import { rotaryTables } from "../rope.js";
 import { biasedLogits, maskedLogits, rawLogprob, sampleToken, topLogprobs } from "../sampler.js";
 import { SlotCache } from "./slot-cache.js";
 import type { DecodeRow, PrefillRow, RowSampling, SampledToken, StepRunner } from "./runner.js";
-
-/** Shared prefixes kept with no sequence using them (the most recently used first). */
-const IDLE_PREFIXES = 4;
-
-interface PrefixEntry {
-  key: string;
-  shared: SharedPrefix;
-  /** Slots attending to it now. */
-  users: number;
-  lastUsed: number;
-  /** Computed from weights that have since changed: freed when its last user leaves. */
-  stale?: boolean;
-}
+import type { PrefixCacheCounters } from "./prefix-cache.js";
+import { TfjsPrefixes, type SharedEntry } from "./tfjs-prefixes.js";
 
 /** One token of a step: which row it belongs to, its own index in the row's slot and its absolute position. */
 interface StepToken {
@@ -41,29 +30,56 @@ interface StepToken {
 
 export class TfjsRunner implements StepRunner {
   private readonly cache: SlotCache;
-  private readonly prefixOf: (PrefixEntry | null)[];
-  private readonly prefixes = new Map<string, PrefixEntry>();
-  private clock = 0;
+  /** The shared system part each slot attends to (null: none). */
+  private readonly prefixOf: (SharedEntry | null)[];
+  private readonly prefixes: TfjsPrefixes;
 
-  constructor(private readonly model: CausalLM, readonly slots: number, private readonly adapter: string | null) {
+  /** `prefixCacheTokens`: tokens of prompts kept across calls (0: caching off). */
+  constructor(private readonly model: CausalLM, readonly slots: number, private readonly adapter: string | null, prefixCacheTokens = 0) {
     const c = model.config;
     this.cache = new SlotCache(slots, c.numLayers, c.numKvHeads, c.headDim);
-    this.prefixOf = new Array<PrefixEntry | null>(slots).fill(null);
+    this.prefixOf = new Array<SharedEntry | null>(slots).fill(null);
+    this.prefixes = new TfjsPrefixes(model, adapter, prefixCacheTokens);
+  }
+
+  get prefixCache(): PrefixCacheCounters | undefined {
+    return this.prefixes.caching ? this.prefixes.counters : undefined;
   }
 
   async prefill(rows: PrefillRow[]): Promise<SampledToken[]> {
-    const starts: number[] = [];
-    const ids: number[][] = [];
+    this.prefixes.startCall();
+    const split: number[] = [];
+    const fresh: boolean[] = [];
     for (const r of rows) {
       this.release(r.slot);
       const p = Math.max(0, Math.min(r.prefixLength, r.ids.length - 1));
-      const entry = p > 0 ? this.prefix(r.ids.slice(0, p)) : null;
-      this.prefixOf[r.slot] = entry;
-      if (entry) entry.users++;
-      starts.push(p);
-      ids.push(r.ids.slice(p));
+      const got = p > 0 ? this.prefixes.attach(r.ids.slice(0, p)) : null;
+      this.prefixOf[r.slot] = got?.entry ?? null;
+      split.push(p);
+      fresh.push(got?.fresh ?? false);
     }
-    return this.forward(rows.map((r) => r.slot), ids, starts, rows.map((r) => r.sampling));
+    // own tokens already stored (or computed by an earlier row of this call) are copied, not computed
+    const plans = this.prefixes.plan(rows, split, fresh);
+    const results: SampledToken[] = new Array(rows.length);
+    try {
+      for (const phase of [1, 2] as const) {
+        const which = rows.map((_, i) => i).filter((i) => plans[i].phase === phase);
+        if (!which.length) continue;
+        this.prefixes.fill(this.cache, rows, split, plans, phase);
+        const out = await this.forward(
+          which.map((i) => rows[i].slot),
+          which.map((i) => rows[i].ids.slice(plans[i].start)),
+          which.map((i) => plans[i].start),
+          which.map((i) => rows[i].sampling),
+        );
+        which.forEach((i, k) => (results[i] = out[k]));
+      }
+    } catch (e) {
+      this.prefixes.abandon(plans);
+      throw e;
+    }
+    this.prefixes.store(this.cache, rows, split, plans);
+    return results;
   }
 
   async decode(rows: DecodeRow[]): Promise<SampledToken[]> {
@@ -79,55 +95,16 @@ export class TfjsRunner implements StepRunner {
     this.cache.reset(slot);
     const entry = this.prefixOf[slot];
     this.prefixOf[slot] = null;
-    if (entry) {
-      entry.users--;
-      entry.lastUsed = ++this.clock;
-      if (entry.stale && entry.users === 0) this.dropPrefix(entry);
-      this.evictIdle();
-    }
+    if (entry) this.prefixes.detach(entry);
   }
 
   weightsChanged(): void {
-    // entries in use stay until their rows leave; nothing new attaches to them
-    for (const e of [...this.prefixes.values()]) {
-      this.prefixes.delete(e.key);
-      if (e.users === 0) this.dropPrefix(e);
-      else e.stale = true;
-    }
+    this.prefixes.weightsChanged();
   }
 
   dispose(): void {
     for (let s = 0; s < this.slots; s++) this.release(s);
-    for (const e of this.prefixes.values()) this.dropPrefix(e);
-    this.prefixes.clear();
-  }
-
-  /** The stored prefix for these ids, computed once at batch 1 through the decoder when missing. */
-  private prefix(ids: number[]): PrefixEntry {
-    const key = ids.join(",");
-    let e = this.prefixes.get(key);
-    if (!e) {
-      const first = this.model.step({ ids: [ids], positions: [ids.map((_, i) => i)], valid: [ids.map(() => true)] }, null, { lastOnly: true, adapter: this.adapter });
-      first.logits.dispose();
-      const held = shareCache(first.cache, 1);
-      disposeCache(first.cache);
-      e = { key, shared: held.shared!, users: 0, lastUsed: 0 };
-      this.prefixes.set(key, e);
-    }
-    e.lastUsed = ++this.clock;
-    return e;
-  }
-
-  private evictIdle(): void {
-    const idle = [...this.prefixes.values()].filter((e) => e.users === 0).sort((a, b) => b.lastUsed - a.lastUsed);
-    for (const e of idle.slice(IDLE_PREFIXES)) {
-      this.prefixes.delete(e.key);
-      this.dropPrefix(e);
-    }
-  }
-
-  private dropPrefix(e: PrefixEntry): void {
-    for (const t of [...e.shared.keys.flat(), ...e.shared.values.flat()]) t.dispose();
+    this.prefixes.dispose();
   }
 
   /**
@@ -225,7 +202,7 @@ export class TfjsRunner implements StepRunner {
     const KV = c.numKvHeads;
     const G = H / KV;
     const hd = c.headDim;
-    const groups = new Map<PrefixEntry, number[]>();
+    const groups = new Map<SharedEntry, number[]>();
     tokens.forEach((t, n) => {
       const e = this.prefixOf[slots[t.row]];
       if (!e) return;

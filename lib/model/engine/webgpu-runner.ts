@@ -12,13 +12,13 @@ import type { DecodeRow, MultiStepRunner, PrefillRow, RowSampling, SampledToken 
 import { type Dispatch, GpuContext, Profiler } from "../../backend/webgpu/step/device.js";
 import { WebgpuForward } from "./webgpu-forward.js";
 import { prefixCopyWgsl } from "../../backend/webgpu/step/token-kernels.js";
+import { type SlotCopy, WebgpuPrefixCache } from "./webgpu-prefix-cache.js";
+import { prefixCacheSlots, type PrefixCacheCounters } from "./prefix-cache.js";
 import { assertKvCacheDtype, kvCacheHalf, type KvCacheDtype } from "../kv-cache-dtype.js";
 import { ADVANCE_WGSL, FLAG_ALLOW_LIST, FLAG_RAW_LOGPROBS, MAX_TOP, OUT_WORDS, PARAM_WORDS, samplerWgsl } from "../../backend/webgpu/step/sampling.js";
 
 /** Token rows one forward pass holds; longer prefills run in chunks of this many tokens. */
 const PREFILL_CHUNK = 1024;
-/** Shared prefixes shorter than this are recomputed per row (a copy costs more than it saves). */
-const MIN_SHARED_PREFIX = 16;
 /** Stand-in for -Infinity in a bias (WGSL has no infinities): exp of it is 0. */
 const BANNED = -3e38;
 
@@ -55,13 +55,18 @@ export class WebgpuRunner implements MultiStepRunner {
   private readonly probs: GPUBuffer;
   private out: GPUBuffer;
   private readonly lengths: Int32Array;
+  /** Stored prompt prefixes, in cache slots after the sequences' slots. */
+  private readonly prefixes: WebgpuPrefixCache;
   private profileNext = false;
   /** Per-kernel GPU times of the last call made after `profile()`. */
   lastProfile: KernelProfile | null = null;
 
-  constructor(private readonly ctx: GpuContext, private readonly model: CausalLM, adapter: string | null, slots: number, readonly maxLength: number, readonly kvCacheDtype: KvCacheDtype) {
+  constructor(private readonly ctx: GpuContext, private readonly model: CausalLM, adapter: string | null, slots: number, readonly maxLength: number, readonly kvCacheDtype: KvCacheDtype, readonly prefixCacheTokens = 0) {
     this.slots = slots;
-    this.fwd = new WebgpuForward(ctx, model, adapter, Math.max(PREFILL_CHUNK, slots), slots, maxLength, kvCacheDtype);
+    // the prefix cache's slots are counted here, in the same per-layer buffers as the sequences' slots
+    const cacheSlots = prefixCacheSlots(prefixCacheTokens, maxLength);
+    this.prefixes = new WebgpuPrefixCache(slots, cacheSlots);
+    this.fwd = new WebgpuForward(ctx, model, adapter, Math.max(PREFILL_CHUNK, slots), slots + cacheSlots, maxLength, kvCacheDtype);
     this.sampler = ctx.pipeline(samplerWgsl(model.config.vocabSize));
     this.advance = ctx.pipeline(ADVANCE_WGSL);
     this.copier = ctx.pipeline(prefixCopyWgsl(model.config.numKvHeads, maxLength, model.config.headDim, kvCacheHalf(kvCacheDtype)));
@@ -203,26 +208,22 @@ export class WebgpuRunner implements MultiStepRunner {
       for (const id of r.ids) if (!Number.isInteger(id) || id < 0 || id >= V) throw new RangeError(`token id ${id} is outside the vocabulary [0, ${V})`);
     }
     const results: SampledToken[] = new Array(rows.length);
-    // a row whose shared prefix an earlier row of this call also has copies that row's keys and values
-    // instead of recomputing them: prefill the first of each prefix whole, copy, then the others' suffixes
-    const start = new Array<number>(rows.length).fill(0);
-    const donors = new Map<string, number>();
-    const copies: number[] = [];
-    rows.forEach((r, i) => {
-      const P = Math.max(0, Math.min(r.prefixLength, r.ids.length - 1));
-      if (P < MIN_SHARED_PREFIX) return;
-      const key = r.ids.slice(0, P).join(",");
-      const donor = donors.get(key);
-      if (donor === undefined) donors.set(key, i);
-      else {
-        start[i] = P;
-        copies.push(rows[donor].slot, r.slot, P, 0);
-      }
-    });
+    // a row copies the longest prefix it can instead of computing it: from the prefix cache, or from an
+    // earlier row of this call with the same prefix (prefilled first, whole); then the others' suffixes
+    const plans = this.prefixes.plan(rows);
+    const start = plans.map((p) => p.start);
     const order = rows.map((_, i) => i);
-    await this.prefillRows(rows, order.filter((i) => start[i] === 0), start, results);
-    if (copies.length) this.copyPrefixes(new Uint32Array(copies));
-    await this.prefillRows(rows, order.filter((i) => start[i] > 0), start, results);
+    try {
+      this.copyPrefixes(this.prefixes.copiesFor(rows, plans, 1));
+      await this.prefillRows(rows, order.filter((i) => plans[i].phase === 1), start, results);
+      this.copyPrefixes(this.prefixes.copiesFor(rows, plans, 2));
+      await this.prefillRows(rows, order.filter((i) => plans[i].phase === 2), start, results);
+    } catch (e) {
+      this.prefixes.abandon(plans);
+      throw e;
+    }
+    // the prompts' full blocks stay cached for later calls (copied before the slots are reused)
+    this.copyPrefixes(this.prefixes.store(rows, plans));
     for (const r of rows) this.lengths[r.slot] = r.ids.length;
     return results;
   }
@@ -258,19 +259,19 @@ export class WebgpuRunner implements MultiStepRunner {
     if (pending.length) await flush();
   }
 
-  /** Copies positions [0, len) of every layer's keys and values from slot src to slot dst, for (src, dst, len, 0) quads. */
-  private copyPrefixes(table: Uint32Array): void {
+  /** Copies positions [0, len) of every layer's keys and values from slot src to slot dst, for each copy. */
+  private copyPrefixes(copies: SlotCopy[]): void {
+    if (!copies.length) return;
     const c = this.model.config;
-    const n = table.length / 4;
-    let longest = 0;
-    for (let i = 0; i < n; i++) longest = Math.max(longest, table[i * 4 + 2]);
+    const table = new Uint32Array(copies.flatMap((x) => [x.src, x.dst, x.len, 0]));
+    const longest = Math.max(...copies.map((x) => x.len));
     const buf = this.ctx.buffer(table.byteLength);
     this.ctx.device.queue.writeBuffer(buf, 0, table);
     const list: Dispatch[] = this.fwd.bufs.keys.map((k, l) => ({
       label: "prefix copy",
       pipeline: this.copier,
       buffers: [buf, k, this.fwd.bufs.values[l]],
-      groups: [Math.ceil((longest * c.headDim) / 256), n, c.numKvHeads],
+      groups: [Math.ceil((longest * c.headDim) / 256), copies.length, c.numKvHeads],
     }));
     const encoder = this.ctx.device.createCommandEncoder();
     this.ctx.encode(encoder, list);
@@ -307,6 +308,14 @@ export class WebgpuRunner implements MultiStepRunner {
     this.lengths[slot] = -1;
   }
 
+  get prefixCache(): PrefixCacheCounters | undefined {
+    return this.prefixes.cacheSlots > 0 ? this.prefixes.counters : undefined;
+  }
+
+  weightsChanged(): void {
+    this.prefixes.clear();
+  }
+
   dispose(): void {
     this.fwd.dispose();
     for (const b of [this.state, this.probs, this.out, this.params.buf, this.bias.buf]) b?.destroy();
@@ -316,10 +325,11 @@ export class WebgpuRunner implements MultiStepRunner {
 /**
  * A WebGPU runner for `model` with `slots` sequences of up to `maxLength` tokens (default: the model's
  * limit, at most 2048), applying the unmerged adapter `adapter` (null: none), its cache stored as
- * `kvCacheDtype` (default fp32; engines pass the model's setting as runners.ts resolves it). The webgpu
- * backend must be active (lib/backend/select.ts useBackend("webgpu")).
+ * `kvCacheDtype` (default fp32; engines pass the model's setting as runners.ts resolves it), with a prefix
+ * cache of `prefixCacheTokens` tokens (default 0: caching off). The webgpu backend must be active
+ * (lib/backend/select.ts useBackend("webgpu")).
  */
-export async function createWebgpuRunner(model: CausalLM, opts: { adapter: string | null; slots: number; maxLength?: number; kvCacheDtype?: KvCacheDtype }): Promise<MultiStepRunner> {
+export async function createWebgpuRunner(model: CausalLM, opts: { adapter: string | null; slots: number; maxLength?: number; kvCacheDtype?: KvCacheDtype; prefixCacheTokens?: number }): Promise<MultiStepRunner> {
   if (tf.getBackend() !== "webgpu") throw new Error(`the WebGPU runner needs the webgpu backend (active: ${tf.getBackend()})`);
   if (opts.adapter !== null && !model.adapters.has(opts.adapter)) throw new RangeError(`model ${model.name} has no adapter named ${opts.adapter}`);
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
@@ -329,7 +339,7 @@ export async function createWebgpuRunner(model: CausalLM, opts: { adapter: strin
   const ctx = new GpuContext();
   // compile errors surface here rather than in the first call
   ctx.device.pushErrorScope("validation");
-  const runner = new WebgpuRunner(ctx, model, opts.adapter, opts.slots, maxLength, kvCacheDtype);
+  const runner = new WebgpuRunner(ctx, model, opts.adapter, opts.slots, maxLength, kvCacheDtype, opts.prefixCacheTokens ?? 0);
   const err = await ctx.device.popErrorScope();
   if (err) throw new Error(`WebGPU runner setup failed: ${err.message}`);
   return runner;

@@ -1,0 +1,98 @@
+/**
+ * What bench:serve's tables share: the shop prompts, a `t2s serve` child process, one timed chat request
+ * (streamed ones time their first token), percentiles and number formatting.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { schemaDdl } from "../lib/db/schema.js";
+import { buildShopDatabase, defaultShopPath } from "../lib/db/shop/build.js";
+import { openingMessages } from "../lib/episode/prompt.js";
+import { kitPath } from "../lib/core/paths.js";
+import { notesFor } from "../lib/db/notes.js";
+import { readTasks } from "../lib/tasks/io.js";
+
+const QUESTIONS = ["How many orders were delivered?", "How many customers are there per country?", "What is the average review rating?", "Which five products have the highest margin?"];
+
+export type Message = { role: string; content: string };
+
+/** The kit's opening messages (instructions, schema, notes, question) for up to 32 shop questions. */
+export function shopPrompts(): Message[][] {
+  const db = defaultShopPath();
+  if (!existsSync(db)) buildShopDatabase(db);
+  const file = kitPath("data", "shop", "tasks.jsonl");
+  const questions = existsSync(file) ? readTasks(file).slice(0, 32).map((t) => t.question) : QUESTIONS;
+  const ddl = schemaDdl(db);
+  const notes = notesFor({ db_id: "shop", db_path: db });
+  return questions.map((q) => openingMessages({ style: "single" }, ddl, notes, q) as Message[]);
+}
+
+/** `t2s serve` over `model` on a free port, with `extra` flags; resolves with its URL once it prints its banner. */
+export async function startServe(model: string, backend: string, prefill: number | undefined, extra: string[] = []): Promise<{ url: string; child: ChildProcess }> {
+  // a checkout runs bin/t2s.js; the GPU-host bundle (npm run bundle:gpu) has the command line as t2s.mjs
+  const entry = existsSync(kitPath("bin", "t2s.js")) ? kitPath("bin", "t2s.js") : kitPath("t2s.mjs");
+  const child = spawn(process.execPath, [entry, "serve", "--model", model, "--port", "0", "--backend", backend, "--max-batch", "64", ...(prefill === undefined ? [] : ["--max-num-batched-tokens", String(prefill)]), ...extra], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`t2s serve printed no banner in 120 s: ${out}`)), 120_000);
+    child.stdout!.on("data", (d) => {
+      out += d;
+      const m = /at (http:\/\/\S+)\/v1/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`t2s serve exited ${code}: ${out}`)));
+  });
+  return { url, child };
+}
+
+export interface Outcome {
+  seconds: number;
+  firstToken?: number;
+  tokens: number;
+  error?: string;
+}
+
+/** One chat request; streaming requests time their first content chunk. */
+export async function ask(url: string, body: Record<string, unknown>, signal?: AbortSignal, onToken?: () => void): Promise<Outcome> {
+  const t0 = performance.now();
+  const s = () => (performance.now() - t0) / 1000;
+  try {
+    const res = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal });
+    if (!res.ok) return { seconds: s(), tokens: 0, error: `${res.status} ${await res.text()}` };
+    if (!body.stream) {
+      const j = (await res.json()) as { usage: { completion_tokens: number } };
+      return { seconds: s(), tokens: j.usage.completion_tokens };
+    }
+    let firstToken: number | undefined;
+    let tokens = 0;
+    let buf = "";
+    const decoder = new TextDecoder();
+    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buf += decoder.decode(piece, { stream: true });
+      const events = buf.split("\n\n");
+      buf = events.pop()!;
+      for (const ev of events) {
+        if (!ev.startsWith("data: {")) continue;
+        const j = JSON.parse(ev.slice(6)) as { choices: { delta?: { content?: string } }[]; usage?: { completion_tokens: number } };
+        if (j.usage) tokens = j.usage.completion_tokens;
+        if (j.choices[0]?.delta?.content) {
+          firstToken ??= s();
+          onToken?.();
+        }
+      }
+    }
+    return { seconds: s(), firstToken, tokens };
+  } catch (e) {
+    return { seconds: s(), tokens: 0, error: (e as Error).message };
+  }
+}
+
+export function pct(xs: number[], p: number): number {
+  if (!xs.length) return NaN;
+  const v = [...xs].sort((a, b) => a - b);
+  return v[Math.min(v.length - 1, Math.floor((p / 100) * v.length))];
+}
+
+export const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "-");
