@@ -52,6 +52,7 @@ export interface TrainConfig {
   max_grad_norm: number;
   max_tensor_elements: number;
   micro_batch_rows: number;
+  logit_chunk_tokens: number;
   weights_dtype: "auto" | "fp32" | "bf16";
   gradient_checkpointing: "auto" | "on" | "off";
   // grpo

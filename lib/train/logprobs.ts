@@ -1,12 +1,14 @@
 /**
  * Per-token log-probabilities of given tokens under a model, and the entropy of its next-token
  * distribution. The log-prob gets a hand-written gradient (softmax minus one-hot) so the backward pass
- * holds one [B, T, V] tensor instead of the chain of a log-softmax.
+ * holds one [B, T, V] tensor instead of the chain of a log-softmax; an LM that gives its hidden states is
+ * scored a chunk of positions at a time (chunked-logprobs.ts), so not even that one exists whole.
  */
 import { tf } from "../backend/tf.js";
 import type { TrainableLM } from "./lm.js";
 import { fusedKernelsActive } from "../backend/webgpu/train/fused.js";
 import { fusedTargetLogprobs } from "../backend/webgpu/train/logprob-kernels.js";
+import { chunkedTargetLogprobs } from "./chunked-logprobs.js";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
@@ -59,9 +61,24 @@ export function sequenceLogprobs(lm: TrainableLM, ids: number[][], opts: { tempe
   const from = opts.from ?? 0;
   if (t < 2 || ids.some((r) => r.length !== t)) throw new Error("sequenceLogprobs needs equal-length rows of at least 2 ids");
   if (!(from >= 0 && from <= t - 2)) throw new Error(`from must be in [0, ${t - 2}], got ${from}`);
+  const chunk = lm.hidden && lm.logitChunk ? lm.logitChunk() : 0;
+  const inputs = ids.map((r) => r.slice(0, -1));
+  if (chunk > 0) {
+    const { hidden, head } = lm.hidden!(inputs, { reference: opts.reference, from });
+    return chunkedTargetLogprobs(hidden, head, ids.map((r) => r.slice(from + 1)), chunk, opts.temperature ?? 1, opts.entropy ?? false);
+  }
   const targets = tf.tensor2d(ids.map((r) => r.slice(from + 1)), [ids.length, t - 1 - from], "int32");
-  const logits = lm.logits(ids.map((r) => r.slice(0, -1)), { reference: opts.reference, from });
+  const logits = lm.logits(inputs, { reference: opts.reference, from });
   return targetLogprobs(logits, targets, opts.temperature ?? 1, opts.entropy ?? false);
+}
+
+/**
+ * Values one scored position of a micro-batch holds whole in the learner: the vocabulary's logits, or the
+ * hidden state when the LM projects positions onto the vocabulary in chunks (then only a chunk's logits
+ * exist at a time). planMicroBatches caps a micro-batch by it.
+ */
+export function scoredWidth(lm: TrainableLM): number {
+  return lm.hidden && lm.logitChunk && lm.logitChunk() > 0 && lm.hiddenSize ? lm.hiddenSize : lm.vocabSize;
 }
 
 /** Stops gradients: the value of x, with zero gradient (tfjs has no stop_gradient op). */
