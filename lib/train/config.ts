@@ -233,7 +233,7 @@ export function readConfig(file: string, mode: TrainMode): TrainConfig {
  * cosine schedule ties the learning rate of every step to the total.
  */
 // how the same math is laid out in memory or where it is kept: a resumed run may change them freely
-const RESUME_NEUTRAL = new Set(["backend", "checkpoint_every", "keep_checkpoints", "output_dir", "gradient_checkpointing"]);
+const RESUME_NEUTRAL = new Set(["backend", "checkpoint_every", "keep_checkpoints", "output_dir", "gradient_checkpointing", "logit_chunk_tokens"]);
 
 function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
   if (value !== null && typeof value === "object" && !Array.isArray(value)) {

@@ -52,3 +52,11 @@ test("a resumed run whose config.json predates a setting sees that setting at it
   assert.deepEqual(configChanges(old, validateConfig(base, "grpo")), []);
   assert.deepEqual(configChanges(old, validateConfig({ ...base, episode: { tool_rows: 7 } }, "grpo")), ["episode.tool_rows: (absent) -> 7"]);
 });
+
+test("logit_chunk_tokens lays out the same math in memory: a resumed run may change it", () => {
+  const base = { model: "m", tasks: "t", output_dir: "o", steps: 1 };
+  const old = JSON.parse(JSON.stringify(validateConfig(base, "grpo")));
+  assert.equal(old.logit_chunk_tokens, 1024);
+  assert.deepEqual(configChanges(old, validateConfig({ ...base, logit_chunk_tokens: 0 }, "grpo")), []);
+  assert.deepEqual(configChanges(old, validateConfig({ ...base, micro_batch_rows: 8 }, "grpo")), ["micro_batch_rows: 0 -> 8"]);
+});
