@@ -87,7 +87,7 @@ rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 
 await build({
-  entryPoints: { t2s: "scripts/bundle/entry-t2s.ts", "bench-generate": "bench/generate.ts", "bench-train": "bench/train.ts", "bench-optimizer": "bench/optimizer.ts", "bench-decode-gpu": "bench/decode-gpu.ts", "bench-kernels": "bench/kernels.ts", "bench-gemm": "bench/gemm-int8.ts", "bench-grpo-update": "bench/grpo-update.ts" },
+  entryPoints: { t2s: "scripts/bundle/entry-t2s.ts", "bench-generate": "bench/generate.ts", "bench-train": "bench/train.ts", "bench-optimizer": "bench/optimizer.ts", "bench-decode-gpu": "bench/decode-gpu.ts", "bench-kernels": "bench/kernels.ts", "bench-gemm": "bench/gemm-int8.ts", "bench-grpo-update": "bench/grpo-update.ts", "bench-update-memory": "bench/update-memory.ts" },
   outdir: out,
   outExtension: { ".js": ".mjs" },
   bundle: true,
