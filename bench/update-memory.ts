@@ -19,12 +19,16 @@ interface Row {
   rows: number;
   plan_update: number;
   live_peak: number;
+  /** Peak bytes of buffers in use (tensors, rounded up to the pool's size classes). */
+  used_peak: number | null;
+  /** Peak bytes the pool held (in use and free), less what it held before the step's warm-up. */
   pool_peak: number | null;
   lines: Record<string, number>;
 }
 
 interface PoolLike {
   numBytesAllocated: number;
+  numBytesUsed: number;
   acquireBuffer(...args: unknown[]): unknown;
 }
 
@@ -58,12 +62,13 @@ async function main(): Promise<void> {
   const vars = lm.trainableParams().map((p) => p.variable);
   const trainable = vars.reduce((s, v) => s + v.size, 0);
   const pool = backend === "webgpu" ? ((tf.backend() as unknown as { bufferManager?: PoolLike }).bufferManager ?? null) : null;
-  const poolState = { peak: 0 };
+  const poolState = { used: 0, allocated: 0 };
   if (pool) {
     const acquire = pool.acquireBuffer.bind(pool);
     pool.acquireBuffer = (...args: unknown[]) => {
       const b = acquire(...args);
-      poolState.peak = Math.max(poolState.peak, pool.numBytesAllocated);
+      poolState.used = Math.max(poolState.used, pool.numBytesUsed);
+      poolState.allocated = Math.max(poolState.allocated, pool.numBytesAllocated);
       return b;
     };
   }
@@ -81,11 +86,13 @@ async function main(): Promise<void> {
     }, null);
     const updateLines = plan.lines.filter((l) => l.what.startsWith("update: "));
     const weights = tf.tensor2d(Array.from({ length: rows * reply }, () => rng.normal()), [rows, reply]);
-    // one warm-up, so compiled programs and the pool's first buffers are not what the step counts
+    // one warm-up, so compiled programs are not what the step counts; the pool's peak spans both runs
+    const poolBefore = pool?.numBytesAllocated ?? 0;
+    poolState.allocated = poolBefore;
     for (const measure of [false, true]) {
       const before = tf.memory().numBytes;
-      const poolBefore = pool?.numBytesAllocated ?? 0;
-      poolState.peak = poolBefore;
+      const usedBefore = pool?.numBytesUsed ?? 0;
+      poolState.used = usedBefore;
       const profile = await tf.profile(async () => {
         const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(sequenceLogprobs(lm, batch, { from }).logp, weights)) as ReturnType<typeof tf.scalar>, vars);
         await value.data();
@@ -93,7 +100,8 @@ async function main(): Promise<void> {
       });
       if (measure) {
         results.push({
-          rows, plan_update: updateLines.reduce((s, l) => s + l.bytes, 0), live_peak: profile.peakBytes - before, pool_peak: pool ? poolState.peak - poolBefore : null,
+          rows, plan_update: updateLines.reduce((s, l) => s + l.bytes, 0), live_peak: profile.peakBytes - before,
+          used_peak: pool ? poolState.used - usedBefore : null, pool_peak: pool ? poolState.allocated - poolBefore : null,
           lines: Object.fromEntries(updateLines.map((l) => [l.what.slice(8), l.bytes])),
         });
       }
@@ -106,8 +114,9 @@ async function main(): Promise<void> {
   }
   const gb = (b: number | null) => (b === null ? "-" : (b / 1e9).toFixed(3));
   process.stdout.write(`${shape ?? "tiny"} (${config.numLayers} layers, D ${config.hiddenSize}, vocab ${config.vocabSize}) on ${backend}, ${bf16 ? "16-bit" : "float32"} base, layers ${recompute ? "recomputed" : "kept"}, logit chunk ${lm.logitChunk()}, prefix ${prefix} + ${own} + ${reply} scored\n`);
-  printTable(["rows", "plan update GB", "live tensors GB", "live / plan", "pool GB", "pool / plan", "plan lines"], results.map((r) => [
-    String(r.rows), gb(r.plan_update), gb(r.live_peak), (r.live_peak / r.plan_update).toFixed(2), gb(r.pool_peak), r.pool_peak === null ? "-" : (r.pool_peak / r.plan_update).toFixed(2),
+  const ratio = (a: number | null, b: number) => (a === null ? "-" : (a / b).toFixed(2));
+  printTable(["rows", "plan update GB", "live tensors GB", "live / plan", "buffers used GB", "used / plan", "pool GB", "pool / plan", "plan lines"], results.map((r) => [
+    String(r.rows), gb(r.plan_update), gb(r.live_peak), ratio(r.live_peak, r.plan_update), gb(r.used_peak), ratio(r.used_peak, r.plan_update), gb(r.pool_peak), ratio(r.pool_peak, r.plan_update),
     Object.entries(r.lines).map(([k, v]) => `${k} ${gb(v)}`).join("; "),
   ]));
 }

@@ -5,7 +5,8 @@
 # float32 storage beside torch_engine.py, and GRPO LoRA steps with their peak device memory.
 #   bash scripts/gpu/sizes.sh PHASE [ARGS]   (phases below; several may follow each other: "ckpt 0.5b load ...")
 #   memory SHAPE GB STEPS: a grpo run at T2S_GPU_MEMORY_GB=GB, then its plan's peak and rows per micro-batch
-#   beside the device's peak (summary.jsonl "memory SHAPE"); compare: one table line per such run. The
+#   beside the device's peak (summary.jsonl "memory SHAPE"); compare: one table line per such run;
+#   update SHAPE ROWS: bench-update-memory (one micro-batch's update, random weights, no checkpoint). The
 #   memory table of docs/training.md:
 #     bash scripts/gpu/sizes.sh setup ckpt "qwen2.5-7b qwen2.5-1.5b qwen2.5-3b" memory qwen2.5-7b 48 2 \
 #       memory qwen2.5-1.5b 20 1 memory qwen2.5-3b 40 1 compare
@@ -110,6 +111,12 @@ PY
   tail -1 "$OUT/summary.jsonl" | tee -a "$OUT/log.txt"
 }
 
+update() { # shape, rows list: bench-update-memory, one micro-batch's learner update on random 16-bit weights (no checkpoint), beside the plan's update lines
+  local s="$1" rows="$2"
+  run "update-memory $s" bash "$B/run.sh" bench-update-memory.mjs --shape "$s" --weights-dtype bf16 --rows "$rows" --json
+  grep '^{"shape"' "$OUT/log.txt" | tail -1 | sed "s/^{/{\"what\":\"update-memory $s\",/" >> "$OUT/summary.jsonl"
+}
+
 compare() { # every memory run of this call: the plan's peak against the device's, one line per shape
   python3 - "$OUT" <<'PY' | tee -a "$OUT/log.txt"
 import json, sys
@@ -135,6 +142,7 @@ while [ $# -gt 0 ]; do
     decode) decode "$1" "$2"; shift 2 ;;
     grpo) grpo "$1" "$2" "$3"; shift 3 ;;
     memory) memory "$1" "$2" "$3"; shift 3 ;;
+    update) update "$1" "$2"; shift 2 ;;
     compare) compare ;;
     *) log "unknown phase $phase"; exit 2 ;;
   esac
