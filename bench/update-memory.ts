@@ -121,4 +121,7 @@ async function main(): Promise<void> {
   ]));
 }
 
-await main();
+main().catch((e) => {
+  process.stderr.write(`error [bench]: ${(e as Error).message}\n`);
+  process.exit(1);
+});

@@ -58,17 +58,26 @@ export function chunkedTargetLogprobs(hidden: tf.Tensor3D, head: WeightMatrix, t
     r.entropy.dispose();
     return both;
   };
+  // positions that fit one chunk are projected as they are, the logits kept on the tape (one chunk's worth
+  // either way): computing them again in the backward would only cost time
+  if (sizes.length === 1) {
+    return tf.tidy(() => {
+      const logits = tf.reshape(headProduct(tf.reshape(hidden, [n, D]) as tf.Tensor2D, head, headBlockValues), [B, S, -1]) as tf.Tensor3D;
+      const r = targetLogprobs(logits, tf.tensor2d(targets, [B, S], "int32"), temperature, withEntropy);
+      return r.entropy ? { logp: r.logp, entropy: r.entropy } : { logp: r.logp };
+    });
+  }
   return tf.tidy(() => {
     const flat = tf.reshape(hidden, [n, D]);
     // split, not slices: its gradient is one concat, where each slice's would be a zero-padded [n, D]
-    const pieces = sizes.length === 1 ? [flat] : tf.split(flat, sizes, 0);
+    const pieces = tf.split(flat, sizes, 0);
     let at = 0;
     const parts = pieces.map((h, i) => {
       const tgt = tf.tensor2d(flatTargets.slice(at, at + sizes[i]), [1, sizes[i]], "int32");
       at += sizes[i];
       return recomputedInBackward((ins, k) => project(ins[0], k.targets), [h], { targets: tgt }, params);
     });
-    const out = parts.length === 1 ? parts[0] : tf.concat(parts, 1);
+    const out = tf.concat(parts, 1);
     const logp = tf.reshape(withEntropy ? tf.slice(out, [0, 0], [1, n]) : out, [B, S]) as tf.Tensor2D;
     // kept, as targetLogprobs keeps it: callers read it outside the scope that made the log-probs
     return withEntropy ? { logp, entropy: tf.keep(tf.reshape(tf.slice(out, [1, 0], [1, n]), [B, S]) as tf.Tensor2D) } : { logp };

@@ -178,15 +178,16 @@ function updateBytes(i: PlanInput, recompute: boolean): { lines: PlanLine[]; tot
   }
   // the decoder's last hidden states (row groups joined, then the scored positions) and their gradients
   lines.push({ what: "hidden states", bytes: i.microBatchRows * (own + i.scoredTokens) * D * F32 * 2, note: `${i.microBatchRows} rows x (${own} run + ${i.scoredTokens} scored) x ${D}, and gradients` });
-  // chunked: a chunk's logits and their gradient (the forward's are freed with the chunk); whole: the tape
-  // keeps the logits for the backward beside the softmax and the gradient
-  const logits = logitsLine(i, i.logitChunkTokens ? 2 : 3);
+  // in chunks: a chunk's logits and their gradient (the forward's are freed with the chunk); whole (or all in
+  // one chunk): the tape keeps the logits for the backward beside the softmax and the gradient
+  const chunked = !!i.logitChunkTokens && i.microBatchRows * i.scoredTokens > i.logitChunkTokens;
+  const logits = logitsLine(i, chunked ? 2 : 3);
   lines.push(logits);
   if (i.reference) lines.push({ what: "reference forward", bytes: perGroupLayer / 2 + widened, note: "beta > 0, no tape" });
   const sum = lines.reduce((s, l) => s + l.bytes, 0);
   // with recomputed layers and chunked logits, the chunks' backward is done before any layer is recomputed:
   // the two never hold memory at once, and the larger counts
-  if (!recompute || !i.logitChunkTokens) return { lines, total: sum };
+  if (!recompute || !chunked) return { lines, total: sum };
   const layer = lines.find((l) => l.what === "one layer recomputed")!;
   logits.note += "; not beside a recomputed layer";
   return { lines, total: sum - Math.min(layer.bytes, logits.bytes) };

@@ -79,9 +79,10 @@ export function relDiff(a: Float32Array, b: Float32Array): number {
 }
 
 /**
- * Scores `mode` whole and in chunks of 1, 5 and 7 positions (none divides the 18 scored), each with layers
- * kept and recomputed, and checks every chunked run against the whole one: loss and entropies within 1e-5,
- * gradients within `tolerance` (relative), and no logits tensor larger than one chunk's.
+ * Scores `mode` whole and in chunks of 1, 5 and 7 positions (none divides the 18 scored) and of 1,024 (all
+ * in one), each with layers kept and recomputed, and checks every chunked run against the whole one: loss
+ * and entropies within 1e-5, gradients within `tolerance` (relative), and no logits tensor larger than one
+ * chunk's.
  */
 export async function checkChunkedMatchesWhole(mode: Mode, tolerance = 1e-4): Promise<void> {
   const run = async (chunk: number, recompute: boolean) => {
@@ -97,7 +98,7 @@ export async function checkChunkedMatchesWhole(mode: Mode, tolerance = 1e-4): Pr
   let nonzero = 0;
   for (const g of whole.grads.values()) if (g.some((v) => v !== 0)) nonzero++;
   assert.ok(nonzero > whole.grads.size / 2, "most gradients are non-zero");
-  for (const chunk of [1, 5, 7]) {
+  for (const chunk of [1, 5, 7, 1024]) {
     for (const recompute of [false, true]) {
       const label = `${mode}, chunks of ${chunk}${recompute ? ", layers recomputed" : ""}`;
       const r = await run(chunk, recompute);
