@@ -12,7 +12,7 @@ import { matMulWeightT } from "../model/layout.js";
 import { dense, gatherRows, isPacked, type WeightMatrix } from "../model/packed.js";
 import { MAX_TENSOR_ELEMENTS } from "../core/defaults.js";
 import { recomputedInBackward } from "../model/recompute.js";
-import { targetLogprobs, type TokenLogprobs } from "./logprobs.js";
+import { targetLogprobs, type TokenLogprobs } from "./target-logprobs.js";
 
 /**
  * h [n, D] times headᵀ: [n, V]. A 16-bit head is widened a block of vocabulary rows at a time (at most
