@@ -106,6 +106,13 @@ const F32 = 4;
  */
 const SLACK = 0.15;
 
+/**
+ * Buffers of an update that keeps every layer's activations, over the activations, their gradients and the
+ * summed gradients' addends: `npm run bench:update-memory -- --keep` on WebGPU (a software adapter, 4 layers
+ * of D 256) measured 1.25-1.28x the plan without it, where the recomputed update measured 0.87-1.01x.
+ */
+const KEPT_TAPE_FACTOR = 1.3;
+
 /** Values per token of a decoder layer's widest activation (the MLP's [tokens, intermediate] tensors, usually): what row groups are sized by. */
 export function widestActivation(c: ModelConfig): number {
   return Math.max(c.intermediateSize, (c.numHeads + 2 * c.numKvHeads) * c.headDim, c.hiddenSize);
@@ -158,12 +165,19 @@ function updateBytes(i: PlanInput, recompute: boolean): { lines: PlanLine[]; tot
   const D = c.hiddenSize;
   const { tokens, own, prefix } = decoderTokens(i);
   const kvPerToken = 2 * c.numKvHeads * c.headDim;
-  // tfjs keeps every gradient of a tape until its backward ends: a layer's activations and as many again
-  const perLayer = tokens * activationFloats(c) * F32 * 2;
+  // tfjs keeps every gradient of a tape until its backward ends: a layer's activations, as many again, and
+  // a gradient per consumer of the inputs several read (below); with every layer on one tape, measured
+  // buffers were KEPT_TAPE_FACTOR times that
+  const perLayer = tokens * (2 * activationFloats(c) + 6 * D) * F32 * KEPT_TAPE_FACTOR;
   // a recomputed layer runs again for one row group at a time, attending over the prefix's keys and values
   const groupRows = Math.max(1, Math.min(i.microBatchRows, Math.floor((i.groupTokens ?? tokens) / own)));
   const groupTokens = groupRows * own;
-  const perGroupLayer = (groupTokens * activationFloats(c) + groupRows * prefix * kvPerToken) * F32 * 2;
+  // its backward holds the activations, the gradient of each, a gradient per consumer of the inputs several
+  // read (tfjs keeps each addend of a summed gradient: the normed inputs of q/k/v and gate/up, the residual
+  // stream; about 6 hidden-sized), and the attention's key and value gradients per query head before they
+  // are summed per kv head
+  const attendedKeys = groupRows * (prefix + own);
+  const perGroupLayer = (groupTokens * (2 * activationFloats(c) + 6 * D) + groupRows * prefix * kvPerToken * 2 + attendedKeys * 2 * c.numHeads * c.headDim) * F32;
   const widened = i.packed ? layerMatrixValues(c) * F32 : 0;
   const shared = prefix ? ` (${prefix} shared, run once)` : "";
   const lines: PlanLine[] = [];
@@ -176,14 +190,15 @@ function updateBytes(i: PlanInput, recompute: boolean): { lines: PlanLine[]; tot
     lines.push({ what: "activations", bytes: perLayer * c.numLayers, note: `${i.microBatchRows} rows: ${tokens} tokens${shared} x ${c.numLayers} layers, and their gradients` });
     if (widened) lines.push({ what: "widened weights on the tape", bytes: widened * c.numLayers, note: "16-bit matrices widened per use, kept for the backward" });
   }
-  // the decoder's last hidden states (row groups joined, then the scored positions) and their gradients
-  lines.push({ what: "hidden states", bytes: i.microBatchRows * (own + i.scoredTokens) * D * F32 * 2, note: `${i.microBatchRows} rows x (${own} run + ${i.scoredTokens} scored) x ${D}, and gradients` });
+  // the decoder's last hidden states before and after the final norm, the scored positions (and their
+  // copy split into logit chunks), each with its gradient
+  lines.push({ what: "hidden states", bytes: i.microBatchRows * (own + i.scoredTokens) * 2 * D * F32 * 2, note: `${i.microBatchRows} rows x (${own} run + ${i.scoredTokens} scored) x ${D}, twice each, and gradients` });
   // in chunks: a chunk's logits and their gradient (the forward's are freed with the chunk); whole (or all in
   // one chunk): the tape keeps the logits for the backward beside the softmax and the gradient
   const chunked = !!i.logitChunkTokens && i.microBatchRows * i.scoredTokens > i.logitChunkTokens;
   const logits = logitsLine(i, chunked ? 2 : 3);
   lines.push(logits);
-  if (i.reference) lines.push({ what: "reference forward", bytes: perGroupLayer / 2 + widened, note: "beta > 0, no tape" });
+  if (i.reference) lines.push({ what: "reference forward", bytes: (groupTokens * activationFloats(c) + groupRows * prefix * kvPerToken) * F32 + widened, note: "beta > 0, no tape" });
   const sum = lines.reduce((s, l) => s + l.bytes, 0);
   // with recomputed layers and chunked logits, the chunks' backward is done before any layer is recomputed:
   // the two never hold memory at once, and the larger counts
