@@ -91,7 +91,7 @@ await build({
   entryPoints: { t2s: "scripts/bundle/entry-t2s.ts", "bench-generate": "bench/generate.ts", "bench-train": "bench/train.ts", "bench-optimizer": "bench/optimizer.ts", "bench-decode-gpu": "bench/decode-gpu.ts", "bench-kernels": "bench/kernels.ts", "bench-gemm": "bench/gemm-int8.ts", "bench-grpo-update": "bench/grpo-update.ts", "bench-serve": "bench/serve.ts",
     // t2s serve's engine thread: the same path as the source tree's shim (lib/serve/engine-thread/worker.mjs),
     // which the bundled worker replaces
-    "lib/serve/engine-thread/worker": "lib/serve/engine-thread/worker-main.ts" },
+    "lib/serve/engine-thread/worker": "lib/serve/engine-thread/worker-main.ts", "bench-update-memory": "bench/update-memory.ts" },
   outdir: out,
   outExtension: { ".js": ".mjs" },
   bundle: true,

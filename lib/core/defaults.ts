@@ -44,7 +44,7 @@ export const SHARED_SETTINGS = {
   quantization: { name: "quantization", type: { kind: "enum", options: ["none", "int8"] }, default: "none", doc: "how sampling and serving run the base's linear layers on WebGPU: none (the weights' precision) or int8 (W8A8 on the GPU's matrix units); a learner keeps its own precision" },
   kv_cache_dtype: { name: "kv_cache_dtype", type: { kind: "enum", options: ["auto", "fp16", "bf16", "fp32"] }, default: "auto", doc: "how the WebGPU step runner stores sampling's keys and values: fp16 or bf16 (half the bytes, math in float32) or fp32; auto: fp16 when the weights are 16-bit on the device, else fp32 (docs/model.md, 16-bit KV cache)" },
   api_key: { name: "api_key", type: { kind: "string" }, default: "", shown: "none", env: "T2S_API_KEY", doc: "API key the `openai:` policies send (unset: $OPENAI_API_KEY; none: no Authorization header) and `t2s env serve` requires of its clients unless `--api-key` names one (required off loopback)" },
-  max_tensor_elements: { name: "max_tensor_elements", type: int(1), default: 2 ** 28, shown: "2^28", doc: "cap on B x T x vocab of one training micro-batch's logits: 2^28 floats = 1 GiB, half of WebGPU's 2 GiB binding limit" },
+  max_tensor_elements: { name: "max_tensor_elements", type: int(1), default: 2 ** 28, shown: "2^28", doc: "cap on B x T x width of one training micro-batch's scored tensor (width: the hidden size when logits come in chunks, else the vocabulary), and on one logit chunk: 2^28 floats = 1 GiB, half of WebGPU's 2 GiB binding limit" },
 } as const satisfies Record<string, SharedSetting>;
 
 export type SharedSettingName = keyof typeof SHARED_SETTINGS;

@@ -59,8 +59,9 @@ export interface DecoderWeights {
 }
 
 /**
- * Keys and values of every layer ([B, kvHeads, S, headDim] each) plus which cached slots are real tokens
- * (padding slots stay in the cache but are never attended to).
+ * Keys and values of every layer ([B, kvHeads, S, headDim] each; [1, ...] when every row has the same past,
+ * broadcast inside each layer) plus which cached slots are real tokens (padding slots stay in the cache but
+ * are never attended to).
  */
 export interface KvCache {
   keys: tf.Tensor4D[];
@@ -230,8 +231,11 @@ export function decoderStep(
       let kk = tf.transpose(rotate(k, cosT, sinT, rot), [0, 2, 1, 3]) as tf.Tensor4D;
       let vv = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
       if (pastK && pastV) {
-        kk = tf.concat([pastK, kk], 2);
-        vv = tf.concat([pastV, vv], 2);
+        // a batch-1 past (the trainer's shared prompt prefix) is broadcast to the rows here, inside the layer:
+        // a recomputed layer then keeps the prefix's keys and values once, not once per row
+        const rows = (t: tf.Tensor4D) => (t.shape[0] === B ? t : (tf.broadcastTo(t, [B, t.shape[1], t.shape[2], t.shape[3]]) as tf.Tensor4D));
+        kk = tf.concat([rows(pastK), kk], 2);
+        vv = tf.concat([rows(pastV), vv], 2);
       }
       // keys laid out [B, KV, hd, S] where a transposed matmul is slow (see layout.ts)
       const kT = plain && !keyMask ? tf.transpose(kk, [0, 1, 3, 2]) : null;

@@ -34,6 +34,10 @@ export function recomputedInBackward<K extends object>(f: (inputs: tf.Tensor[], 
         const xs = [...saved.slice(0, n), ...params];
         const r = engine.gradients(() => f(saved.slice(0, n), k2), xs, dy, true);
         r.value.dispose();
+        // the output's gradient is read by this node alone: freed now, not with the whole backward (tfjs keeps
+        // every gradient of its tape until the end, and for a recomputed decoder that is one [tokens, hidden]
+        // tensor per layer, as much again as the layer inputs kept)
+        if (!r.grads.includes(dy)) dy.dispose();
         return xs.map((t, i) => r.grads[i] ?? tf.zerosLike(t));
       } finally {
         engine.state.activeTape = outer;

@@ -2,15 +2,17 @@
  * The in-process policy: a model sampled directly (no server) through the same chat layer as `t2s serve`,
  * so concurrent episodes are batched together and each request's sampling settings (temperature, top_p,
  * max_tokens, stop, seed) reach the engine. `chatPolicy` answers requests on a given chat engine (the GRPO
- * sampler's, with the adapter being trained); "tfjs:<model dir>[+<adapter dir>]" loads a model for it,
- * merging the adapter into a copy of the weights as a server would serve it, on T2S_BACKEND or the best
- * backend available. With `quantization: "int8"` the base samples W8A8 and the adapter stays unmerged in
- * float32 beside it, as `t2s serve --quantization int8` and the GRPO sampler run it.
+ * sampler's, with the adapter being trained); "tfjs:<model dir>[+<adapter dir>]" loads a model for it, on
+ * T2S_BACKEND or the best backend available. The adapter is applied unmerged, its low-rank pair beside the
+ * frozen base (y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ, as the GRPO sampler and the trainer run it): folding it into the
+ * weights would make a float32 copy of every matrix it targets (an adapter on the seven projections of a
+ * 7B base: 26 GB beside its 13 GB of 16-bit weights). With `quantization: "int8"` the base samples W8A8 and the
+ * adapter stays float32 beside it, as `t2s serve --quantization int8` runs it.
  */
 import { resolve } from "node:path";
 import { UsageError, isT2sError } from "../core/errors.js";
 import { loadModel } from "../model/load.js";
-import { attachAdapter, mergedModel } from "../model/lora.js";
+import { attachAdapter } from "../model/lora.js";
 import { applyQuantization, type QuantizationName } from "../model/quantization.js";
 import { applyKvCacheDtype } from "../model/engine/runners.js";
 import type { KvCacheDtypeName } from "../model/kv-cache-dtype.js";
@@ -78,31 +80,24 @@ export async function tfjsPolicy(rest: string, opts: { backend?: string; quantiz
     base.dispose();
     throw e;
   }
-  let served: CausalLM = base;
   let engine: ChatEngine;
   try {
-    if (adapterDir && base.quantization) {
-      attachAdapter(base, adapterDir, { name: ADAPTER, allowBaseMismatch: opts.allowBaseMismatch });
-      engine = new ChatEngine(base, [], { adapter: ADAPTER });
-    } else {
-      if (adapterDir) served = await mergedModel(base, adapterDir, { allowBaseMismatch: opts.allowBaseMismatch });
-      engine = new ChatEngine(served);
-    }
+    if (adapterDir) attachAdapter(base, adapterDir, { name: ADAPTER, allowBaseMismatch: opts.allowBaseMismatch });
+    engine = new ChatEngine(base, [], { adapter: adapterDir ? ADAPTER : undefined });
   } catch (e) {
     base.dispose();
     throw e;
   }
   return {
-    ...chatPolicy(engine, { name: `tfjs:${rest}`, model: base.name, adapter: adapterDir }, served.name),
+    ...chatPolicy(engine, { name: `tfjs:${rest}`, model: base.name, adapter: adapterDir }),
     quantization: base.quantization,
     async close() {
-      if (served !== base) served.dispose();
       base.dispose();
     },
   };
 }
 
-/** The name an unmerged adapter is attached under (int8 sampling keeps it beside the base). */
+/** The name the policy's adapter is attached under (unmerged, beside the base). */
 const ADAPTER = "adapter";
 
 registerPolicyKind("tfjs", (rest, opts) => tfjsPolicy(rest, { quantization: opts.quantization, kvCacheDtype: opts.kvCacheDtype, allowBaseMismatch: opts.allowBaseMismatch }));

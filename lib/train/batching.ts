@@ -1,7 +1,8 @@
 /**
- * Micro-batches: rows are grouped (longest first, so padding is small) so that no micro-batch's logits
- * tensor [B, T, vocab] holds more than `maxElements` values; WebGPU cannot bind a buffer over 2 GiB, and
- * the CPU backends need the memory to stay bounded too. Rows are right-padded.
+ * Micro-batches: rows are grouped (longest first, so padding is small) so that no micro-batch's scored
+ * tensor [B, T, width] holds more than `maxElements` values (width: the vocabulary for whole logits, the
+ * hidden size when the learner projects positions in chunks, logprobs.ts scoredWidth); WebGPU cannot bind a
+ * buffer over 2 GiB, and the CPU backends need the memory to stay bounded too. Rows are right-padded.
  */
 import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
@@ -16,7 +17,7 @@ export interface TokenRow {
 }
 
 export interface BatchLimits {
-  /** Largest number of logits values (B x (T - 1) x vocab) in one micro-batch. */
+  /** Largest number of scored values (B x (T - 1) x width) in one micro-batch. */
   maxElements: number;
   /** Largest number of rows in one micro-batch (0 = no limit). */
   maxRows?: number;
@@ -32,7 +33,8 @@ export function firstScored(row: TokenRow): number {
  * Returns micro-batches as lists of row indices, longest rows first, each within the limits. A
  * micro-batch's logits span from its rows' earliest scored position to its longest row's end.
  */
-export function planMicroBatches(rows: TokenRow[], vocab: number, limits: BatchLimits): number[][] {
+export function planMicroBatches(rows: TokenRow[], width: number, limits: BatchLimits): number[][] {
+  const vocab = width;
   const len = rows.map((r) => r.ids.length);
   const start = rows.map(firstScored);
   const order = len.map((_, i) => i).sort((a, b) => len[b] - len[a] || a - b);
@@ -43,7 +45,7 @@ export function planMicroBatches(rows: TokenRow[], vocab: number, limits: BatchL
   for (const i of order) {
     const own = Math.max(1, len[i] - 1 - start[i]);
     if (own * vocab > limits.maxElements) {
-      throw new T2sError("tensor_cap", `a row scoring ${own} positions needs ${own * vocab} logits values, above max_tensor_elements ${limits.maxElements}; lower the token budget or raise the cap`);
+      throw new T2sError("tensor_cap", `a row scoring ${own} positions needs ${own * vocab} values (${vocab} per position), above max_tensor_elements ${limits.maxElements}; lower the token budget or raise the cap`);
     }
     const width = cur.length ? Math.max(1, end - Math.min(from, start[i])) : own;
     const full = (cur.length + 1) * width * vocab > limits.maxElements || (limits.maxRows ? cur.length >= limits.maxRows : false);

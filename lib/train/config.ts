@@ -53,6 +53,7 @@ export interface TrainConfig {
   max_grad_norm: number;
   max_tensor_elements: number;
   micro_batch_rows: number;
+  logit_chunk_tokens: number;
   weights_dtype: "auto" | "fp32" | "bf16";
   gradient_checkpointing: "auto" | "on" | "off";
   // grpo
@@ -233,8 +234,9 @@ export function readConfig(file: string, mode: TrainMode): TrainConfig {
  * cosine schedule ties the learning rate of every step to the total.
  */
 // how the same math is laid out in memory or where it is kept: a resumed run may change them freely
-// (prefix caching reuses keys and values the sampler would compute again)
-const RESUME_NEUTRAL = new Set(["backend", "checkpoint_every", "keep_checkpoints", "output_dir", "gradient_checkpointing", "sampling.prefix_caching"]);
+// (prefix caching reuses keys and values the sampler would compute again; logit_chunk_tokens lays out the same
+// math in memory)
+const RESUME_NEUTRAL = new Set(["backend", "checkpoint_every", "keep_checkpoints", "output_dir", "gradient_checkpointing", "sampling.prefix_caching", "logit_chunk_tokens"]);
 
 function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
   if (value !== null && typeof value === "object" && !Array.isArray(value)) {

@@ -10,7 +10,7 @@ import { groupAdvantages, type AdvantageScale } from "./advantages.js";
 import { batchTensors, planMicroBatches, type TokenRow } from "./batching.js";
 import { TrainerCore, type OptimOptions, type RunOptions } from "./core.js";
 import type { TrainableLM } from "./lm.js";
-import { sequenceLogprobs } from "./logprobs.js";
+import { scoredWidth, sequenceLogprobs } from "./logprobs.js";
 import { policyLoss, type LossSettings, type LossType, type StepCounts } from "./losses.js";
 import { mismatchMetrics, type ImportanceSamplingMode } from "./rollout-correction.js";
 import { SeededRandom } from "../core/random.js";
@@ -63,7 +63,7 @@ export interface GrpoOptions extends OptimOptions, RunOptions {
   importanceSamplingCap?: number;
   /** Completion token budget (dr_grpo's normaliser). */
   maxCompletionLength: number;
-  /** Cap on B x T x vocab of one micro-batch's logits. */
+  /** Cap on B x T x width of one micro-batch's scored tensor (logprobs.ts scoredWidth). */
   maxTensorElements?: number;
   maxMicroBatchRows?: number;
   seed: number;
@@ -224,7 +224,7 @@ export class GrpoTrainer<P> {
         keep.push(rolloutKeep[i]);
       }
     });
-    const plan = planMicroBatches(rowsAll, this.lm.vocabSize, { maxElements: o.maxTensorElements, maxRows: o.maxMicroBatchRows });
+    const plan = planMicroBatches(rowsAll, scoredWidth(this.lm), { maxElements: o.maxTensorElements, maxRows: o.maxMicroBatchRows });
     const batches = plan.map((rows) => {
       const t = batchTensors(rows.map((i) => rowsAll[i]), rows.map((i) => keep[i]));
       return { ...t, advantages: tf.tensor1d(rows.map((i) => advantages[i])) };

@@ -4,6 +4,7 @@
  * test/train.
  */
 import { tf } from "../backend/tf.js";
+import type { WeightMatrix } from "../model/packed.js";
 
 export interface NamedVariable {
   /** Unique, stable name; for LoRA the PEFT key (`base_model.model....lora_A.weight`). */
@@ -26,4 +27,15 @@ export interface TrainableLM {
   logits(ids: number[][], opts?: { reference?: boolean; from?: number }): tf.Tensor3D;
   /** Whether `logits(..., { reference: true })` is available (needed when beta > 0). */
   readonly hasReference: boolean;
+  /**
+   * Optional: the final hidden states [B, T - from, D] of the positions `logits` would return and the
+   * matrix [V, D] projecting them onto the vocabulary. With it and a `logitChunk()` above 0,
+   * sequenceLogprobs projects that many positions at a time (lib/train/chunked-logprobs.ts) and never calls
+   * `logits`.
+   */
+  hidden?(ids: number[][], opts?: { reference?: boolean; from?: number }): { hidden: tf.Tensor3D; head: WeightMatrix };
+  /** Positions projected onto the vocabulary at once by sequenceLogprobs (0: all at once, through `logits`). */
+  logitChunk?(): number;
+  /** D of `hidden`'s states (what a scored position holds whole when projected in chunks). */
+  readonly hiddenSize?: number;
 }

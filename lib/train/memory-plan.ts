@@ -10,6 +10,7 @@
 import { T2sError } from "../core/errors.js";
 import { tf } from "../backend/tf.js";
 import type { ModelConfig } from "../model/config.js";
+import { MAX_TENSOR_ELEMENTS } from "../core/defaults.js";
 import { kvCacheBytesPerToken, type KvCacheDtype } from "../model/kv-cache-dtype.js";
 
 export type CheckpointingSetting = "auto" | "on" | "off";
@@ -40,6 +41,8 @@ export interface PlanInput {
   backend?: string;
   /** Tokens at the start every row shares (the system prompt and schema): the trainer runs them once per micro-batch. */
   sharedPrefix?: number;
+  /** Scored positions projected onto the vocabulary at once (logit_chunk_tokens); absent or 0: all at once. */
+  logitChunkTokens?: number;
 }
 
 export interface PlanLine {
@@ -99,10 +102,20 @@ const WASM_SLACK = 0.15;
 
 const F32 = 4;
 /**
- * Freed buffers tfjs keeps for reuse, requests rounded up to size classes: the 7B GRPO step on an H200
- * peaked at 94 GB against 75.5 GB of tensors planned (docs/training.md), so a quarter is added.
+ * Freed buffers tfjs keeps for reuse within a micro-batch, and requests rounded up to size classes (at most
+ * 19% more bytes, about 9% on average). The GRPO steps measured on an H200 (docs/training.md, 1.5B, 3B and
+ * 7B) peaked at 0.97-1.18x the tensors that code kept when every gradient of the tape was counted (the
+ * plan before counted neither the gradients nor the prompt prefix's keys broadcast to every row, and
+ * added a quarter).
  */
-const SLACK = 0.25;
+const SLACK = 0.15;
+
+/**
+ * Buffers of an update that keeps every layer's activations, over the activations, their gradients and the
+ * summed gradients' addends: `npm run bench:update-memory -- --keep` on WebGPU (a software adapter, 4 layers
+ * of D 256) measured 1.25-1.28x the plan without it, where the recomputed update measured 0.87-1.01x.
+ */
+const KEPT_TAPE_FACTOR = 1.3;
 
 /** Values per token of a decoder layer's widest activation (the MLP's [tokens, intermediate] tensors, usually): what row groups are sized by. */
 export function widestActivation(c: ModelConfig): number {
@@ -125,26 +138,78 @@ export function activationFloats(c: ModelConfig): number {
   return 6 * c.hiddenSize + 2 * qkv + 2 * c.numHeads * c.headDim + 3 * c.intermediateSize;
 }
 
+/**
+ * Tokens the decoder runs for one micro-batch: a shared prefix once (batch 1), then each row's own tokens
+ * (ModelTrainable.hidden); and the prefix's length (0 when rows share none worth running once).
+ */
+function decoderTokens(i: PlanInput): { tokens: number; own: number; prefix: number } {
+  const prefix = i.microBatchRows > 1 ? Math.min(i.sharedPrefix ?? 0, i.rowTokens - 1) : 0;
+  const own = i.rowTokens - prefix;
+  return { tokens: i.microBatchRows * own + prefix, own, prefix };
+}
+
+/**
+ * The vocabulary projection of one micro-batch: whole logits [rows x scored, V] (forward, the log-prob's
+ * gradient and the softmax its backward reads), or with logit chunks one chunk's logits and gradient at a
+ * time; and a 16-bit head's float32 copy, made for each product.
+ */
+function logitsLine(i: PlanInput, floatsPerLogit: number): PlanLine {
+  const c = i.config;
+  const scored = i.microBatchRows * i.scoredTokens;
+  const chunk = i.logitChunkTokens ? Math.min(i.logitChunkTokens, scored) : scored;
+  // chunks widen a large 16-bit head a block of vocabulary rows at a time (chunked-logprobs.ts)
+  const head = i.packed ? Math.min(c.vocabSize * c.hiddenSize, i.logitChunkTokens ? MAX_TENSOR_ELEMENTS : Infinity) * F32 : 0;
+  const what = chunk < scored ? `${chunk} of ${scored} scored positions at a time` : `${i.microBatchRows} rows x ${i.scoredTokens} scored`;
+  return { what: "logits", bytes: chunk * c.vocabSize * F32 * floatsPerLogit + head, note: `${what} x vocab ${c.vocabSize}, forward and backward${head ? " + the head's float32 copy" : ""}` };
+}
+
 /** The update's peak over the weights and optimizer state, with or without recomputed layers. */
 function updateBytes(i: PlanInput, recompute: boolean): { lines: PlanLine[]; total: number } {
   const c = i.config;
-  const tokens = i.microBatchRows * i.rowTokens;
-  const perLayer = tokens * activationFloats(c) * F32;
-  // a recomputed layer runs again for one row group at a time
-  const groupTokens = Math.min(tokens, i.groupTokens ?? tokens);
-  const perGroupLayer = groupTokens * activationFloats(c) * F32;
+  const D = c.hiddenSize;
+  const { tokens, own, prefix } = decoderTokens(i);
+  const kvPerToken = 2 * c.numKvHeads * c.headDim;
+  // tfjs keeps every gradient of a tape until its backward ends: a layer's activations, as many again, and
+  // a gradient per consumer of the inputs several read (below); with every layer on one tape, measured
+  // buffers were KEPT_TAPE_FACTOR times that
+  const perLayer = tokens * (2 * activationFloats(c) + 6 * D) * F32 * KEPT_TAPE_FACTOR;
+  // a recomputed layer runs again for one row group at a time, attending over the prefix's keys and values
+  const groupRows = Math.max(1, Math.min(i.microBatchRows, Math.floor((i.groupTokens ?? tokens) / own)));
+  const groupTokens = groupRows * own;
+  // its backward holds the activations, the gradient of each, a gradient per consumer of the inputs several
+  // read (tfjs keeps each addend of a summed gradient: the normed inputs of q/k/v and gate/up, the residual
+  // stream; about 6 hidden-sized), and the attention's key and value gradients per query head before they
+  // are summed per kv head
+  const attendedKeys = groupRows * (prefix + own);
+  const perGroupLayer = (groupTokens * (2 * activationFloats(c) + 6 * D) + groupRows * prefix * kvPerToken * 2 + attendedKeys * 2 * c.numHeads * c.headDim) * F32;
   const widened = i.packed ? layerMatrixValues(c) * F32 : 0;
+  const shared = prefix ? ` (${prefix} shared, run once)` : "";
   const lines: PlanLine[] = [];
   if (recompute) {
-    lines.push({ what: "layer inputs kept", bytes: tokens * c.hiddenSize * F32 * c.numLayers, note: `${tokens} tokens x ${c.numLayers} layers` });
-    lines.push({ what: "one layer recomputed", bytes: perGroupLayer + widened, note: `${groupTokens < tokens ? `${groupTokens} tokens' ` : ""}activations${i.packed ? " + its float32 weights" : ""}` });
+    // the layers' inputs, and the prefix's keys and values every layer attends to (kept once, broadcast
+    // inside each layer); a layer's output gradient is freed once its backward ran (recompute.ts)
+    lines.push({ what: "layer inputs kept", bytes: (tokens * D + prefix * kvPerToken) * F32 * c.numLayers, note: `${i.microBatchRows} rows: ${tokens} tokens${shared} x ${c.numLayers} layers` });
+    lines.push({ what: "one layer recomputed", bytes: perGroupLayer + 2 * groupTokens * D * F32 + widened, note: `${groupTokens < tokens ? `${groupTokens} tokens' ` : ""}activations and their gradients${i.packed ? " + its float32 weights" : ""}` });
   } else {
-    lines.push({ what: "activations", bytes: perLayer * c.numLayers, note: `${tokens} tokens x ${c.numLayers} layers` });
+    lines.push({ what: "activations", bytes: perLayer * c.numLayers, note: `${i.microBatchRows} rows: ${tokens} tokens${shared} x ${c.numLayers} layers, and their gradients` });
     if (widened) lines.push({ what: "widened weights on the tape", bytes: widened * c.numLayers, note: "16-bit matrices widened per use, kept for the backward" });
   }
-  lines.push({ what: "logits", bytes: i.microBatchRows * i.scoredTokens * c.vocabSize * F32 * 3, note: `${i.microBatchRows} rows x ${i.scoredTokens} scored x vocab ${c.vocabSize}, forward and backward` });
-  if (i.reference) lines.push({ what: "reference forward", bytes: perGroupLayer + widened, note: "beta > 0, no tape" });
-  return { lines, total: lines.reduce((s, l) => s + l.bytes, 0) };
+  // the decoder's last hidden states before and after the final norm, the scored positions (and their
+  // copy split into logit chunks), each with its gradient
+  lines.push({ what: "hidden states", bytes: i.microBatchRows * (own + i.scoredTokens) * 2 * D * F32 * 2, note: `${i.microBatchRows} rows x (${own} run + ${i.scoredTokens} scored) x ${D}, twice each, and gradients` });
+  // in chunks: a chunk's logits and their gradient (the forward's are freed with the chunk); whole (or all in
+  // one chunk): the tape keeps the logits for the backward beside the softmax and the gradient
+  const chunked = !!i.logitChunkTokens && i.microBatchRows * i.scoredTokens > i.logitChunkTokens;
+  const logits = logitsLine(i, chunked ? 2 : 3);
+  lines.push(logits);
+  if (i.reference) lines.push({ what: "reference forward", bytes: (groupTokens * activationFloats(c) + groupRows * prefix * kvPerToken) * F32 + widened, note: "beta > 0, no tape" });
+  const sum = lines.reduce((s, l) => s + l.bytes, 0);
+  // with recomputed layers and chunked logits, the chunks' backward is done before any layer is recomputed:
+  // the two never hold memory at once, and the larger counts
+  if (!recompute || !chunked) return { lines, total: sum };
+  const layer = lines.find((l) => l.what === "one layer recomputed")!;
+  logits.note += "; not beside a recomputed layer";
+  return { lines, total: sum - Math.min(layer.bytes, logits.bytes) };
 }
 
 /**
@@ -170,7 +235,7 @@ function wasmUpdateBytes(i: PlanInput, recompute: boolean): { lines: PlanLine[];
     lines.push({ what: "activations", bytes: perLayerTokens * c.numLayers, note: `${tokens} tokens x ${c.numLayers} layers, tfjs ops and their gradients` });
     lines.push({ what: "attention scores", bytes: perLayerScores * c.numLayers, note: `${what} x ${c.numHeads} heads x ${c.numLayers} layers: queries x keys, softmax and gradients` });
   }
-  lines.push({ what: "logits", bytes: i.microBatchRows * i.scoredTokens * c.vocabSize * F32 * WASM_TAPE.logitFloats, note: `${i.microBatchRows} rows x ${i.scoredTokens} scored x vocab ${c.vocabSize}, log-softmax and gradient` });
+  lines.push(logitsLine(i, WASM_TAPE.logitFloats));
   if (i.reference) lines.push({ what: "reference forward", bytes: (tokens * activationFloats(c) + scores) * F32, note: "beta > 0, no tape, one layer at a time" });
   return { lines, total: lines.reduce((s, l) => s + l.bytes, 0) };
 }
@@ -205,6 +270,20 @@ export function planMemory(i: PlanInput, limit: number | null): MemoryPlan {
   const peak = slack(Math.max(sampling, update));
   lines.push({ what: "allocator slack", bytes: peak - Math.max(sampling, update), note: wasm ? `${WASM_SLACK * 100}% over the tensors alive (fragmentation, XNNPACK's buffers)` : `${SLACK * 100}% over the tensors alive` });
   return { lines, sampling, update, peak, limit, limitName: wasm ? "in the wasm heap" : "on the device", recompute, releaseSampler };
+}
+
+/**
+ * The rows per micro-batch `i` may take on a device of `limit` bytes: its rows halved until the plan fits
+ * (one row at least; a single row shares no prefix). Returns the fields of `i` to change.
+ */
+export function rowsThatFit(i: PlanInput, limit: number): Pick<PlanInput, "microBatchRows" | "sharedPrefix"> {
+  let rows = i.microBatchRows;
+  let sharedPrefix = i.sharedPrefix;
+  while (rows > 1 && planMemory({ ...i, microBatchRows: rows, sharedPrefix }, limit).peak > limit) {
+    rows = Math.ceil(rows / 2);
+    if (rows === 1) sharedPrefix = 0;
+  }
+  return { microBatchRows: rows, sharedPrefix };
 }
 
 const gb = (b: number) => `${(b / 1e9).toFixed(2)} GB`;

@@ -13,8 +13,9 @@ import type { TrainConfig } from "./config.js";
 import { firstScored, type TokenRow } from "./batching.js";
 import { commonPrefix } from "../model/prefix.js";
 import { PREFIX_CACHE_TOKENS, prefixCacheSlots } from "../model/engine/prefix-cache.js";
-import { planMemory, WASM_HEAP_BYTES, widestActivation, type MemoryPlan, type PlanInput } from "./memory-plan.js";
+import { planMemory, rowsThatFit, WASM_HEAP_BYTES, widestActivation, type MemoryPlan, type PlanInput } from "./memory-plan.js";
 import { MIN_SHARED_PREFIX, type ModelTrainable } from "./trainable-model.js";
+import { scoredWidth } from "./logprobs.js";
 
 /** Prompts rendered to find the longest (a GRPO band holds hundreds of tasks of similar length). */
 const PROMPTS_MEASURED = 64;
@@ -52,6 +53,8 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
   let sampler: PlanInput["sampler"] = null;
   let rows: number;
   let prefixRows: number[][];
+  // what one scored position of a micro-batch holds whole (the trainers cap micro-batches by it: logprobs.ts scoredWidth)
+  const width = scoredWidth(lm);
   if (cfg.mode === "grpo") {
     prefixRows = (opts.openings ?? []).slice(0, PROMPTS_MEASURED).map((m) => opts.promptIds!(m));
     const longest = prefixRows.reduce((m, ids) => Math.max(m, ids.length), 1);
@@ -63,7 +66,7 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
     // the cache as the sampler's runner will store it (the model's kv_cache_dtype, auto resolved); the prefix
     // cache of a device sampler takes whole slots of the same buffers
     sampler = { slots: Math.min(cfg.sampling.max_batch, episodes), maxLength: rowTokens, kvCacheDtype: resolveKvCacheDtype(model), cacheSlots: cfg.sampling.prefix_caching ? prefixCacheSlots(PREFIX_CACHE_TOKENS, rowTokens) : 0 };
-    rows = cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * c.vocabSize)));
+    rows = cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * width)));
     rows = Math.min(rows, episodes);
   } else {
     const examples = opts.sftRows ?? [];
@@ -71,7 +74,7 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
     rowTokens = prefixRows.reduce((m, ids) => Math.max(m, ids.length), 1);
     // a micro-batch's logits span from its rows' earliest scored position to its longest row's end (batching.ts)
     scored = examples.length ? Math.max(1, rowTokens - 1 - examples.reduce((m, e) => Math.min(m, firstScored(e)), rowTokens)) : rowTokens;
-    rows = Math.min(cfg.batch_size, cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * c.vocabSize))));
+    rows = Math.min(cfg.batch_size, cfg.micro_batch_rows || Math.max(1, Math.floor(cfg.max_tensor_elements / (scored * width))));
   }
   // no activation may pass max_tensor_elements either (WebGPU binds at most 2 GiB): the MLP's [tokens,
   // intermediate] tensors are the widest, so a micro-batch runs its rows in groups under that (the trainer
@@ -82,17 +85,12 @@ export async function planRun(cfg: TrainConfig, model: CausalLM, lm: ModelTraina
   const input: PlanInput = {
     config: c, weightBytes, packed: (info?.packedBytes ?? 0) > 0, trainable, fullWeights: cfg.adapter === null,
     microBatchRows: rows, rowTokens, groupTokens, scoredTokens: scored, sampler, reference: cfg.mode === "grpo" && cfg.beta > 0, gradientCheckpointing: cfg.gradient_checkpointing,
-    backend: model.backend, sharedPrefix: rows > 1 ? sharedPrefixOf(prefixRows) : 0,
+    backend: model.backend, sharedPrefix: rows > 1 ? sharedPrefixOf(prefixRows) : 0, logitChunkTokens: lm.logitChunk(),
   };
   // the device's memory matters on a GPU, and wasm's one heap is capped at 4 GiB; the cpu backend uses the
   // host's memory, which the plan does not check
   const limit = model.backend === "webgpu" ? deviceMemoryBytes() : model.backend === "wasm" ? WASM_HEAP_BYTES : null;
-  // micro_batch_rows 0: halve the rows until the plan fits (when the device's memory is known)
-  if (!cfg.micro_batch_rows && limit !== null) {
-    while (input.microBatchRows > 1 && planMemory(input, limit).peak > limit) {
-      input.microBatchRows = Math.ceil(input.microBatchRows / 2);
-      if (input.microBatchRows === 1) input.sharedPrefix = 0;
-    }
-  }
+  // micro_batch_rows 0: the most rows that fit (when the device's memory is known)
+  if (!cfg.micro_batch_rows && limit !== null) Object.assign(input, rowsThatFit(input, limit));
   return { plan: planMemory(input, limit), input, samplerLength: rowTokens, microBatchRows: input.microBatchRows };
 }

@@ -109,7 +109,7 @@ async function prepareModel(cfg: TrainConfig, hooks: RunHooks): Promise<{ model:
     const last = hooks.resume ? latestCheckpoint(cfg.output_dir) : null;
     if (last && existsSync(join(last, "adapter_config.json"))) inspectAdapter(model, last, { allowBaseMismatch: cfg.adapter.allow_base_mismatch });
   }
-  return { model, lm: new ModelTrainable(model, cfg.adapter ? ADAPTER_NAME : null) };
+  return { model, lm: new ModelTrainable(model, cfg.adapter ? ADAPTER_NAME : null, { maxActivationElements: cfg.max_tensor_elements, logitChunkTokens: cfg.logit_chunk_tokens }) };
 }
 
 /** What a resume with a changed config (under --force) must record once the trainer has resumed. */
@@ -243,7 +243,6 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
   // which tasks this run trains on, for the serving check to score the same ones (lib/report/serving.ts)
   if (!fromConversations) writeRunTasks(cfg.output_dir, cfg.tasks, cfg, tasks);
   lm.recompute = planned.plan.recompute;
-  lm.maxActivationElements = cfg.max_tensor_elements;
   const common = {
     lr: cfg.lr, schedule: cfg.schedule, warmupSteps: cfg.warmup_steps, minLrRatio: cfg.min_lr_ratio, weightDecay: cfg.weight_decay, maxGradNorm: cfg.max_grad_norm,
     outDir: cfg.output_dir, checkpointEvery: cfg.checkpoint_every, keepCheckpoints: cfg.keep_checkpoints, onStep: hooks.onStep, onWarning: hooks.onWarning, checkpointFiles: () => lm.checkpointFiles(), maxSeconds: hooks.maxSeconds,

@@ -90,8 +90,9 @@ export const SETTINGS = [
   { name: "min_lr_ratio", modes: BOTH, type: num({ min: 0, max: 1 }), default: 0, doc: "floor of the cosine, as a fraction of lr" },
   { name: "weight_decay", modes: BOTH, type: num({ min: 0 }), default: 0, doc: "AdamW decoupled weight decay" },
   { name: "max_grad_norm", modes: BOTH, type: num({ min: 0 }), default: 1, doc: "global gradient-norm clip (0 = off)" },
-  { name: "max_tensor_elements", modes: BOTH, type: int(1), default: MAX_TENSOR_ELEMENTS, doc: "cap on B x T x vocab of one micro-batch" },
+  { name: "max_tensor_elements", modes: BOTH, type: int(1), default: MAX_TENSOR_ELEMENTS, doc: "cap on the values of one micro-batch's scored tensor (B x T x the hidden size with logit chunks, x vocab without), of one logit chunk and of one row group's widest activation" },
   { name: "micro_batch_rows", modes: BOTH, type: int(0), default: 0, doc: "rows per micro-batch at most (0 = no limit)" },
+  { name: "logit_chunk_tokens", modes: BOTH, type: int(0), default: 1024, doc: "scored positions whose vocabulary logits the learner computes at once; the log-probs' backward recomputes each chunk, so no [positions x vocab] tensor (logits or their gradient) exists whole (0 = all at once)" },
   { name: "weights_dtype", modes: BOTH, type: oneOf("auto", "fp32", "bf16"), default: "auto", doc: "storage of the frozen base's matrices on the device: auto keeps a bf16/f16 checkpoint 16-bit on WebGPU; full_weights always trains float32 masters" },
   { name: "gradient_checkpointing", modes: BOTH, type: oneOf("auto", "on", "off"), default: "auto", doc: "recompute each decoder layer in the backward instead of keeping its activations; auto: on with 16-bit weights or when the memory plan needs it" },
   {

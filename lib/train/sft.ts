@@ -10,7 +10,7 @@ import { batchTensors, planMicroBatches, type TokenRow } from "./batching.js";
 import { TrainerCore, type OptimOptions, type RunOptions } from "./core.js";
 import { MAX_TENSOR_ELEMENTS } from "../core/defaults.js";
 import type { TrainableLM } from "./lm.js";
-import { sequenceLogprobs } from "./logprobs.js";
+import { scoredWidth, sequenceLogprobs } from "./logprobs.js";
 import { SeededRandom } from "../core/random.js";
 
 export interface SftOptions extends OptimOptions, RunOptions {
@@ -62,7 +62,7 @@ export class SftTrainer {
     const t0 = Date.now();
     const stepIndex = this.core.step;
     const rows = this.batchOf(stepIndex).map((i) => this.examples[i]);
-    const plan = planMicroBatches(rows, this.lm.vocabSize, { maxElements: this.opts.maxTensorElements ?? MAX_TENSOR_ELEMENTS, maxRows: this.opts.maxMicroBatchRows });
+    const plan = planMicroBatches(rows, scoredWidth(this.lm), { maxElements: this.opts.maxTensorElements ?? MAX_TENSOR_ELEMENTS, maxRows: this.opts.maxMicroBatchRows });
     const batches = plan.map((idx) => batchTensors(idx.map((i) => rows[i])));
     const tokens = batches.reduce((a, b) => a + b.tokens, 0);
     let r: { loss: number; gradNorm: number; lr: number };

@@ -10,9 +10,10 @@ import { tf } from "../backend/tf.js";
 import { T2sError } from "../core/errors.js";
 import { MAX_TENSOR_ELEMENTS } from "../core/defaults.js";
 import { configToJson } from "../model/config.js";
-import { decoderStep, type KvCache, type LayerWeights, type Linear } from "../model/decoder.js";
+import { decoderStep, type KvCache, type LayerWeights, type Linear, type StepInput } from "../model/decoder.js";
 import { matMulWeightT } from "../model/layout.js";
 import { dense, isPacked, type WeightMatrix } from "../model/packed.js";
+import { defaultOf } from "./settings.js";
 import { commonPrefix } from "../model/prefix.js";
 import type { CausalLM } from "../model/model.js";
 import { adapterMetadata, adapterTensors, peftAdapterConfig } from "../model/lora.js";
@@ -66,6 +67,11 @@ export function makeFullTrainable(model: CausalLM): NamedVariable[] {
   return out;
 }
 
+/** A step input of whole rows starting at position `start`, every token real. */
+function plainStep(rows: number[][], start: number): StepInput {
+  return { ids: rows, positions: rows.map((r) => Array.from({ length: r.length }, (_, i) => start + i)), valid: rows.map((r) => new Array<boolean>(r.length).fill(true)) };
+}
+
 /**
  * Shortest common prefix worth running once per micro-batch: below it, the extra decoder call costs more
  * than the repeated prefix tokens it saves.
@@ -74,6 +80,7 @@ export const MIN_SHARED_PREFIX = 16;
 
 export class ModelTrainable implements TrainableLM {
   readonly vocabSize: number;
+  readonly hiddenSize: number;
   readonly hasReference: boolean;
   private readonly params: NamedVariable[];
 
@@ -91,15 +98,24 @@ export class ModelTrainable implements TrainableLM {
   maxActivationElements: number;
 
   /**
+   * Positions whose vocabulary logits sequenceLogprobs computes at once (logit_chunk_tokens): the scored
+   * hidden states are projected a chunk at a time under a gradient that recomputes each chunk, so no
+   * [positions, vocab] tensor, logits or their gradient, exists whole. 0: all at once. The trainer sets it.
+   */
+  logitChunkTokens: number;
+
+  /**
    * `adapter`: the name of a trainable adapter attached to the model (createAdapter, or attachAdapter with
    * trainable: true); null trains all weights (converted to variables here). `recompute` and
-   * `maxActivationElements`: see above.
+   * `maxActivationElements`, `logitChunkTokens`: see above.
    */
-  constructor(readonly model: CausalLM, readonly adapter: string | null, opts: { recompute?: boolean; maxActivationElements?: number } = {}) {
+  constructor(readonly model: CausalLM, readonly adapter: string | null, opts: { recompute?: boolean; maxActivationElements?: number; logitChunkTokens?: number } = {}) {
     this.recompute = opts.recompute === true;
     this.maxActivationElements = opts.maxActivationElements ?? MAX_TENSOR_ELEMENTS;
+    this.logitChunkTokens = opts.logitChunkTokens ?? (defaultOf("logit_chunk_tokens", "sft") as number);
     ensureGradients();
     this.vocabSize = model.config.vocabSize;
+    this.hiddenSize = model.config.hiddenSize;
     this.hasReference = adapter !== null;
     if (adapter === null) this.params = makeFullTrainable(model);
     else {
@@ -115,36 +131,68 @@ export class ModelTrainable implements TrainableLM {
   }
 
   logits(ids: number[][], opts: { reference?: boolean; from?: number } = {}): tf.Tensor3D {
+    const m = this.model;
+    const from = opts.from ?? 0;
+    const c = m.config;
+    if (from === 0 && this.sharedStart(ids, from) === 0 && ids.length <= this.groupRows(ids[0].length)) {
+      const adapter = opts.reference ? null : this.adapter;
+      return tf.tidy(() => decoderStep(c, m.weights, m.invFreq, plainStep(ids, 0), null, { adapter, recompute: this.recompute }).logits) as tf.Tensor3D;
+    }
+    return tf.tidy(() => {
+      const { hidden, head } = this.hidden(ids, opts);
+      const [B, S, D] = hidden.shape;
+      return tf.reshape(matMulWeightT(tf.reshape(hidden, [B * S, D]) as tf.Tensor2D, dense(head)), [B, S, c.vocabSize]);
+    }) as tf.Tensor3D;
+  }
+
+  /**
+   * The final (normed) hidden states [B, T - from, D] of positions from.. and the matrix [V, D] that projects
+   * them onto the vocabulary (the head, or the tied embeddings; 16-bit when the model stores it so).
+   * sequenceLogprobs multiplies them `logitChunk()` positions at a time.
+   */
+  hidden(ids: number[][], opts: { reference?: boolean; from?: number } = {}): { hidden: tf.Tensor3D; head: WeightMatrix } {
     const T = ids[0].length;
     const B = ids.length;
     const from = opts.from ?? 0;
     const m = this.model;
-    const adapter = opts.reference ? null : this.adapter;
-    const plain = (rows: number[][], start: number) => ({ ids: rows, positions: rows.map((r) => Array.from({ length: r.length }, (_, i) => start + i)), valid: rows.map((r) => new Array<boolean>(r.length).fill(true)) });
-    // the rows' common prompt prefix (system prompt + schema) is run once and its keys/values broadcast to
-    // every row; only positions from `from` on are scored, so the prefix may reach up to there
-    const recompute = this.recompute;
-    const common = B > 1 ? Math.min(commonPrefix(ids), from) : 0;
-    const start = common >= MIN_SHARED_PREFIX ? common : 0;
     const c = m.config;
-    const group = Math.max(1, Math.floor(this.maxActivationElements / ((T - start) * widestActivation(c))));
-    if (from === 0 && start === 0 && B <= group) return tf.tidy(() => decoderStep(c, m.weights, m.invFreq, plain(ids, 0), null, { adapter, recompute }).logits) as tf.Tensor3D;
-    // the decoder gives the final hidden states; only positions from.. are projected onto the vocabulary
-    const D = c.hiddenSize;
-    return tf.tidy(() => {
-      const pre = start ? decoderStep(c, m.weights, m.invFreq, plain([ids[0].slice(0, start)], 0), null, { adapter, lastOnly: true, hiddenOnly: true, recompute, cacheOut: true }) : null;
+    const adapter = opts.reference ? null : this.adapter;
+    const recompute = this.recompute;
+    // the rows' common prompt prefix (system prompt + schema) is run once and its keys/values handed to the
+    // rows as a batch-1 cache, broadcast inside each layer; only positions from `from` on are scored, so the
+    // prefix may reach up to there
+    const start = this.sharedStart(ids, from);
+    const group = this.groupRows(T - start);
+    const head = m.weights.lmHead ?? m.weights.embed;
+    const hidden = tf.tidy(() => {
+      const pre = start ? decoderStep(c, m.weights, m.invFreq, plainStep([ids[0].slice(0, start)], 0), null, { adapter, lastOnly: true, hiddenOnly: true, recompute, cacheOut: true }) : null;
       const parts: tf.Tensor[] = [];
       for (let r0 = 0; r0 < B; r0 += group) {
         const rows = ids.slice(r0, r0 + group);
-        const grow = <R extends tf.Tensor4D>(t: R) => tf.broadcastTo(t, [rows.length, t.shape[1], t.shape[2], t.shape[3]]) as R;
-        const cache: KvCache | null = pre ? { keys: pre.cache.keys.map(grow), values: pre.cache.values.map(grow), valid: rows.map(() => new Array<boolean>(start).fill(true)) } : null;
-        parts.push(decoderStep(c, m.weights, m.invFreq, plain(rows.map((r) => r.slice(start)), start), cache, { adapter, hiddenOnly: true, recompute }).logits);
+        const cache: KvCache | null = pre ? { keys: pre.cache.keys, values: pre.cache.values, valid: rows.map(() => new Array<boolean>(start).fill(true)) } : null;
+        parts.push(decoderStep(c, m.weights, m.invFreq, plainStep(rows.map((r) => r.slice(start)), start), cache, { adapter, hiddenOnly: true, recompute }).logits);
       }
-      const hidden = parts.length === 1 ? parts[0] : tf.concat(parts, 0);
-      const kept = tf.reshape(tf.slice(hidden, [0, from - start, 0], [B, T - from, D]), [B * (T - from), D]) as tf.Tensor2D;
-      const head = m.weights.lmHead ?? m.weights.embed;
-      return tf.reshape(matMulWeightT(kept, dense(head)), [B, T - from, c.vocabSize]);
+      const all = parts.length === 1 ? parts[0] : tf.concat(parts, 0);
+      return from === start ? all : tf.slice(all, [0, from - start, 0], [B, T - from, c.hiddenSize]);
     }) as tf.Tensor3D;
+    return { hidden, head };
+  }
+
+  /** Positions sequenceLogprobs projects onto the vocabulary at once: logitChunkTokens, within maxActivationElements (0: all). */
+  logitChunk(): number {
+    if (this.logitChunkTokens <= 0) return 0;
+    return Math.max(1, Math.min(this.logitChunkTokens, Math.floor(this.maxActivationElements / this.vocabSize)));
+  }
+
+  /** Tokens at the start of every row run once (0: none worth sharing), never past `from`. */
+  private sharedStart(ids: number[][], from: number): number {
+    const common = ids.length > 1 ? Math.min(commonPrefix(ids), from) : 0;
+    return common >= MIN_SHARED_PREFIX ? common : 0;
+  }
+
+  /** Rows of `tokens` tokens each that one decoder call runs, its widest activation within maxActivationElements. */
+  private groupRows(tokens: number): number {
+    return Math.max(1, Math.floor(this.maxActivationElements / (tokens * widestActivation(this.model.config))));
   }
 
   /** Releases the trainer's own tensors (not the model's); it holds none now, the method stays for callers. */

@@ -5,6 +5,12 @@
 # float32 storage beside torch_engine.py, GRPO LoRA steps with their peak device memory, and the 16-bit KV
 # cache against the fp32 one (phase kv: greedy ids, cache bytes, decode tokens/s).
 #   bash scripts/gpu/sizes.sh PHASE [ARGS]   (phases below; several may follow each other: "ckpt 0.5b load ...")
+#   memory SHAPE GB STEPS: a grpo run at T2S_GPU_MEMORY_GB=GB, then its plan's peak and rows per micro-batch
+#   beside the device's peak (summary.jsonl "memory SHAPE"); compare: one table line per such run;
+#   update SHAPE ROWS: bench-update-memory (one micro-batch's update, random weights, no checkpoint). The
+#   memory table of docs/training.md:
+#     bash scripts/gpu/sizes.sh setup ckpt "qwen2.5-7b qwen2.5-1.5b qwen2.5-3b" memory qwen2.5-7b 48 2 \
+#       memory qwen2.5-1.5b 20 1 memory qwen2.5-3b 40 1 compare
 # Needs: out/gpu-bundle.tar.xz (npm run bundle:gpu -- --node --pack --no-data) and, in .gpu/, the Vulkan
 # loader debs and torch_engine.py / torch_ref.py. Everything it prints goes to $OUT/log.txt; one JSON line
 # per measurement to $OUT/summary.jsonl.
@@ -92,6 +98,50 @@ for l in open(f"/tmp/grpo-{s}/train_log.jsonl"):
 PY
 }
 
+memory() { # shape, GB, steps: a GRPO run (grpo above) with its memory plan set beside the device's peak
+  local s="$1" gb="$2" steps="$3" name="$1${QUANT:+-$QUANT}"
+  local from=$(( $(wc -l < "$OUT/log.txt") + 1 ))
+  grpo "$s" "$gb" "$steps"
+  # the run printed its plan when it started: that plan's lines, from this run's part of the log
+  tail -n +"$from" "$OUT/log.txt" > "$OUT/run-$name.txt"
+  python3 - "$name" "$gb" "$OUT" >> "$OUT/summary.jsonl" <<'PY'
+import json, re, sys
+name, gb, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+text = open(f"{out}/run-{name}.txt").read()
+plan = {m.group(1).strip(): float(m.group(2)) for m in re.finditer(r"^  (\S.*?)\s+(\d+\.\d+) GB", text, re.M)}
+rows = re.search(r"update: (?:layer inputs kept|activations)\s+\S+ GB\s+(\d+) rows", text)
+runs = [json.loads(l) for l in open(f"{out}/summary.jsonl") if l.startswith("{")]
+run = [r for r in runs if r.get("what") == f"grpo {name} {sys.argv[2]}GB"]
+peak = run[-1].get("peak_mib") if run else None
+measured = round(peak * 1048576 / 1e9, 2) if peak else None
+print(json.dumps({"what": f"memory {name}", "target_gb": gb, "plan_peak_gb": plan.get("peak"), "rows_per_micro_batch": int(rows.group(1)) if rows else None,
+                  "measured_peak_gb": measured, "plan_over_measured": round(plan["peak"] / measured, 3) if measured and plan.get("peak") else None,
+                  "fits_target": measured is not None and measured <= gb, "rc": run[-1].get("rc") if run else None, "plan": plan}))
+PY
+  tail -1 "$OUT/summary.jsonl" | tee -a "$OUT/log.txt"
+}
+
+update() { # shape, rows list: bench-update-memory, one micro-batch's learner update on random 16-bit weights (no checkpoint), beside the plan's update lines
+  local s="$1" rows="$2"
+  run "update-memory $s" bash "$B/run.sh" bench-update-memory.mjs --shape "$s" --weights-dtype bf16 --rows "$rows" --json
+  grep '^{"shape"' "$OUT/log.txt" | tail -1 | sed "s/^{/{\"what\":\"update-memory $s\",/" >> "$OUT/summary.jsonl"
+}
+
+compare() { # every memory run of this call: the plan's peak against the device's, one line per shape
+  python3 - "$OUT" <<'PY' | tee -a "$OUT/log.txt"
+import json, sys
+rows = [json.loads(l) for l in open(f"{sys.argv[1]}/summary.jsonl") if l.startswith("{")]
+rows = [r for r in rows if str(r.get("what", "")).startswith("memory ")]
+print(f"{'shape':<16}{'target':>8}{'rows/mb':>9}{'plan peak':>11}{'measured':>10}{'plan/meas':>11}  verdict")
+for r in rows:
+    ratio = r["plan_over_measured"]
+    ok = ratio is not None and 0.85 <= ratio <= 1.15
+    verdict = ("fits" if r["fits_target"] else "OVER the target") + ("; plan within 15%" if ok else "; plan off by more than 15%")
+    f = lambda v, fmt: format(v, fmt) if v is not None else "-"
+    print(f"{r['what'][7:]:<16}{f(r['target_gb'], '.0f') + ' GB':>8}{f(r['rows_per_micro_batch'], 'd'):>9}{f(r['plan_peak_gb'], '.2f') + ' GB':>11}{f(r['measured_peak_gb'], '.2f') + ' GB':>10}{f(ratio, '.3f'):>11}  {verdict} (rc {r['rc']})")
+PY
+}
+
 while [ $# -gt 0 ]; do
   phase="$1"; shift
   case "$phase" in
@@ -102,6 +152,9 @@ while [ $# -gt 0 ]; do
     decode) decode "$1" "$2"; shift 2 ;;
     grpo) grpo "$1" "$2" "$3"; shift 3 ;;
     kv) kv $1; shift ;;
+    memory) memory "$1" "$2" "$3"; shift 3 ;;
+    update) update "$1" "$2"; shift 2 ;;
+    compare) compare ;;
     *) log "unknown phase $phase"; exit 2 ;;
   esac
 done

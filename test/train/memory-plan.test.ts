@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
-import { assertPlanFits, formatPlan, planMemory, poolRoom, WASM_HEAP_BYTES, type PlanInput } from "../../lib/train/memory-plan.js";
+import { assertPlanFits, formatPlan, planMemory, poolRoom, rowsThatFit, WASM_HEAP_BYTES, type PlanInput } from "../../lib/train/memory-plan.js";
 import { readConfig } from "../../lib/model/config.js";
 import { tinyTrainingWorld } from "./tiny-world.js";
 import { isT2sError } from "../../lib/core/errors.js";
@@ -82,10 +82,53 @@ test("a row group bounds the recomputed layer's line, and the pool keeps no more
   const grouped = planMemory(input("qwen2.5-7b", { microBatchRows: 128, rowTokens: 640, groupTokens: 14169, gradientCheckpointing: "on" }), 80 * GB);
   const line = (p: typeof whole) => p.lines.find((l) => l.what === "update: one layer recomputed")!;
   assert.ok(line(grouped).bytes < line(whole).bytes / 4, `${line(grouped).bytes} vs ${line(whole).bytes}`);
-  assert.match(line(grouped).note, /14169 tokens' activations/);
+  // whole rows of 640 tokens under the 14,169-token cap: 22 rows a group
+  assert.match(line(grouped).note, /14080 tokens' activations and their gradients/);
   assert.equal(poolRoom(grouped, 24 * GB), Math.min(24 * GB, 80 * GB - grouped.peak));
   assert.equal(poolRoom({ ...grouped, limit: null }, 24 * GB), 24 * GB);
   assert.equal(poolRoom({ ...grouped, limit: grouped.peak - 1 }, 24 * GB), 0);
+});
+
+/** The 7B step of docs/training.md as `t2s train --plan` sees it: 256 episodes of 640 tokens, 382 of them the shared prompt. */
+function sevenB(over: Partial<PlanInput> = {}): PlanInput {
+  return input("qwen2.5-7b", { microBatchRows: 256, rowTokens: 640, scoredTokens: 128, groupTokens: 14169, sampler: { slots: 256, maxLength: 640 }, sharedPrefix: 382, logitChunkTokens: 1024, ...over });
+}
+
+test("the 7B GRPO step at T2S_GPU_MEMORY_GB=48 takes a micro-batch that fits, layers recomputed", () => {
+  const i = sevenB();
+  const fit = rowsThatFit(i, 48 * GB);
+  const p = planMemory({ ...i, ...fit }, 48 * GB);
+  assert.ok(p.peak <= 48 * GB, formatPlan(p));
+  assert.equal(p.recompute, true);
+  assert.equal(p.releaseSampler, true, "the sampler's cache is freed before the update");
+  assert.ok(fit.microBatchRows >= 32, `${fit.microBatchRows} rows per micro-batch`);
+  // twice the rows would not fit: the plan takes the most
+  assert.ok(planMemory({ ...i, microBatchRows: fit.microBatchRows * 2 }, 48 * GB).peak > 48 * GB);
+  assert.match(formatPlan(p), new RegExp(`update: layer inputs kept +\\S+ GB +${fit.microBatchRows} rows: \\d+ tokens \\(382 shared, run once\\)`));
+});
+
+test("the shared prefix counts once, with its keys and values, in the layer inputs kept", () => {
+  const kept = (p: ReturnType<typeof planMemory>) => p.lines.find((l) => l.what === "update: layer inputs kept")!.bytes;
+  const c = sevenB().config;
+  const shared = kept(planMemory(sevenB({ microBatchRows: 64, gradientCheckpointing: "on" }), null));
+  const whole = kept(planMemory(sevenB({ microBatchRows: 64, gradientCheckpointing: "on", sharedPrefix: 0 }), null));
+  const perToken = c.hiddenSize * 4 * c.numLayers;
+  assert.equal(whole, 64 * 640 * perToken);
+  assert.equal(shared, (64 * 258 + 382) * perToken + 382 * 2 * c.numKvHeads * c.headDim * 4 * c.numLayers);
+});
+
+test("logits in chunks: the plan holds one chunk's logits, not the micro-batch's", () => {
+  const vocab = (over: Partial<PlanInput>) => {
+    const i = sevenB({ microBatchRows: 128, ...over });
+    return planMemory({ ...i, config: { ...i.config, vocabSize: 151936 } }, null).lines.find((l) => l.what === "update: logits")!;
+  };
+  const whole = vocab({ logitChunkTokens: 0 });
+  const chunked = vocab({ logitChunkTokens: 1024 });
+  // 128 rows x 128 scored x 151,936 x 4 B = 10 GB, forward and backward; a chunk of 1,024 positions is 0.62 GB
+  // (both beside the 16-bit head's float32 copy, 2.2 GB)
+  assert.ok(whole.bytes > 3 * 9.9 * GB, `${whole.bytes}`);
+  assert.ok(chunked.bytes < whole.bytes / 5, `${chunked.bytes}`);
+  assert.match(chunked.note, /1024 of 16384 scored positions at a time x vocab 151936/);
 });
 
 /**

@@ -13,6 +13,7 @@ import { createAdapter } from "../../lib/model/lora.js";
 import { ModelTrainable } from "../../lib/train/trainable-model.js";
 import { sequenceLogprobs } from "../../lib/train/logprobs.js";
 import { SeededRandom } from "../../lib/core/random.js";
+import { recomputedInBackward } from "../../lib/model/recompute.js";
 
 await useCpu();
 const IDS = [[5, 17, 33, 2, 90, 41, 9, 12], [7, 7, 120, 64, 3, 0, 44, 1]];
@@ -113,3 +114,53 @@ for (const mode of ["lora", "full"] as const) {
     assert.ok([...plain.grads.values()].some((g) => g.some((v) => v !== 0)));
   });
 }
+
+test("a recomputed function frees its output's gradient once its backward ran", () => {
+  // a chain of recomputed steps: without the release, every step's output gradient lives until the whole
+  // backward ends, one more x-sized tensor per step
+  const x = tf.variable(tf.randomNormal([50_000], 0, 1, "float32", 7));
+  const during: number[] = [];
+  const step = (t: tf.Tensor) => recomputedInBackward((ins) => {
+    during.push(tf.memory().numBytes);
+    return tf.sin(tf.mul(ins[0], 1.5));
+  }, [t], {}, []);
+  const { value, grads } = tf.variableGrads(() => {
+    let y: tf.Tensor = x;
+    for (let i = 0; i < 6; i++) y = step(y);
+    // from here on, the recomputations of the backward
+    during.length = 0;
+    return tf.sum(y) as tf.Scalar;
+  }, [x]);
+  const bytes = 50_000 * 4;
+  // the six recomputations run in the backward, last step first: what is alive grows by less than one x
+  assert.equal(during.length, 6);
+  assert.ok(during[5] - during[0] < bytes, `alive at each recomputation: ${during.map((b) => (b / bytes).toFixed(2)).join(", ")} x`);
+  tf.dispose([value, ...Object.values(grads), x]);
+});
+
+test("with recompute a shared prefix's keys and values are kept once, not once per row", async () => {
+  const model = await loadModel(resolve("test/fixtures/model/qwen2"), { backend: "cpu" });
+  createAdapter(model, { name: "train", r: 2, alpha: 4, targetModules: ["q_proj", "v_proj"], seed: 1 });
+  const c = model.config;
+  const prefix = Array.from({ length: 60 }, (_, i) => (i * 37 + 11) % 200);
+  const lm = new ModelTrainable(model, "train", { recompute: true });
+  const vars = lm.trainableParams().map((p) => p.variable);
+  // bytes alive after the forward of `rows` rows that share the prefix and have 4 tokens each of their own
+  const alive = (rows: number) => {
+    const ids = Array.from({ length: rows }, (_, r) => [...prefix, 3 + r, 9, 27, 81, 5]);
+    const before = tf.memory().numBytes;
+    let during = 0;
+    const { value, grads } = tf.variableGrads(() => {
+      const lp = sequenceLogprobs(lm, ids, { from: prefix.length - 1 }).logp;
+      during = tf.memory().numBytes - before;
+      return tf.sum(lp) as tf.Scalar;
+    }, vars);
+    tf.dispose([value, ...Object.values(grads)]);
+    return during;
+  };
+  const perRow = (alive(6) - alive(2)) / 4;
+  // a copy of the prefix's keys and values per row and layer would be this much more per row
+  const copies = prefix.length * 2 * c.numKvHeads * c.headDim * 4 * c.numLayers;
+  assert.ok(perRow < copies, `${perRow} bytes more per row after the forward; copies of the prefix's keys and values would add ${copies}`);
+  model.dispose();
+});

@@ -63,3 +63,11 @@ test("sampling.prefix_caching defaults to true, and a resume may turn it off or 
   assert.deepEqual(configChanges(JSON.parse(JSON.stringify(on)), validateConfig({ ...base, sampling: { prefix_caching: false, max_tokens: 9 } }, "grpo")), ["sampling.max_tokens: 512 -> 9"]);
   assert.throws(() => validateConfig({ ...base, sampling: { prefix_caching: "no" } }, "grpo"), /sampling\.prefix_caching/);
 });
+
+test("logit_chunk_tokens lays out the same math in memory: a resumed run may change it", () => {
+  const base = { model: "m", tasks: "t", output_dir: "o", steps: 1 };
+  const old = JSON.parse(JSON.stringify(validateConfig(base, "grpo")));
+  assert.equal(old.logit_chunk_tokens, 1024);
+  assert.deepEqual(configChanges(old, validateConfig({ ...base, logit_chunk_tokens: 0 }, "grpo")), []);
+  assert.deepEqual(configChanges(old, validateConfig({ ...base, micro_batch_rows: 8 }, "grpo")), ["micro_batch_rows: 0 -> 8"]);
+});
