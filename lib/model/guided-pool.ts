@@ -160,7 +160,7 @@ export class GrammarPool {
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
       try {
-        const reply = await Promise.race([box.call({ op: "check", guide, terminateAtEnd }), timedOut]);
+        const reply = await Promise.race([box.call({ op: "check", guide: JSON.stringify(guide), terminateAtEnd }), timedOut]);
         if (reply === "timeout") {
           box.terminate();
           return { ok: false, reason: "timeout" };
@@ -190,7 +190,7 @@ export class GrammarPool {
       }
       throw e;
     };
-    const opened = await host.call({ op: "open", key, guide, terminateAtEnd }).catch(fail);
+    const opened = await host.call({ op: "open", key, guide: JSON.stringify(guide), terminateAtEnd }).catch(fail);
     const id = opened.matcher as number;
     let closed = false;
     const matcher: RemoteMatcher = {
