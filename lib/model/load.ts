@@ -17,6 +17,9 @@ import { WEIGHTS_DTYPE_DEFAULT, WEIGHTS_DTYPES, type WeightsDtype } from "./weig
 import { tf } from "../backend/tf.js";
 import { uploadNow } from "../backend/upload.js";
 import { loadTokenizer, type ChatTokenizer } from "./tokenizer.js";
+import { applyQuantization, type QuantizationName } from "./quantization.js";
+import { applyKvCacheDtype } from "./engine/runners.js";
+import type { KvCacheDtypeName } from "./kv-cache-dtype.js";
 
 export interface LoadOptions {
   /** tfjs backend: auto (default, or T2S_BACKEND), webgpu, tensorflow, wasm, cpu. */
@@ -232,4 +235,20 @@ export function describeLoad(model: CausalLM): string {
   if (!i) return `model ${model.name} on ${model.backend}`;
   const gb = (b: number) => (b / 1e9).toFixed(2);
   return `loaded ${model.name} on ${model.backend}: ${gb(i.weightBytes)} GB of weights (${i.storage}; checkpoint ${i.checkpointDtype}, ${i.files} file${i.files === 1 ? "" : "s"}) in ${i.seconds.toFixed(1)} s`;
+}
+
+/**
+ * A model loaded to sample from (a served base, a benchmark's policy): its weights, then the sampling
+ * quantization and the KV cache's storage; a setting this model cannot take is refused and the model freed.
+ */
+export async function loadForSampling(dir: string, opts: LoadOptions & { quantization?: QuantizationName; kvCacheDtype?: KvCacheDtypeName } = {}): Promise<CausalLM> {
+  const model = await loadModel(dir, opts);
+  try {
+    applyQuantization(model, opts.quantization);
+    applyKvCacheDtype(model, opts.kvCacheDtype);
+  } catch (e) {
+    model.dispose();
+    throw e;
+  }
+  return model;
 }

@@ -11,12 +11,10 @@
  */
 import { resolve } from "node:path";
 import { UsageError, isT2sError } from "../core/errors.js";
-import { loadModel } from "../model/load.js";
+import { loadForSampling } from "../model/load.js";
 import { attachAdapter } from "../model/lora.js";
-import { applyQuantization, type QuantizationName } from "../model/quantization.js";
-import { applyKvCacheDtype } from "../model/engine/runners.js";
+import type { QuantizationName } from "../model/quantization.js";
 import type { KvCacheDtypeName } from "../model/kv-cache-dtype.js";
-import type { CausalLM } from "../model/model.js";
 import { ChatEngine, type ChatResult } from "../model/chat.js";
 import { openAiToolCalls } from "../model/toolcalls.js";
 import { registerPolicyKind } from "./spec.js";
@@ -72,14 +70,7 @@ export function chatPolicy(engine: ChatEngine, ident: { name: string; model: str
 /** Returns a Policy that samples the local model (plus adapter) in this process. */
 export async function tfjsPolicy(rest: string, opts: { backend?: string; quantization?: QuantizationName; kvCacheDtype?: KvCacheDtypeName; allowBaseMismatch?: boolean } = {}): Promise<Policy> {
   const { modelDir, adapterDir } = parseTfjsSpec(rest);
-  const base = await loadModel(modelDir, { backend: opts.backend });
-  try {
-    applyQuantization(base, opts.quantization);
-    applyKvCacheDtype(base, opts.kvCacheDtype);
-  } catch (e) {
-    base.dispose();
-    throw e;
-  }
+  const base = await loadForSampling(modelDir, { backend: opts.backend, quantization: opts.quantization, kvCacheDtype: opts.kvCacheDtype });
   let engine: ChatEngine;
   try {
     if (adapterDir) attachAdapter(base, adapterDir, { name: ADAPTER, allowBaseMismatch: opts.allowBaseMismatch });
