@@ -6,7 +6,8 @@
  */
 import { randomInt } from "node:crypto";
 import { T2sError } from "../core/errors.js";
-import { emptyEngineMetrics, GenerationEngine, type EngineMetrics, type EngineOptions } from "./engine/generation-engine.js";
+import { GenerationEngine } from "./engine/generation-engine.js";
+import { emptyEngineMetrics, type EngineMetrics, type EngineOptions } from "./engine/types.js";
 import type { Generation, SamplingSettings, TokenDelta } from "./engine/types.js";
 import type { CausalLM } from "./model.js";
 import type { SequenceEngine, ServedModel } from "./served-model.js";

@@ -4,7 +4,7 @@
  * `t2s serve`'s engine thread (lib/serve/engine-thread/) gives the same surface from another thread, so
  * one request path serves both.
  */
-import type { EngineMetrics, EngineOptions } from "./engine/generation-engine.js";
+import type { EngineMetrics, EngineOptions } from "./engine/types.js";
 import type { Generation, SequenceRequest } from "./engine/types.js";
 import type { ModelConfig } from "./config.js";
 import type { ChatTokenizer } from "./tokenizer.js";

@@ -7,7 +7,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { loadModel } from "../../lib/model/load.js";
-import { GenerationEngine, type EngineMetrics } from "../../lib/model/engine/generation-engine.js";
+import { GenerationEngine } from "../../lib/model/engine/generation-engine.js";
+import type { EngineMetrics } from "../../lib/model/engine/types.js";
 import type { Generation, SequenceRequest } from "../../lib/model/engine/types.js";
 import { tf } from "../../lib/backend/tf.js";
 import { fixtureDir } from "./fixtures.js";

@@ -10,12 +10,12 @@ import { ENGINE_MAX_TOKENS } from "../../core/defaults.js";
 import { T2sError } from "../../core/errors.js";
 import type { CausalLM } from "../model.js";
 import { sequenceRandom } from "../sampler.js";
-import type { Uniform } from "../../core/random.js";
 import { PREFIX_CACHE_TOKENS } from "./prefix-cache.js";
-import { isMultiStep, type RowSampling, type SampledToken, type StepRunner } from "./runner.js";
+import { isMultiStep, type SampledToken, type StepRunner } from "./runner.js";
+import { advanceGuides, rowSampling, type Sequence } from "./sequence.js";
 import { leaseRunner, type RunnerLease } from "./runners.js";
 import { StopWatcher } from "./stops.js";
-import type { Generation, SequenceRequest, TokenDelta } from "./types.js";
+import { emptyEngineMetrics, type EngineMetrics, type EngineOptions, type Generation, type SequenceRequest, type TokenDelta } from "./types.js";
 import { WaitQueue } from "./wait-queue.js";
 
 /**
@@ -23,74 +23,6 @@ import { WaitQueue } from "./wait-queue.js";
  * request of thousands of rows is cancelled over a few turns, with /health and the streams answered between.
  */
 const CANCELS_PER_TURN = 1024;
-
-export interface EngineOptions {
-  /** Unmerged adapter applied to every sequence (the model's own weights when null). */
-  adapter?: string | null;
-  /** Sequences decoded together at most (default 64). */
-  maxBatch?: number;
-  /** Prompt tokens (not counting a shared prefix) prefilled in one call at most (default: the runner's). */
-  maxPrefillTokens?: number;
-  /** Decode steps per runner call when the runner can chain them on the device (default: the runner's). */
-  stepsPerCall?: number;
-  /** Ids that end a sequence (default: the tokenizer's eos ids, else config.json's). */
-  eosIds?: number[];
-  /** Tokens per sequence (prompt + completion) the runner's cache holds (default: the runner's cap). */
-  maxLength?: number;
-  /**
-   * Keep prompts' keys and values across requests and prefill only what a new prompt does not share with a
-   * stored one (vLLM's --enable-prefix-caching; default true). Off, prompts are shared only within one
-   * prefill call.
-   */
-  enablePrefixCaching?: boolean;
-  /** Tokens of keys and values the prefix cache holds (default PREFIX_CACHE_TOKENS; prefix-cache.ts). */
-  prefixCacheTokens?: number;
-}
-
-/** Counters for /metrics and benchmarks. */
-export interface EngineMetrics {
-  running: number;
-  waiting: number;
-  steps: number;
-  promptTokens: number;
-  generatedTokens: number;
-  /** Rows decoded per step, summed (mean batch = batchRows / steps). */
-  batchRows: number;
-  finished: number;
-  cancelled: number;
-  /** Seconds sequences waited from submission to their slot, summed, and how many were admitted. */
-  queueSeconds: { sum: number; count: number };
-  /** Prompt tokens looked up in the prefix cache (vLLM's prefix_cache_queries; 0 with caching off). */
-  prefixCacheQueries: number;
-  /** Of those, tokens found there and not computed again (vLLM's prefix_cache_hits). */
-  prefixCacheHits: number;
-}
-
-/** Engine counters at zero. */
-export function emptyEngineMetrics(): EngineMetrics {
-  return { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0, queueSeconds: { sum: 0, count: 0 }, prefixCacheQueries: 0, prefixCacheHits: 0 };
-}
-
-interface Sequence {
-  req: SequenceRequest;
-  rand: Uniform;
-  slot: number;
-  stops: StopWatcher;
-  out: number[];
-  logprobs: number[];
-  top: { id: number; logprob: number }[][];
-  counts: Map<number, number>;
-  /** The request's logit bias, read once (it may be any iterable). */
-  bias: Map<number, number>;
-  maxTokens: number;
-  /** performance.now() at submission. */
-  submitted: number;
-  /** Guided decoding: the tokens allowed next (refreshed before each step). */
-  mask?: Int32Array;
-  resolve: (g: Generation) => void;
-  reject: (e: unknown) => void;
-  done: boolean;
-}
 
 /** The rows of one abort signal still queued or running, and the listener that cancels them. */
 interface SignalRows {
@@ -323,11 +255,11 @@ export class GenerationEngine {
     this.metrics.promptTokens += live.reduce((n, s) => n + s.req.ids.length, 0);
     const cache = this.runner.prefixCache;
     const [queries, hits] = [cache?.queries ?? 0, cache?.hits ?? 0];
-    const sampled = await this.runner.prefill(live.map((s) => ({ slot: s.slot, ids: s.req.ids, prefixLength: s.req.prefixLength ?? 0, sampling: this.sampling(s) })));
+    const sampled = await this.runner.prefill(live.map((s) => ({ slot: s.slot, ids: s.req.ids, prefixLength: s.req.prefixLength ?? 0, sampling: rowSampling(s, this.eos) })));
     // the runner's counters outlive this engine (a device runner is handed on): count this call's share
     this.metrics.prefixCacheQueries += (cache?.queries ?? 0) - queries;
     this.metrics.prefixCacheHits += (cache?.hits ?? 0) - hits;
-    const guided = await this.advanceGuides(live, sampled);
+    const guided = await advanceGuides(live, sampled);
     live.forEach((s, i) => this.accept(s, sampled[i], guided[i]));
   }
 
@@ -342,17 +274,17 @@ export class GenerationEngine {
     const feed = rows.map((s) => ({ slot: s.slot, id: s.out[s.out.length - 1], position: s.req.ids.length + s.out.length - 1 }));
     const chain = this.chainLength(rows);
     if (chain > 1 && isMultiStep(this.runner)) {
-      const plan = Array.from({ length: chain }, () => rows.map((s) => this.sampling(s)));
+      const plan = Array.from({ length: chain }, () => rows.map((s) => rowSampling(s, this.eos)));
       const out = await this.runner.decodeSteps(feed, plan);
       this.metrics.steps += chain;
       this.metrics.batchRows += rows.length * chain;
       for (let k = 0; k < chain; k++) rows.forEach((s, r) => !s.done && this.accept(s, out[r][k]));
       return;
     }
-    const out = await this.runner.decode(rows.map((s, r) => ({ ...feed[r], sampling: this.sampling(s) })));
+    const out = await this.runner.decode(rows.map((s, r) => ({ ...feed[r], sampling: rowSampling(s, this.eos) })));
     this.metrics.steps++;
     this.metrics.batchRows += rows.length;
-    const guided = await this.advanceGuides(rows, out);
+    const guided = await advanceGuides(rows, out);
     rows.forEach((s, r) => this.accept(s, out[r], guided[r]));
   }
 
@@ -389,50 +321,8 @@ export class GenerationEngine {
   }
 
   /**
-   * Guided rows' grammars advanced by their sampled tokens (the matchers may answer from another thread):
-   * per row, true, false (the grammar refused the token) or the error that stopped the grammar.
-   */
-  private async advanceGuides(rows: Sequence[], sampled: SampledToken[]): Promise<unknown[]> {
-    return Promise.all(
-      rows.map(async (s, i) => {
-        if (!s.req.constraint || s.done) return true;
-        try {
-          return await s.req.constraint.accept(sampled[i].id);
-        } catch (e) {
-          return e instanceof Error ? e : new Error(String(e));
-        }
-      }),
-    );
-  }
-
-  /** This token's sampling for a sequence: its settings, its next uniform number and its logit bias. */
-  private sampling(s: Sequence): RowSampling {
-    const r = s.req;
-    const temperature = r.temperature ?? 1;
-    const penalised = !!(r.presencePenalty || r.frequencyPenalty);
-    const banning = (r.minTokens ?? 0) > s.out.length;
-    // the request's own bias serves every step as it is; a copy only when this step adds to it
-    const bias = penalised || banning ? new Map(s.bias) : s.bias;
-    if (penalised) {
-      for (const [id, n] of s.counts) bias.set(id, (bias.get(id) ?? 0) - (r.presencePenalty ?? 0) - (r.frequencyPenalty ?? 0) * n);
-    }
-    if (banning) for (const id of [...this.eos, ...(r.stopTokenIds ?? [])]) bias.set(id, -Infinity);
-    return {
-      temperature,
-      topP: r.topP ?? 1,
-      topK: r.topK ?? 0,
-      // drawn only when sampling, so greedy rows and the old sampler's streams line up
-      u: temperature > 0 ? s.rand() : 0,
-      bias: bias.size ? bias : undefined,
-      topLogprobs: r.topLogprobs ?? 0,
-      rawLogprobs: r.logprobsMode === "raw" || undefined,
-      allowed: s.mask,
-    };
-  }
-
-  /**
    * Appends a sampled token, delivers it, and finishes the sequence when a stop condition is met; `guided`
-   * is the grammar's answer to the token (advanceGuides), true for an unguided row.
+   * is the grammar's answer to the token (sequence.ts advanceGuides), true for an unguided row.
    */
   private accept(s: Sequence, t: SampledToken, guided: unknown = true): void {
     if (s.done) return;

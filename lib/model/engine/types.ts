@@ -90,3 +90,51 @@ export interface Generation {
   stoppedBy?: string;
   promptTokens: number;
 }
+
+/** How an engine is set up (GenerationEngine.create). */
+export interface EngineOptions {
+  /** Unmerged adapter applied to every sequence (the model's own weights when null). */
+  adapter?: string | null;
+  /** Sequences decoded together at most (default 64). */
+  maxBatch?: number;
+  /** Prompt tokens (not counting a shared prefix) prefilled in one call at most (default: the runner's). */
+  maxPrefillTokens?: number;
+  /** Decode steps per runner call when the runner can chain them on the device (default: the runner's). */
+  stepsPerCall?: number;
+  /** Ids that end a sequence (default: the tokenizer's eos ids, else config.json's). */
+  eosIds?: number[];
+  /** Tokens per sequence (prompt + completion) the runner's cache holds (default: the runner's cap). */
+  maxLength?: number;
+  /**
+   * Keep prompts' keys and values across requests and prefill only what a new prompt does not share with a
+   * stored one (vLLM's --enable-prefix-caching; default true). Off, prompts are shared only within one
+   * prefill call.
+   */
+  enablePrefixCaching?: boolean;
+  /** Tokens of keys and values the prefix cache holds (default PREFIX_CACHE_TOKENS; prefix-cache.ts). */
+  prefixCacheTokens?: number;
+}
+
+/** Counters for /metrics and benchmarks. */
+export interface EngineMetrics {
+  running: number;
+  waiting: number;
+  steps: number;
+  promptTokens: number;
+  generatedTokens: number;
+  /** Rows decoded per step, summed (mean batch = batchRows / steps). */
+  batchRows: number;
+  finished: number;
+  cancelled: number;
+  /** Seconds sequences waited from submission to their slot, summed, and how many were admitted. */
+  queueSeconds: { sum: number; count: number };
+  /** Prompt tokens looked up in the prefix cache (vLLM's prefix_cache_queries; 0 with caching off). */
+  prefixCacheQueries: number;
+  /** Of those, tokens found there and not computed again (vLLM's prefix_cache_hits). */
+  prefixCacheHits: number;
+}
+
+/** Engine counters at zero. */
+export function emptyEngineMetrics(): EngineMetrics {
+  return { running: 0, waiting: 0, steps: 0, promptTokens: 0, generatedTokens: 0, batchRows: 0, finished: 0, cancelled: 0, queueSeconds: { sum: 0, count: 0 }, prefixCacheQueries: 0, prefixCacheHits: 0 };
+}

@@ -5,7 +5,7 @@
  * EngineMetrics crosses as the whole object, so a counter the engine gains flows through unchanged.
  */
 import { T2sError, UsageError } from "../../core/errors.js";
-import type { EngineMetrics, EngineOptions } from "../../model/engine/generation-engine.js";
+import type { EngineMetrics, EngineOptions } from "../../model/engine/types.js";
 import type { Generation, SequenceRequest, TokenDelta } from "../../model/engine/types.js";
 import type { AdapterLimits } from "../../model/lora-read.js";
 import type { QuantizationName } from "../../model/quantization.js";

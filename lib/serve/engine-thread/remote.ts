@@ -3,7 +3,7 @@
  * read from the folder here; the weights are the engine thread's) and its generation engine (rows go over
  * by message; load and counters are read from the last snapshot the engine thread posted, never waited for).
  */
-import type { EngineMetrics } from "../../model/engine/generation-engine.js";
+import type { EngineMetrics } from "../../model/engine/types.js";
 import type { Generation, SequenceRequest } from "../../model/engine/types.js";
 import type { ModelConfig } from "../../model/config.js";
 import type { SequenceEngine, ServedModel } from "../../model/served-model.js";

@@ -10,7 +10,7 @@
 import { Worker } from "node:worker_threads";
 import { T2sError } from "../../core/errors.js";
 import { kitPath, kitRoot } from "../../core/paths.js";
-import type { EngineOptions } from "../../model/engine/generation-engine.js";
+import type { EngineOptions } from "../../model/engine/types.js";
 import type { Generation, SequenceRequest, TokenConstraint, TokenDelta } from "../../model/engine/types.js";
 import { readModelFolder, type ModelFolder } from "../../model/load.js";
 import type { EngineFactory, ServedModel } from "../../model/served-model.js";
