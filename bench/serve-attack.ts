@@ -1,10 +1,11 @@
 /**
  * `npm run bench:serve-attack`: GET /health latency of `t2s serve` and `t2s env serve` (each its own process,
- * over loopback) while they are attacked as issue 46 did: hostile guided-decoding schemas (nested 55
+ * over loopback) while they are attacked as a security review did: hostile guided-decoding schemas (nested 55
  * deep, self-referencing, 20,000 properties, one that compiles past the time limit, a stream of fresh
  * schemas), amplification (20,000 prompts x n 64; 65,536 queued rows whose client leaves) and sockets that
  * trickle their request bodies. For each attack: what the attacker got, how long it ran, and /health
- * p50 / p95 / max over the answers polled back to back while it ran (a failed /health counts as failed).
+ * p50 / p95 / max over the answers polled back to back while it ran, from a thread of its own (a failed
+ * /health counts as failed).
  * Options:
  *   --model <dir>      model folder for t2s serve (default data/models/shop-sql-4m: a 4k vocabulary)
  *   --backend <name>   tfjs backend of t2s serve (default cpu)
@@ -18,6 +19,7 @@ import { connect, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { kitPath } from "../lib/core/paths.js";
 import { flag, intFlag, printTable } from "./args.js";
+import { healthProbe } from "./serve-client.js";
 
 const MODEL = flag("--model") ?? kitPath("data", "models", "shop-sql-4m");
 const BACKEND = flag("--backend") ?? "cpu";
@@ -42,34 +44,6 @@ async function start(args: string[]): Promise<{ url: string; child: ChildProcess
   return { url, child };
 }
 
-/** /health back to back until stopped: latencies in ms and failures. */
-function poll(url: string): { stop: () => Promise<{ ms: number[]; failed: number }> } {
-  const ms: number[] = [];
-  let failed = 0;
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      const t0 = performance.now();
-      try {
-        const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(ATTACK_LIMIT_MS) });
-        await res.arrayBuffer();
-        if (res.ok) ms.push(performance.now() - t0);
-        else failed++;
-      } catch {
-        failed++;
-        await sleep(10);
-      }
-    }
-  })();
-  return {
-    stop: async () => {
-      stopped = true;
-      await loop;
-      return { ms, failed };
-    },
-  };
-}
-
 function pct(xs: number[], p: number): number {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -80,7 +54,7 @@ const rows: string[][] = [];
 
 /** Runs one attack under the poller and records a row. */
 async function measure(server: string, name: string, url: string, attack: () => Promise<string>): Promise<void> {
-  const p = poll(url);
+  const p = healthProbe(url, 0, ATTACK_LIMIT_MS);
   const t0 = performance.now();
   let outcome: string;
   try {

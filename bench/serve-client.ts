@@ -3,6 +3,7 @@
  * (streamed ones time their first token), percentiles and number formatting.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { Worker } from "node:worker_threads";
 import { existsSync } from "node:fs";
 import { schemaDdl } from "../lib/db/schema.js";
 import { buildShopDatabase, defaultShopPath } from "../lib/db/shop/build.js";
@@ -87,6 +88,51 @@ export async function ask(url: string, body: Record<string, unknown>, signal?: A
   } catch (e) {
     return { seconds: s(), tokens: 0, error: (e as Error).message };
   }
+}
+
+/**
+ * The /health poller, as plain JavaScript for a worker thread of its own: the load this bench generates
+ * (hundreds of SSE streams parsed in this process) must not delay the probe's own event loop, or the figure
+ * would be the client's latency, not the server's.
+ */
+const HEALTH_PROBE_SOURCE = `
+const { parentPort, workerData } = require("node:worker_threads");
+const { url, gapMs, limitMs } = workerData;
+const ms = [];
+let failed = 0, stopped = false;
+parentPort.on("message", () => (stopped = true));
+(async () => {
+  while (!stopped) {
+    const t0 = performance.now();
+    try {
+      const res = await fetch(url + "/health", { signal: AbortSignal.timeout(limitMs) });
+      await res.arrayBuffer();
+      if (res.ok) ms.push(performance.now() - t0); else failed++;
+    } catch { failed++; await new Promise((r) => setTimeout(r, 10)); }
+    if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+  }
+  parentPort.postMessage({ ms, failed });
+})();
+`;
+
+/**
+ * Polls `url`/health from a worker thread, `gapMs` apart (0: back to back), each answer allowed `limitMs`,
+ * until stopped: the latencies in ms of the answers that came, and how many failed.
+ */
+export function healthProbe(url: string, gapMs: number, limitMs = 120_000): { stop: () => Promise<{ ms: number[]; failed: number }> } {
+  const worker = new Worker(HEALTH_PROBE_SOURCE, { eval: true, workerData: { url, gapMs, limitMs } });
+  const result = new Promise<{ ms: number[]; failed: number }>((resolve, reject) => {
+    worker.once("message", resolve);
+    worker.once("error", reject);
+  });
+  return {
+    stop: async () => {
+      worker.postMessage("stop");
+      const r = await result;
+      await worker.terminate();
+      return r;
+    },
+  };
 }
 
 export function pct(xs: number[], p: number): number {

@@ -2,7 +2,8 @@
  * `npm run bench:serve`: a bounded load test of `t2s serve` on loopback. It starts the server as its own
  * process over a model folder, sends realistic shop prompts (the kit's episode prompts: instructions, schema,
  * notes, question) and prints, for 1/16/64 concurrent clients, streaming and not: p50/p95 latency, time to
- * first token, tokens/s, errors and /health latency under that load. Then a fairness probe (a short request
+ * first token, tokens/s, errors and /health latency under that load (polled every 50 ms from a thread of its
+ * own, so the bench's own SSE parsing does not delay it). Then a fairness probe (a short request
  * sent while a request with a huge max_tokens runs, against the short one alone), the first-token share of a
  * 100-token stream, the HTTP framework's own cost (fastify against bare node:http, same handler), and
  * guided decoding's cost per token at batch 1 and 64 (XGrammar's mask, the matcher's advance, the mask
@@ -35,25 +36,11 @@ import { guideConstraint } from "../lib/model/guided.js";
 import { maskedLogits } from "../lib/model/sampler.js";
 import { loadTokenizer, type ChatTokenizer } from "../lib/model/tokenizer.js";
 import { mulberry32 } from "../lib/core/random.js";
-import { ask, f, pct, shopPrompts, startServe, type Message, type Outcome } from "./serve-client.js";
+import { ask, f, healthProbe, pct, shopPrompts, startServe, type Message, type Outcome } from "./serve-client.js";
 import { prefixCachingTable } from "./serve-prefix.js";
 
 /** The served model's name (read from GET /v1/models once the server is up). */
 let served = "";
-
-/** Polls /health back to back until `stop` resolves; returns each answer's latency in ms. */
-async function healthProbe(url: string, stop: Promise<unknown>): Promise<number[]> {
-  const times: number[] = [];
-  let done = false;
-  void stop.then(() => (done = true));
-  while (!done) {
-    const t0 = performance.now();
-    await (await fetch(`${url}/health`)).json();
-    times.push(performance.now() - t0);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return times;
-}
 
 async function load(url: string, prompts: Message[][], clients: number, stream: boolean, rounds: number, maxTokens: number): Promise<string> {
   const total = clients * rounds;
@@ -69,7 +56,9 @@ async function load(url: string, prompts: Message[][], clients: number, stream: 
       }
     }),
   );
-  const health = await healthProbe(url, work);
+  const probe = healthProbe(url, 50);
+  await work;
+  const health = (await probe.stop()).ms;
   const wall = (performance.now() - t0) / 1000;
   const ok = outcomes.filter((o) => !o.error);
   const lat = ok.map((o) => o.seconds);

@@ -21,8 +21,9 @@ mkdir -p "$M" && mount -t tmpfs -o size=1m tmpfs "$M" || exit 97
 while [ "$(cat "$M/rows.jsonl" 2>/dev/null | wc -l)" -lt 6 ]; do sleep 0.01; done
 dd if=/dev/zero of="$M/fill" bs=4k 2>/dev/null
 t0="$(stat -c %y "$M/rows.jsonl")"; n=0
-# full until the next append has been tried (the rows file's mtime moves); a hang guard of 10 minutes
-while [ "$(stat -c %y "$M/rows.jsonl")" = "$t0" ] && [ $n -lt 60000 ]; do sleep 0.01; n=$((n+1)); done
+# full until the next append has been tried (the rows file's mtime moves) or the run has stopped (an append
+# cut short just before t0 was read leaves the mtime as it is when the next one fails); a hang guard of 10 minutes
+while [ "$(stat -c %y "$M/rows.jsonl")" = "$t0" ] && kill -0 $pid 2>/dev/null && [ $n -lt 60000 ]; do sleep 0.01; n=$((n+1)); done
 rm -f "$M/fill"
 wait $pid; echo $? > "$COPY/code"
 cp "$M/rows.jsonl" "$M/rows.jsonl.meta.json" "$COPY/"

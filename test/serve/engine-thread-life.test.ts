@@ -87,6 +87,44 @@ test("a busy HTTP thread holds the engine thread back: at most EVENT_WINDOW batc
   }
 });
 
+test("a full window of event batches is handled one batch per turn of the event loop: sockets are served in between", HANG_GUARD, async () => {
+  const server = await startServer({ load: LOAD, port: 0 });
+  try {
+    const thread = server.host.thread!;
+    // counts the event batches this thread handles (onMessage is where one batch's rows are written out)
+    let handled = 0;
+    let onBatch: (() => void) | null = null;
+    const spy = thread as unknown as { onMessage: (m: { t: string }) => void };
+    const onMessage = spy.onMessage.bind(thread);
+    spy.onMessage = (m) => {
+      if (m.t === "events") {
+        handled++;
+        onBatch?.();
+        onBatch = null;
+      }
+      onMessage(m);
+    };
+    const stream = await longStream(server, 1500);
+    const start = performance.now();
+    let b = thread.backlog();
+    while (b.sent - b.acked < EVENT_WINDOW && performance.now() - start < HANG_GUARD_MS / 2) b = thread.backlog();
+    assert.equal(b.sent - b.acked, EVENT_WINDOW);
+    // the window's batches arrive together once this thread yields; a callback queued when the first of
+    // them is handled runs at the end of that turn: it must find one batch handled, not all of them
+    const seen = await new Promise<number>((r) => {
+      onBatch = () => {
+        const first = handled;
+        setImmediate(() => r(handled - first + 1));
+      };
+    });
+    assert.equal(seen, 1, `${seen} event batches were handled in one turn`);
+    stream.abort();
+    await stream.rest.catch(() => null);
+  } finally {
+    await server.close();
+  }
+});
+
 test("an engine thread that dies fails the stream in flight and later requests with engine_failed; /health says so", HANG_GUARD, async () => {
   const server = await startServer({ load: LOAD, port: 0 });
   try {

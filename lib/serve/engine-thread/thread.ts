@@ -52,6 +52,9 @@ export class EngineThread implements EngineLink {
   private holding: (() => void) | null = null;
   /** Event batches handled in this turn of the event loop, acknowledged at its end. */
   private unacked = 0;
+  /** Messages from the engine thread not handled yet, in the order they came (see receive). */
+  private readonly inbox: FromEngineThread[] = [];
+  private draining = false;
 
   private constructor(
     private readonly worker: Worker,
@@ -62,7 +65,7 @@ export class EngineThread implements EngineLink {
     readonly loaded: string,
   ) {
     this.base = new RemoteModel(this, folder.name, folder.config, folder.tokenizer, folder.dir);
-    worker.on("message", (m: FromEngineThread) => this.onMessage(m));
+    worker.on("message", (m: FromEngineThread) => this.receive(m));
     worker.on("error", (e) => this.fail(`it threw ${e instanceof Error ? e.message : String(e)}`));
     worker.on("exit", (code) => this.fail(`it exited (code ${code})`));
     worker.on("messageerror", (e) => this.fail(`a message could not be read (${e.message})`));
@@ -244,6 +247,31 @@ export class EngineThread implements EngineLink {
     this.unwatch(r.signal);
     if ("done" in outcome) r.resolve(outcome.done);
     else r.reject(outcome.error);
+  }
+
+  /**
+   * Queues a message and handles the queue at most one event batch per turn of the event loop. Node hands
+   * over every message the engine thread has posted in one go: up to EVENT_WINDOW batches of row events,
+   * whose SSE writes could hold this thread for tens of ms with no socket (no /health) served in between.
+   * Other messages are cheap and keep their place in the order.
+   */
+  private receive(m: FromEngineThread): void {
+    this.inbox.push(m);
+    if (!this.draining) this.drain();
+  }
+
+  private drain(): void {
+    this.draining = false;
+    while (this.inbox.length) {
+      const m = this.inbox.shift()!;
+      this.onMessage(m);
+      if (m.t === "events") {
+        // the rest (those queued, and those Node hands over after this one in the same turn) wait a turn
+        this.draining = true;
+        setImmediate(() => this.drain());
+        return;
+      }
+    }
   }
 
   private onMessage(m: FromEngineThread): void {
