@@ -3,14 +3,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { isT2sError } from "../../lib/core/errors.js";
 import { serializeNotebook, validateNotebook, type Notebook } from "../../lib/notebooks/nbformat.js";
 import { countInlinedPlotly, INLINE_PLOTLY_OPEN, inlinedPlotly, sharePlotly, slimStoredReport, storeReport } from "../../lib/notebooks/store.js";
 import { trustedByJupyter } from "../../lib/notebooks/trust.js";
 import { plotlyBundleHtml, plotlyFigureHtml, plotlySource } from "../../lib/report/display.js";
-import { needsChromium, runCli, scratchDir } from "../helpers.js";
+import { needsChromium, repoRoot, runCli, scratchDir } from "../helpers.js";
 import { inspectReport } from "./browser.js";
 import { executedReport } from "./fixtures.js";
 
@@ -108,4 +108,24 @@ test("the stored HTML draws every figure offline from the shared file (file://, 
   const root = scratchDir("t2s-store-");
   const stored = storeReport(executedReport(), { dir: join(root, "round", "notebooks"), name: "05", assetsDir: join(root, "assets") });
   assert.deepEqual(await inspectReport(stored.html), { figures: 2, bars: 5, errors: [] });
+});
+
+test("the kit's stored round reports carry no copy of plotly.js: each loads the one in reports/assets", () => {
+  const reports = join(repoRoot, "reports");
+  const rounds = readdirSync(reports).filter((d) => existsSync(join(reports, d, "notebooks")));
+  const files = rounds.flatMap((d) => readdirSync(join(reports, d, "notebooks")).filter((f) => /\.(ipynb|html)$/.test(f)).map((f) => join(reports, d, "notebooks", f)));
+  assert.ok(rounds.length >= 2 && files.length >= 4, `round reports found: ${files.join(", ")}`);
+  let references = 0;
+  for (const file of files) {
+    const text = readFileSync(file, "utf8");
+    assert.doesNotMatch(text, /inlined by t2s-lab|plotly\.js v\d/, file);
+    // in the .ipynb the quotes are JSON-escaped
+    for (const m of text.matchAll(/src=\\?"([^"\\]+)\\?" data-t2s-plotly/g)) {
+      const asset = resolve(dirname(file), m[1]);
+      assert.equal(dirname(asset), join(reports, "assets"), file);
+      assert.match(readFileSync(asset, "utf8").slice(0, 200), /plotly\.js v\d/);
+      references += 1;
+    }
+  }
+  assert.ok(references >= 4, "the paired-delta reports (.ipynb and .html) show figures");
 });
