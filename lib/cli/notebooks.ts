@@ -1,11 +1,15 @@
-/** `t2s notebooks ...`: run notebooks headless on the tslab kernel, list them, register the kernel for Jupyter. */
-import { relative } from "node:path";
+/**
+ * `t2s notebooks ...`: run notebooks headless on the tslab kernel, list them, register the kernel for
+ * Jupyter, and slim stored reports (plotly.js shared instead of inlined).
+ */
+import { relative, resolve } from "node:path";
 import type { Command } from "commander";
 import { kitPath } from "../core/paths.js";
 import { installKernel } from "../notebooks/kernelspec.js";
 import { parseParams } from "../notebooks/params.js";
 import { listNotebooks, resolveNotebook } from "../notebooks/resolve.js";
 import { runNotebook, type NotebookRunResult } from "../notebooks/run.js";
+import { slimStoredReport, storedNotebooks, type SlimResult } from "../notebooks/store.js";
 import { collect, intOption, printJson } from "./options.js";
 
 function show(path: string): string {
@@ -25,9 +29,10 @@ export function registerNotebooks(program: Command): void {
     .argument("[names...]", "notebook names (notebooks/<name>.ipynb, extension optional) or paths; default: all kit notebooks")
     .option("--param <name=value>", "set a parameter (repeatable); the value is JSON when it parses, else a string", collect, [])
     .option("--out <dir>", "report folder: the executed notebooks, the HTML reports, and the figures/ and tables/ they save", kitPath("reports"))
+    .option("--assets <dir>", "folder of the one plotly.js copy the reports load (default <out>/assets); reports stored with the same folder share it")
     .option("--timeout-ms <n>", "time limit per cell in ms (0 = none)", intOption("--timeout-ms"), 600_000)
     .option("--json", "print the results as JSON")
-    .action(async (names: string[], opts: { param: string[]; out: string; timeoutMs: number; json?: boolean }) => {
+    .action(async (names: string[], opts: { param: string[]; out: string; assets?: string; timeoutMs: number; json?: boolean }) => {
       const params = parseParams(opts.param);
       const paths = names.length ? names.map((n) => resolveNotebook(n)) : listNotebooks();
       const results: NotebookRunResult[] = [];
@@ -42,6 +47,7 @@ export function registerNotebooks(program: Command): void {
         const r = await runNotebook(path, {
           params,
           outDir: opts.out,
+          assetsDir: opts.assets ? resolve(opts.assets) : undefined,
           timeoutMs: opts.timeoutMs,
           progress: (line) => process.stderr.write(line + "\n"),
         });
@@ -62,6 +68,26 @@ export function registerNotebooks(program: Command): void {
         }
       }
       if (results.some((r) => !r.ok)) process.exitCode = 1;
+    });
+
+  nb.command("slim")
+    .description("rewrite stored reports (.ipynb and .html) to load plotly.js from one shared copy instead of inlining it; nothing is re-run")
+    .argument("<paths...>", "executed .ipynb files, or folders holding them")
+    .option("--assets <dir>", "folder of the shared plotly.js copy (default: assets/ beside each notebook)")
+    .option("--json", "print the results as JSON")
+    .action((paths: string[], opts: { assets?: string; json?: boolean }) => {
+      const assetsDir = opts.assets ? resolve(opts.assets) : undefined;
+      const results: SlimResult[] = storedNotebooks(paths).map((p) => slimStoredReport(p, { assetsDir }));
+      if (opts.json) return printJson(results);
+      for (const r of results) {
+        if (!r.changed) {
+          process.stdout.write(`unchanged ${show(r.ipynb)}  (no inlined plotly.js)\n`);
+          continue;
+        }
+        const mb = (r.plotly.removedChars / 1e6).toFixed(1);
+        const trust = r.trust?.signed ? "signed for Jupyter" : `not signed for Jupyter: ${r.trust?.reason ?? ""}`;
+        process.stdout.write(`slimmed   ${show(r.ipynb)}  -> ${r.plotly.assets.map(show).join(", ")}  (${mb} MB less in each of .ipynb and .html; ${trust})\n`);
+      }
     });
 
   nb.command("list")

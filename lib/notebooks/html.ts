@@ -1,7 +1,8 @@
 /**
  * A self-contained HTML page for an executed notebook: markdown cells rendered, code with its execution
  * count, and outputs in the richest MIME type the page can show. HTML outputs are inserted as they are, so
- * an inlined plotly.js bundle and the figures after it work offline, as in a trusted Jupyter notebook.
+ * the script that loads plotly.js (the stored report's shared copy, or a bundle inlined in the output) and
+ * the figures after it work offline, as in a trusted Jupyter notebook.
  */
 import { escapeHtml, renderMarkdown } from "./markdown.js";
 import { joinSource, type Cell, type Notebook, type Output } from "./nbformat.js";
@@ -78,7 +79,7 @@ pre.stderr{background:#fff5f5} pre.error{background:#ffebe9;color:#82071e;border
 .markdown pre{background:#f6f8fa} img.img{max-width:100%} blockquote{border-left:3px solid #ddd;margin-left:0;padding-left:1em;color:#555}
 `;
 
-/** The notebook as one standalone HTML page. */
+/** The notebook as one HTML page (standalone but for the plotly.js copy a stored report loads by a relative URL). */
 export function renderNotebookHtml(nb: Notebook, opts: { title: string }): string {
   const meta = (nb.metadata.t2s ?? {}) as { status?: string; params?: Record<string, unknown>; duration_ms?: number; failed_cell?: number; failed_cell_id?: string; started_at?: string };
   const status = meta.status

@@ -1,17 +1,16 @@
 /**
  * Runs one notebook headless on a fresh tslab kernel: cells in order, outputs collected, stop at the
- * first failing cell, then the executed .ipynb and its HTML rendering are written (also after a failure).
+ * first failing cell, then the executed .ipynb and its HTML rendering are stored (also after a failure),
+ * loading plotly.js from one shared copy instead of inlining it (store.ts).
  */
 import { mkdirSync } from "node:fs";
-import { writeFileAtomic } from "../core/files.js";
-import { basename, join, resolve } from "node:path";
+import { basename, resolve } from "node:path";
 import { kitRoot } from "../core/paths.js";
 import { TslabKernel, type ExecuteOutcome } from "./kernel.js";
-import { joinSource, prepareForRun, readNotebook, serializeNotebook, type CodeCell, type ErrorOutput, type Notebook } from "./nbformat.js";
+import { joinSource, prepareForRun, readNotebook, type CodeCell, type ErrorOutput, type Notebook } from "./nbformat.js";
 import { errorFromStderr, OutputCollector } from "./outputs.js";
 import { declaresParameter, injectParameters, type Params } from "./params.js";
-import { renderNotebookHtml } from "./html.js";
-import { signForJupyter } from "./trust.js";
+import { storeReport } from "./store.js";
 
 export interface RunNotebookOptions {
   /** Parameters to inject (see params.ts); also exported to the kernel as T2S_PARAMS. */
@@ -21,6 +20,11 @@ export interface RunNotebookOptions {
    * notebook saves: a notebook that declares `report_dir` gets this folder as it unless `params` sets one.
    */
   outDir: string;
+  /**
+   * Folder of the one copy of plotly.js the stored reports load (lib/notebooks/store.ts); default
+   * `<outDir>/assets`. Reports stored with the same folder share it.
+   */
+  assetsDir?: string;
   /** Per-cell time limit in ms; 0 or undefined for none. */
   timeoutMs?: number;
   /** Kernel working directory (default: the kit root). */
@@ -53,6 +57,8 @@ export interface NotebookRunResult {
   warnings: string[];
   /** Whether the executed .ipynb was signed for the user's Jupyter (figures show on open). */
   signed: boolean;
+  /** The shared plotly.js copy the stored report loads (absent when it shows no figure or kept it inline). */
+  plotly?: string;
 }
 
 /**
@@ -103,8 +109,6 @@ export async function runNotebook(path: string, opts: RunNotebookOptions): Promi
 
   const started = Date.now();
   mkdirSync(opts.outDir, { recursive: true });
-  const ipynb = join(opts.outDir, `${name}.ipynb`);
-  const html = join(opts.outDir, `${name}.html`);
   let failure: CellFailure | undefined;
   let executed = 0;
   log(`${name}: starting kernel`);
@@ -150,13 +154,16 @@ export async function runNotebook(path: string, opts: RunNotebookOptions): Promi
     duration_ms: durationMs,
     ...(failure ? { failed_cell: failure.cell, failed_cell_id: failure.cellId } : {}),
   };
-  writeFileAtomic(ipynb, serializeNotebook(nb));
-  writeFileAtomic(html, renderNotebookHtml(nb, { title: name }));
-  const trust = signForJupyter(ipynb);
+  const stored = storeReport(nb, { dir: opts.outDir, name, assetsDir: opts.assetsDir });
+  if (stored.inlineReason) {
+    warnings.push(`plotly.js kept inline: ${stored.inlineReason}`);
+    log(`${name}: warning: plotly.js kept inline: ${stored.inlineReason}`);
+  }
+  const trust = stored.trust;
   if (trust.signed) log(`${name}: signed for Jupyter (opens trusted, figures shown)`);
   else {
     warnings.push(`not signed for Jupyter: ${trust.reason}`);
     log(`${name}: warning: not signed for Jupyter: ${trust.reason}`);
   }
-  return { name, input, ok: !failure, ipynb, html, codeCells: codeCells.length, executed, durationMs, failure, warnings, signed: trust.signed };
+  return { name, input, ok: !failure, ipynb: stored.ipynb, html: stored.html, codeCells: codeCells.length, executed, durationMs, failure, warnings, signed: trust.signed, plotly: stored.plotly.assets[0] };
 }

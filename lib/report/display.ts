@@ -1,8 +1,10 @@
 /**
  * Display helpers for notebooks on the tslab kernel: HTML and inline Plotly figures that work offline.
  * plotly.js (plotly.js-dist-min) is inlined once per kernel session, before the first figure; each figure
- * is then a div plus a Plotly.newPlot call. The *Html functions only build strings and work anywhere;
- * the display functions need a running tslab kernel.
+ * is then a div plus a Plotly.newPlot call. A stored report does not keep that copy: `t2s notebooks run`
+ * replaces it by a script loading one shared file (lib/notebooks/store.ts, which recognises the bundle by
+ * how plotlyBundleHtml opens it). The *Html functions only build strings and work anywhere; the display
+ * functions need a running tslab kernel.
  *
  * Lib code here is also compiled by tslab (TypeScript 5.0, CommonJS): no import.meta, no newer syntax.
  */
@@ -87,7 +89,7 @@ export function plotlyFigureHtml(fig: PlotlyFigure, opts: FigureOptions = {}): s
   return (
     `<div id="${id}" class="t2s-plotly" style="${style}"></div>\n` +
     `<script type="text/javascript">(function(){var el=document.getElementById(${scriptJson(id)});` +
-    `if(!window.Plotly){el.textContent="plotly.js is not loaded: re-run the notebook's first figure cell";return;}` +
+    `if(!window.Plotly){el.textContent="plotly.js is not loaded: re-run the notebook's first figure cell (a stored report loads it from the assets folder it was stored with)";return;}` +
     `window.Plotly.newPlot(el,${scriptJson(fig.data)},${scriptJson(fig.layout ?? {})},${scriptJson(config)});})();</script>`
   );
 }

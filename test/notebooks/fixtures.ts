@@ -2,6 +2,8 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Notebook } from "../../lib/notebooks/nbformat.js";
+import { plotlyBundleHtml, plotlyFigureHtml } from "../../lib/report/display.js";
 import { HANG_GUARD_MS, SYSTEM_PYTHON } from "../helpers.js";
 
 export interface FixtureCell {
@@ -69,4 +71,26 @@ export function executeWithNbclient(input: string, cwd: string, output: string, 
     timeout: 4 * HANG_GUARD_MS,
   });
   return { status: run.status, stderr: run.stderr ?? String(run.error) };
+}
+
+/** A notebook as a run leaves it: a table, the inlined bundle, then two figures (3 and 2 bars). */
+export function executedReport(): Notebook {
+  const html = (s: string) => ({ output_type: "display_data" as const, data: { "text/html": s }, metadata: {} });
+  return {
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: { t2s: { status: "ok", params: { n: 3 } } },
+    cells: [
+      { cell_type: "markdown", id: "m", metadata: {}, source: "# Report" },
+      {
+        cell_type: "code", id: "c1", metadata: {}, source: "report.figure('a', fig)", execution_count: 1,
+        outputs: [
+          html("<table id='t'><tr><td>0.4231</td></tr></table>"),
+          html(plotlyBundleHtml()),
+          html(plotlyFigureHtml({ data: [{ type: "bar", x: ["a", "b", "c"], y: [1, 2, 3] }] })),
+        ],
+      },
+      { cell_type: "code", id: "c2", metadata: {}, source: "report.figure('b', fig)", execution_count: 2, outputs: [html(plotlyFigureHtml({ data: [{ type: "bar", x: ["x", "y"], y: [4, 5] }] }))] },
+    ],
+  };
 }

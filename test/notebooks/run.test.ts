@@ -4,18 +4,20 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { validateNotebook } from "../../lib/notebooks/nbformat.js";
+import { plotlySource } from "../../lib/report/display.js";
 import { HANG_GUARD_MS, needsChromium, needsJupyter, runCli, scratchDir } from "../helpers.js";
 import { inspectReport } from "./browser.js";
 import { nbformatProblems, readJson, writeNotebook } from "./fixtures.js";
 
 const out = scratchDir("t2s-nb-out-");
+const PLOTLY_ASSET = `plotly-${/plotly\.js v(\d+\.\d+\.\d+)/.exec(plotlySource().slice(0, 500))?.[1]}.min.js`;
 /** Notebooks the runner wrote, for nbformat's own schema check at the end. */
 const written: string[] = [];
 const src = (c: { source: string | string[] }) => (Array.isArray(c.source) ? c.source.join("") : c.source);
 const texts = (c: { outputs?: Array<Record<string, any>> }) =>
   (c.outputs ?? []).map((o) => (o.output_type === "stream" ? String(o.text) : JSON.stringify(o.data ?? o.traceback ?? ""))).join("");
 
-test("00-smoke runs; the executed notebook and the HTML hold the HTML output and one inline plotly figure", async () => {
+test("00-smoke runs; the executed notebook and the HTML hold the HTML output and one plotly figure, plotly.js in <out>/assets", async () => {
   const r = await runCli(["notebooks", "run", "00-smoke", "--out", out], { timeoutMs: HANG_GUARD_MS });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /ok\s+00-smoke\s+5\/5 code cells/);
@@ -32,17 +34,20 @@ test("00-smoke runs; the executed notebook and the HTML hold the HTML output and
   const html = code[3].outputs.find((o: any) => o.output_type === "display_data");
   assert.match(html.data["text/html"], /<div id="t2s-smoke-html"><strong>t2s-lab smoke test<\/strong>/);
   const rich = code[4].outputs.map((o: any) => String(o.data?.["text/html"] ?? ""));
-  assert.equal(rich.filter((h: string) => h.includes("plotly.js v")).length, 1, "plotly.js inlined once");
+  // the kernel inlined plotly.js; the stored notebook loads the one shared copy instead
+  assert.deepEqual(rich.filter((h: string) => h.includes("<script") && !h.includes("Plotly.newPlot")), [`<script type="text/javascript" src="assets/${PLOTLY_ASSET}" data-t2s-plotly="shared"></script>`]);
+  assert.equal(readFileSync(join(out, "assets", PLOTLY_ASSET), "utf8"), plotlySource());
   const figure = rich.find((h: string) => h.includes("Plotly.newPlot"));
   assert.match(figure, /"type":"bar","x":\["bar 1","bar 2","bar 3"\]/);
 
   const page = readFileSync(join(out, "00-smoke.html"), "utf8");
   assert.match(page, /t2s-smoke-html/);
-  assert.ok(page.indexOf("plotly.js v") > 0 && page.indexOf("plotly.js v") < page.indexOf("Plotly.newPlot(el"), "bundle precedes the figure");
-  assert.doesNotMatch(page, /<script[^>]+src=/, "no network needed");
+  assert.doesNotMatch(page + readFileSync(join(out, "00-smoke.ipynb"), "utf8"), /plotly\.js v\d/, "no copy of plotly.js in the report");
+  assert.ok(page.indexOf(`src="assets/${PLOTLY_ASSET}"`) > 0 && page.indexOf(`src="assets/${PLOTLY_ASSET}"`) < page.indexOf("Plotly.newPlot(el"), "plotly.js loads before the figure");
+  assert.equal(page.match(/<script[^>]+src=/g)?.length, 1, "the shared copy is the only file the page loads");
 });
 
-test("the 00-smoke figure draws from the inlined bundle, offline", { skip: needsChromium() }, async () => {
+test("the 00-smoke figure draws from the shared plotly.js, offline", { skip: needsChromium() }, async () => {
   const drawn = await inspectReport(join(out, "00-smoke.html"));
   assert.deepEqual(drawn, { figures: 1, bars: 3, errors: [] });
 });
