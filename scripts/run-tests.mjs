@@ -17,6 +17,7 @@ import { spawnSync } from "node:child_process";
 const SKIP_KINDS = [
   { match: /no WebGPU adapter/, why: "no WebGPU adapter here (no GPU, or no Vulkan driver)", run: "bash scripts/lavapipe.sh run npm test   (Mesa's software Vulkan driver, as CI runs them; needs apt-get)" },
   { match: /needs Jupyter/, why: "Debian's Jupyter packages are not installed", run: "npm run setup:system   (apt-get, as root or with sudo), then npm test" },
+  { match: /classic Jupyter Notebook/, why: "Debian's classic Jupyter Notebook (jupyter-notebook) is not installed", run: "npm run setup:system   (apt-get, as root or with sudo), then npm test" },
   { match: /needs Chromium/, why: "Debian's Chromium is not installed", run: "npm run setup:system   (apt-get, as root or with sudo), then npm test" },
   { match: /mount namespaces/, why: "no mount namespaces here (unshare)", run: "npm test as root, or where unprivileged user namespaces are allowed" },
   { match: /spider-dev-mini/, why: "../shared/spider-dev-mini (Spider's dev set) is not beside the clone", run: "put it at ../shared/spider-dev-mini, then npm test" },

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the system packages the kit uses beside npm: Jupyter pieces (to register the tslab kernel, to
 # run notebooks with standard tooling, and `jupyter trust` from jupyter-nbformat, which signs executed
-# notebooks so Jupyter shows their figures) and Chromium (static figure export). Safe to run again: it installs
+# notebooks so Jupyter shows their figures; the classic Notebook, where the tests open a stored report) and
+# Chromium (static figure export). Safe to run again: it installs
 # only what is missing. On systems without apt-get it says what to install by hand and exits 0, because
 # the kit's own notebook runner and everything else work without these packages.
 set -u
-pkgs=(python3-nbclient jupyter-client jupyter-nbconvert jupyter-nbformat python3-ipykernel chromium)
+pkgs=(python3-nbclient jupyter-client jupyter-nbconvert jupyter-nbformat python3-ipykernel jupyter-notebook chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
