@@ -21,6 +21,7 @@
  *                        the engine thread, on the HTTP thread: the baseline of the /health figures)
  *   --clients <list>     concurrent clients of the load table (default 1,16,64; the GPU host adds 256)
  *   --max-batch <rows>   the server's --max-batch (default 64)
+ *   --warmup <n>         untimed streaming passes at the largest client count before the table (default 1)
  *   --guided-only        only the guided-decoding table
  *   --prefix-caching-only  only the prefix-caching table
  *   --prefix-clients <n> streaming clients of the prefix-caching table (default 64)
@@ -243,8 +244,10 @@ async function main(): Promise<void> {
     served = models.data[0].id;
     const health = (await (await fetch(`${url}/health`)).json()) as { backend: string; engine_thread?: string };
     process.stdout.write(`t2s serve over ${model} (backend ${health.backend}, engine thread ${health.engine_thread ?? "main"}), ${cpus().length} CPUs, ${prompts.length} shop prompts, max_tokens ${maxTokens}, ${rounds} requests per client, --max-num-batched-tokens ${prefill ?? "default"}\n\n`);
-    // one request first, so engine creation and first-call compilation are not in the figures
+    // one request first, so engine creation and first-call compilation are not in the figures; then, untimed,
+    // --warmup passes at the largest client count, so the batch sizes the table reaches have run once
     await ask(url, { model: served, messages: prompts[0], max_tokens: 4 });
+    for (let i = 0; i < intFlag("--warmup", 1); i++) await load(url, prompts, Math.max(...clientCounts), true, 1, maxTokens);
     process.stdout.write("| mode   | clients | requests | errors | p50 s | p95 s | p95/p50 | TTFT p50 s | tokens/s | /health p50 / p95 / max ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (const clients of clientCounts) for (const stream of [false, true]) process.stdout.write(`${await load(url, prompts, clients, stream, rounds, maxTokens)}\n`);
     process.stdout.write("\n| probe | result |\n|---|---|\n");
