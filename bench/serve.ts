@@ -23,6 +23,7 @@
  *   --max-batch <rows>   the server's --max-batch (default 64)
  *   --warmup <n>         untimed streaming passes at the largest client count before the table (default 1)
  *   --guided-only        only the guided-decoding table
+ *   --load-only          only the load table (with its warm-up)
  *   --prefix-caching-only  only the prefix-caching table
  *   --prefix-clients <n> streaming clients of the prefix-caching table (default 64)
  *   --prefix-repeats <n> measurements of each setting, alternating on and off (default 1)
@@ -237,7 +238,8 @@ async function main(): Promise<void> {
   const serveFlags = ["--engine-thread", engineThread, "--max-batch", String(intFlag("--max-batch", 64))];
   const prefixLoad = { model, backend, prefill, prompts, clients: intFlag("--prefix-clients", 64), rounds, maxTokens, repeats: intFlag("--prefix-repeats", 1), extra: serveFlags };
   if (process.argv.includes("--prefix-caching-only")) return prefixCachingTable(prefixLoad);
-  const framework = await frameworkCost();
+  const loadOnly = process.argv.includes("--load-only");
+  const framework = loadOnly ? [] : await frameworkCost();
   const { url, child } = await startServe(model, backend, prefill, serveFlags);
   try {
     const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
@@ -250,6 +252,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < intFlag("--warmup", 1); i++) await load(url, prompts, Math.max(...clientCounts), true, 1, maxTokens);
     process.stdout.write("| mode   | clients | requests | errors | p50 s | p95 s | p95/p50 | TTFT p50 s | tokens/s | /health p50 / p95 / max ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (const clients of clientCounts) for (const stream of [false, true]) process.stdout.write(`${await load(url, prompts, clients, stream, rounds, maxTokens)}\n`);
+    if (loadOnly) return;
     process.stdout.write("\n| probe | result |\n|---|---|\n");
     for (const row of [...(await fairness(url, prompts)), ...(await firstTokenShare(url, prompts))]) process.stdout.write(`${row}\n`);
     process.stdout.write("\n| HTTP layer, GET /health at 16 clients | p50 | p95 |\n|---|---|---|\n");
@@ -259,7 +262,7 @@ async function main(): Promise<void> {
   } finally {
     child.kill("SIGINT");
   }
-  await prefixCachingTable(prefixLoad);
+  if (!loadOnly) await prefixCachingTable(prefixLoad);
 }
 
 main().catch((e) => {
