@@ -19,11 +19,11 @@ export function flag(name: string): string | undefined {
 }
 
 /** A positive integer flag, or `fallback` when absent; anything else is an error naming the flag. */
-export function intFlag(name: string, fallback: number): number {
+export function intFlag(name: string, fallback: number, min = 1): number {
   const raw = flag(name);
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} needs a positive integer`);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} needs ${min === 1 ? "a positive integer" : `an integer >= ${min}`}`);
   return n;
 }
 

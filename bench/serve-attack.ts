@@ -55,6 +55,7 @@ const rows: string[][] = [];
 /** Runs one attack under the poller and records a row. */
 async function measure(server: string, name: string, url: string, attack: () => Promise<string>): Promise<void> {
   const p = healthProbe(url, 0, ATTACK_LIMIT_MS);
+  await p.ready;
   const t0 = performance.now();
   let outcome: string;
   try {

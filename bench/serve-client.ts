@@ -102,6 +102,9 @@ const ms = [];
 let failed = 0, stopped = false;
 parentPort.on("message", () => (stopped = true));
 (async () => {
+  // the first request of a fresh thread sets up its HTTP client and connection: not a server figure
+  await fetch(url + "/health").then((r) => r.arrayBuffer()).catch(() => undefined);
+  parentPort.postMessage("ready");
   while (!stopped) {
     const t0 = performance.now();
     try {
@@ -117,15 +120,20 @@ parentPort.on("message", () => (stopped = true));
 
 /**
  * Polls `url`/health from a worker thread, `gapMs` apart (0: back to back), each answer allowed `limitMs`,
- * until stopped: the latencies in ms of the answers that came, and how many failed.
+ * until stopped: the latencies in ms of the answers that came, and how many failed. `ready` resolves once
+ * the thread's untimed first request is answered: start the load after it.
  */
-export function healthProbe(url: string, gapMs: number, limitMs = 120_000): { stop: () => Promise<{ ms: number[]; failed: number }> } {
+export function healthProbe(url: string, gapMs: number, limitMs = 120_000): { ready: Promise<void>; stop: () => Promise<{ ms: number[]; failed: number }> } {
   const worker = new Worker(HEALTH_PROBE_SOURCE, { eval: true, workerData: { url, gapMs, limitMs } });
+  let ready!: () => void;
+  let done!: (r: { ms: number[]; failed: number }) => void;
   const result = new Promise<{ ms: number[]; failed: number }>((resolve, reject) => {
-    worker.once("message", resolve);
+    done = resolve;
     worker.once("error", reject);
   });
+  worker.on("message", (m: "ready" | { ms: number[]; failed: number }) => (m === "ready" ? ready() : done(m)));
   return {
+    ready: new Promise<void>((r) => (ready = r)),
     stop: async () => {
       worker.postMessage("stop");
       const r = await result;

@@ -48,6 +48,8 @@ async function load(url: string, prompts: Message[][], clients: number, stream: 
   const total = clients * rounds;
   let next = 0;
   const outcomes: Outcome[] = [];
+  const probe = healthProbe(url, 50);
+  await probe.ready;
   const t0 = performance.now();
   const work = Promise.all(
     Array.from({ length: clients }, async () => {
@@ -58,7 +60,6 @@ async function load(url: string, prompts: Message[][], clients: number, stream: 
       }
     }),
   );
-  const probe = healthProbe(url, 50);
   await work;
   const health = (await probe.stop()).ms;
   const wall = (performance.now() - t0) / 1000;
@@ -249,7 +250,7 @@ async function main(): Promise<void> {
     // one request first, so engine creation and first-call compilation are not in the figures; then, untimed,
     // --warmup passes at the largest client count, so the batch sizes the table reaches have run once
     await ask(url, { model: served, messages: prompts[0], max_tokens: 4 });
-    for (let i = 0; i < intFlag("--warmup", 1); i++) await load(url, prompts, Math.max(...clientCounts), true, 1, maxTokens);
+    for (let i = 0; i < intFlag("--warmup", 1, 0); i++) await load(url, prompts, Math.max(...clientCounts), true, 1, maxTokens);
     process.stdout.write("| mode   | clients | requests | errors | p50 s | p95 s | p95/p50 | TTFT p50 s | tokens/s | /health p50 / p95 / max ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (const clients of clientCounts) for (const stream of [false, true]) process.stdout.write(`${await load(url, prompts, clients, stream, rounds, maxTokens)}\n`);
     if (loadOnly) return;
