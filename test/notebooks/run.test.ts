@@ -1,11 +1,13 @@
 // Runs real notebooks on a real tslab kernel through the `t2s` command (a few seconds per kernel start).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { validateNotebook } from "../../lib/notebooks/nbformat.js";
+import { trustedByJupyter } from "../../lib/notebooks/trust.js";
 import { plotlySource } from "../../lib/report/display.js";
-import { HANG_GUARD_MS, needsChromium, needsJupyter, runCli, scratchDir } from "../helpers.js";
+import { HANG_GUARD_MS, needsChromium, needsJupyter, runCli, scratchDir, type CliResult } from "../helpers.js";
 import { inspectReport } from "./browser.js";
 import { nbformatProblems, readJson, writeNotebook } from "./fixtures.js";
 
@@ -17,8 +19,19 @@ const src = (c: { source: string | string[] }) => (Array.isArray(c.source) ? c.s
 const texts = (c: { outputs?: Array<Record<string, any>> }) =>
   (c.outputs ?? []).map((o) => (o.output_type === "stream" ? String(o.text) : JSON.stringify(o.data ?? o.traceback ?? ""))).join("");
 
+/** The user's Jupyter data folder for the 00-smoke run (notebook_secret and nbsignatures.db land here). */
+const jupyterData = scratchDir("t2s-jupyter-data-");
+let smoke: Promise<CliResult> | undefined;
+/** The one 00-smoke run of this file (a kernel start and its cells): the tests below assert on what it left. */
+function smokeRun(): Promise<CliResult> {
+  smoke ??= runCli(["notebooks", "run", "00-smoke", "--out", out], { timeoutMs: HANG_GUARD_MS, env: { JUPYTER_DATA_DIR: jupyterData } });
+  return smoke;
+}
+
+const hasTrust = !spawnSync("jupyter-trust", ["--help"]).error && trustedByJupyter("/nonexistent.ipynb") !== null;
+
 test("00-smoke runs; the executed notebook and the HTML hold the HTML output and one plotly figure, plotly.js in <out>/assets", async () => {
-  const r = await runCli(["notebooks", "run", "00-smoke", "--out", out], { timeoutMs: HANG_GUARD_MS });
+  const r = await smokeRun();
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /ok\s+00-smoke\s+5\/5 code cells/);
   assert.match(r.stderr, /00-smoke: cell 6\/6 ok/, "progress on stderr");
@@ -48,8 +61,28 @@ test("00-smoke runs; the executed notebook and the HTML hold the HTML output and
 });
 
 test("the 00-smoke figure draws from the shared plotly.js, offline", { skip: needsChromium() }, async () => {
+  assert.equal((await smokeRun()).code, 0);
   const drawn = await inspectReport(join(out, "00-smoke.html"));
   assert.deepEqual(drawn, { figures: 1, bars: 3, errors: [] });
+});
+
+// The runner signs executed notebooks for the user's Jupyter, so their figures show on open.
+test("an executed notebook is trusted by the user's Jupyter (nbformat's own check)", { skip: hasTrust ? false : "jupyter-trust / python3-nbformat not installed (npm run setup:system)" }, async () => {
+  const r = await smokeRun();
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /00-smoke: signed for Jupyter/);
+  const nb = join(out, "00-smoke.ipynb");
+  process.env.JUPYTER_DATA_DIR = jupyterData;
+  try {
+    assert.equal(trustedByJupyter(nb), true);
+    assert.ok(existsSync(join(jupyterData, "nbsignatures.db")) && existsSync(join(jupyterData, "notebook_secret")));
+    // a changed output is a different notebook: no longer trusted
+    const edited = join(scratchDir(), "edited.ipynb");
+    writeFileSync(edited, readFileSync(nb, "utf8").replace("t2s-lab smoke test", "t2s-lab smoke text"));
+    assert.equal(trustedByJupyter(edited), false);
+  } finally {
+    delete process.env.JUPYTER_DATA_DIR;
+  }
 });
 
 test("a type error in cell 2 stops the run: exit 1 naming cell 2, later cells not run", async () => {
