@@ -30,6 +30,8 @@ interface BenchmarkFlags {
   maxTokens: number;
   maxToolCalls: number;
   maxContext?: number;
+  padContext?: number;
+  padSeed?: number;
   toolRows: number;
   toolChars: number;
   toolTruncate: string;
@@ -77,6 +79,8 @@ export function registerBenchmark(program: Command): void {
     .option("--max-tokens <n>", "tokens per turn, cut to the room the model's context leaves after the prompt; a reply cut by it is 'truncated'", intOption("--max-tokens", 1), MAX_TOKENS_PER_TURN)
     .option("--max-tool-calls <n>", "tool calls per episode (tool style)", intOption("--max-tool-calls", 0), MAX_TOOL_CALLS)
     .option("--max-context <n>", "total context budget in tokens; a turn that would pass it ends the episode as truncated", intOption("--max-context", 1))
+    .option("--pad-context <tokens>", "single style: pad each prompt to about this many tokens with earlier tool calls that cannot help (real queries on tables and columns the gold query does not name, their real results), so the model answers that far into its context; recorded in the metadata and every row", intOption("--pad-context", 0))
+    .option("--pad-seed <n>", "seed of the padding queries, each task drawing its own stream (default 0)", intOption("--pad-seed", 0))
     .option("--tool-rows <n>", "rows a tool result shows at most", intOption("--tool-rows", 1), TOOL_ROWS)
     .option("--tool-chars <n>", "characters of a tool result kept when cut in the middle", intOption("--tool-chars", 16), TOOL_CHARS)
     .option("--tool-truncate <mode>", "middle (head ...(truncated)... tail) or rows (whole rows only)", "middle")
@@ -98,6 +102,7 @@ export function registerBenchmark(program: Command): void {
     .option("--json", "print JSON {summary, facts, progress, meta} instead of the report")
     .action(async (f: BenchmarkFlags) => {
       const split = f.split === undefined ? undefined : oneOf("--split", f.split, ["train", "holdout"] as const);
+      if (f.padSeed !== undefined && f.padContext === undefined) throw new UsageError("--pad-seed chooses the padding queries; it needs --pad-context");
       // every finished episode is a whole row on disk the moment it lands: a stop loses none of them
       const interrupted = onInterrupt(() => `${f.out} keeps ${completeRows(resolve(f.out))} row(s), one per finished episode; the same command resumes the run: ${commandLine()}`);
       const { result, summary, facts } = await benchmark({
@@ -116,6 +121,8 @@ export function registerBenchmark(program: Command): void {
         sampling: { temperature: f.temperature, top_p: f.topP, max_tokens: f.maxTokens },
         maxToolCalls: f.maxToolCalls,
         maxContextTokens: f.maxContext,
+        padContext: f.padContext,
+        padSeed: f.padSeed,
         toolRows: f.toolRows,
         toolChars: f.toolChars,
         toolTruncate: oneOf("--tool-truncate", f.toolTruncate, ["middle", "rows"] as const),

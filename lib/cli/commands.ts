@@ -22,6 +22,7 @@ export const commandGroups: CommandGroup[] = [
   { names: ["delta"], load: async () => (await import("./delta.js")).registerDelta },
   { names: ["notebooks"], load: async () => (await import("./notebooks.js")).registerNotebooks },
   { names: ["benchmark"], load: async () => (await import("./benchmark.js")).registerBenchmark },
+  { names: ["probe"], load: async () => (await import("./probe.js")).registerProbe },
   { names: ["grade"], load: async () => (await import("./grade.js")).registerGrade },
   { names: ["logits", "generate"], load: async () => (await import("./model.js")).registerModel },
   { names: ["serve"], load: async () => (await import("./serve.js")).registerServe },

@@ -54,7 +54,7 @@ export interface EpisodeResult {
   /** The whole conversation, system prompt first. */
   messages: ChatMessage[];
   n_assistant_turns: number;
-  /** 1-based index of the graded assistant turn (0 when the model never answered). */
+  /** 1-based index of the graded assistant turn among those the model wrote here (0 when it never answered). */
   graded_turn: number;
   graded_text: string;
   grade: GradeResult;
@@ -186,11 +186,13 @@ export async function runEpisode(opening: ChatMessage[], deps: EpisodeDeps, opts
     contextEstimate = (used > 0 ? used : Math.ceil(chars(messages.slice(0, -added.length)) / 4)) + Math.ceil(chars(added) / 4);
   }
 
-  // single style grades the first reply whatever follows; tool style the last (committing or cut) reply
+  // single style grades the first reply whatever follows; tool style the last (committing or cut) reply.
+  // Turns are counted from the end of the opening: assistant turns it already holds (context padding,
+  // lib/episode/padding.ts) are setup, never the model's reply
   const gradedTurn = opts.style === "single" ? Math.min(1, turns) : graded;
-  const gradedText = gradedTurn > 0 ? messages.filter((m) => m.role === "assistant")[gradedTurn - 1].content ?? "" : "";
+  const assistantTurns = messages.slice(opening.length).filter((m) => m.role === "assistant").map((m) => m.content ?? "");
+  const gradedText = gradedTurn > 0 ? assistantTurns[gradedTurn - 1] : "";
   const finish: FinishReason = truncatedBy ? "length" : lastFinish;
-  const assistantTurns = messages.filter((m) => m.role === "assistant").map((m) => m.content ?? "");
   let grade = await deps.grade(gradedText, { finishReason: finish, invalidToolCalls: invalid, assistantTurns: assistantTurns.slice(0, gradedTurn), ...(unsafeTool !== undefined ? { unsafeToolQuery: unsafeTool } : {}) });
   if (truncatedBy && grade.outcome !== "truncated") {
     grade = { ...grade, outcome: "truncated", correct: false, reward: Math.min(grade.reward, 0), reason: `truncated by the ${truncatedBy.replace("_", " ")} budget` };

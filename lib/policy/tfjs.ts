@@ -64,7 +64,13 @@ export function chatPolicy(engine: ChatEngine, ident: { name: string; model: str
     }));
     return { completions, result };
   };
-  return { ...ident, turn, complete: async (messages, o) => (await turn(messages, o)).completions };
+  return {
+    ...ident,
+    turn,
+    complete: async (messages, o) => (await turn(messages, o)).completions,
+    promptTokens: async (messages, tools) => engine.promptIds({ model: served, messages, tools }).length,
+    contextWindow: () => engine.model(served).config.maxPositions,
+  };
 }
 
 /** Returns a Policy that samples the local model (plus adapter) in this process. */

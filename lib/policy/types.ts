@@ -61,6 +61,11 @@ export interface Policy {
   /** How an in-process model's linear layers sample ("int8"), when not at the weights' precision. */
   quantization?: string | null;
   complete(messages: ChatMessage[], opts: SampleOptions & { tools?: ToolSpec[] }): Promise<Completion[]>;
+  /** Tokens of the prompt `messages` (+ tools) make for this model, its own chat template and tokenizer
+   * counting; absent where the policy cannot count them (what context padding needs). */
+  promptTokens?(messages: ChatMessage[], tools?: ToolSpec[]): Promise<number>;
+  /** Tokens of prompt + reply the model takes in all, when known. */
+  contextWindow?(): number | null;
   /** Waits until the backend answers (optional; servers that are still loading). */
   warmup?(timeoutMs: number, pollMs?: number): Promise<void>;
   close?(): Promise<void>;

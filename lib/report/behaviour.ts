@@ -18,6 +18,7 @@ import { normalizeSql } from "../verifier/extract.js";
 import { formatTable } from "../stats/format.js";
 import type { StatRow } from "../stats/rows.js";
 import type { Table } from "./tables.js";
+import { modelTurns } from "../runs/row.js";
 
 export interface BehaviourProfile {
   episodes: number;
@@ -69,7 +70,7 @@ export function behaviourProfile(rows: readonly StatRow[]): BehaviourProfile {
   const n = rows.length;
   const sum = { executable: 0, ran: 0, ranExact: 0, withCall: 0, calls: 0, invalid: 0, errors: 0, turns: 0, none: 0, out: 0, in: 0 };
   for (const r of rows) {
-    const turns = Array.isArray(r.turns) ? (r.turns as ChatMessage[]) : [];
+    const turns = Array.isArray(r.turns) ? modelTurns({ turns: r.turns as ChatMessage[], pad_calls: typeof r.pad_calls === "number" ? r.pad_calls : 0 }) : [];
     const queries = toolQueries(turns);
     const final = typeof r.final_sql === "string" ? r.final_sql : null;
     if (r.executes === true) sum.executable++;

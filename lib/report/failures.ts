@@ -130,7 +130,8 @@ export async function showHtml(row: ReportRow, opts: ShowOptions = {}): Promise<
   let out = `<div class="t2s-show" data-task="${esc(row.task_id)}" style="border:1px solid #ddd;border-radius:6px;padding:8px;margin:8px 0">`;
   out += `<div><strong>${esc(row.task_id)}</strong> <span style="color:${color};font-weight:bold">${esc(outcome)}</span> — ${esc(row.reason ?? "")}</div><div style="font-size:85%;color:#555">${facts}</div>`;
   const turns = row.turns ?? [];
-  let assistantSeen = 0;
+  // the graded turn counts the model's own replies, after any context padding's calls
+  let assistantSeen = -(row.pad_calls ?? 0);
   out += `<div class="t2s-transcript">` + turns.map((m) => {
     const graded = m.role === "assistant" && ++assistantSeen === row.graded_turn;
     return turnHtml(m, graded);

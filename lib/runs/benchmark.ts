@@ -7,7 +7,7 @@ import type { KvCacheDtypeName } from "../model/kv-cache-dtype.js";
 import { resolve } from "node:path";
 import { ExecutorPool } from "../db/pool.js";
 import type { Executor } from "../db/types.js";
-import { T2sError } from "../core/errors.js";
+import { T2sError, UsageError } from "../core/errors.js";
 import { promptTemplateHash, type EpisodeStyle, type PromptConfig, type ToolProtocol } from "../episode/prompt.js";
 import { loadPolicy } from "../policy/spec.js";
 import type { Policy, Sampling } from "../policy/types.js";
@@ -15,9 +15,9 @@ import { summarize, type Summary } from "../stats/summary.js";
 import { describeMissing, loadTaskSource } from "../tasks/loaders.js";
 import type { Task } from "../tasks/types.js";
 import type { RewardPreset } from "../verifier/types.js";
-import { defaultEnv } from "./env.js";
+import { defaultEnv, paddedEnv } from "./env.js";
 import { rolloutFacts, type RolloutFacts } from "./facts.js";
-import { selectTasks, type BandSpec } from "../tasks/select.js";
+import { sampleTasks, selectTasks, type BandSpec } from "../tasks/select.js";
 import { databaseHashes, tasksHash, type RunGrading } from "./meta.js";
 import type { ProgressSnapshot } from "./progress.js";
 import { runRollout, type RolloutEnv, type RolloutResult } from "./rollout.js";
@@ -40,6 +40,8 @@ export interface BenchmarkOptions {
   band?: BandSpec;
   /** Only the first N tasks (after the split and band filters), in file order. */
   limit?: number;
+  /** Only n tasks drawn at random with seed (after the split, band and limit), in file order (tasks/select.ts sampleTasks). */
+  sample?: { n: number; seed: number };
   /** Samples per task (default SAMPLES_PER_TASK). */
   k?: number;
   out: string;
@@ -49,6 +51,10 @@ export interface BenchmarkOptions {
   sampling?: Pick<Sampling, "temperature" | "top_p" | "max_tokens">;
   maxToolCalls?: number;
   maxContextTokens?: number;
+  /** Pad each single-style opening with unhelpful tool turns up to this many prompt tokens (lib/episode/padding.ts). */
+  padContext?: number;
+  /** Seed of the padding queries (default 0). */
+  padSeed?: number;
   toolRows?: number;
   toolChars?: number;
   toolTruncate?: "middle" | "rows";
@@ -109,6 +115,21 @@ function lazyPool(workers?: number): Executor {
   };
 }
 
+/**
+ * Refuses a padding level that leaves no room for a whole reply: the padded prompt plus max_tokens must
+ * fit the model's context, or a reply the level cut short would be graded as the model's failure.
+ */
+export function checkPaddingFits(policy: Policy, tokens: number, maxTokens: number): void {
+  const window = policy.contextWindow?.() ?? null;
+  if (window !== null && tokens + maxTokens > window) {
+    const most = window - maxTokens;
+    throw new UsageError(
+      `padding to ${tokens} tokens (--pad-context, --levels) plus --max-tokens ${maxTokens} passes the ${window}-token context of ${policy.model ?? policy.name}: ` +
+        (most > 0 ? `the highest level that leaves room for a whole reply is ${most} (or lower --max-tokens)` : `--max-tokens alone fills it; lower --max-tokens`),
+    );
+  }
+}
+
 /** Runs (or resumes) a benchmark and returns its rows, pass@k summary and failure breakdown. */
 export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult> {
   let all: Task[];
@@ -122,7 +143,8 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
     }
     all = loaded.tasks;
   } else all = opts.tasks;
-  const tasks = selectTasks(all, opts.split, opts.limit, opts.band);
+  const chosen = selectTasks(all, opts.split, opts.limit, opts.band);
+  const tasks = opts.sample ? sampleTasks(chosen, opts.sample.n, opts.sample.seed) : chosen;
   const band = opts.band ? `, band [${opts.band.lo}, ${opts.band.hi}] of ${opts.band.rows}` : "";
   if (tasks.length === 0) {
     // the error itself says why, whatever was shown before (--quiet shows nothing)
@@ -130,6 +152,9 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
     throw new T2sError("no_tasks", `no tasks to run${opts.split ? ` in split '${opts.split}'` : ""}${band}${typeof opts.tasks === "string" ? ` of ${opts.tasks}` : ""}${why}`);
   }
   const style = opts.style ?? "single";
+  if (opts.padContext !== undefined && style !== "single") {
+    throw new UsageError(`--pad-context pads single-style episodes (the model answers once after the padding); --style ${style} is not supported`);
+  }
   const toolRows = opts.toolRows ?? TOOL_ROWS;
   const prompt: PromptConfig = { style, protocol: opts.protocol, maxToolCalls: opts.maxToolCalls, toolRows };
   const concurrency = opts.concurrency ?? CONCURRENCY;
@@ -144,7 +169,12 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
   const ownExecutor = !opts.executor && !opts.env ? lazyPool(opts.workers) : undefined;
   try {
     if (opts.warmupS && policy.warmup) await policy.warmup(opts.warmupS * 1000);
-    const env = opts.env ?? defaultEnv({ executor: (opts.executor ?? ownExecutor)!, prompt, preset: opts.preset, toolRows, toolTimeoutMs: opts.toolTimeoutMs, grading: opts.grading });
+    const base = opts.env ?? defaultEnv({ executor: (opts.executor ?? ownExecutor)!, prompt, preset: opts.preset, toolRows, toolTimeoutMs: opts.toolTimeoutMs, grading: opts.grading });
+    const toolOutput = { maxRows: toolRows, maxChars: opts.toolChars ?? TOOL_CHARS, mode: opts.toolTruncate ?? "middle" } as const;
+    const maxTokens = opts.sampling?.max_tokens ?? MAX_TOKENS_PER_TURN;
+    const padding = opts.padContext === undefined ? undefined : { tokens: opts.padContext, seed: opts.padSeed ?? 0 };
+    if (padding) checkPaddingFits(policy, padding.tokens, maxTokens);
+    const env = padding ? paddedEnv(base, policy, padding, toolOutput) : base;
     const k = opts.k ?? SAMPLES_PER_TASK;
     const result = await runRollout(tasks, policy, env, {
       out: resolve(opts.out),
@@ -161,14 +191,15 @@ export async function benchmark(opts: BenchmarkOptions): Promise<BenchmarkResult
       progressStream: opts.progressStream,
       onProgress: opts.onProgress,
       progressIntervalMs: opts.progressIntervalMs,
+      padding,
       episode: {
         style,
         protocol: opts.protocol,
         maxToolCalls: opts.maxToolCalls,
         maxContextTokens: opts.maxContextTokens,
         endOnUnsafeTool: opts.preset === "tool-rl",
-        toolOutput: { maxRows: toolRows, maxChars: opts.toolChars ?? TOOL_CHARS, mode: opts.toolTruncate ?? "middle" },
-        sampling: { temperature: opts.sampling?.temperature ?? SAMPLING_TEMPERATURE, top_p: opts.sampling?.top_p, max_tokens: opts.sampling?.max_tokens ?? MAX_TOKENS_PER_TURN },
+        toolOutput,
+        sampling: { temperature: opts.sampling?.temperature ?? SAMPLING_TEMPERATURE, top_p: opts.sampling?.top_p, max_tokens: maxTokens },
       },
     });
     const summary = summarize(result.rows, { k, by: opts.by ?? ["difficulty", "archetype"] });

@@ -4,15 +4,19 @@
  * can swap any piece.
  */
 import type { Executor } from "../db/types.js";
-import { schemaDdl } from "../db/schema.js";
+import { schemaDdl, tableColumns } from "../db/schema.js";
 import { notesFor } from "../db/notes.js";
 import { openingMessages, type PromptConfig } from "../episode/prompt.js";
-import type { ChatMessage } from "../policy/types.js";
+import { padOpening, type Padded } from "../episode/padding.js";
+import type { ToolOutputOptions } from "../episode/truncate.js";
+import type { ChatMessage, Policy } from "../policy/types.js";
 import type { Task } from "../tasks/types.js";
 import { grade } from "../verifier/grade.js";
 import type { RewardPreset } from "../verifier/types.js";
-import type { RunGrading } from "./meta.js";
+import { UsageError } from "../core/errors.js";
+import type { RunGrading, RunPadding } from "./meta.js";
 import type { RolloutEnv } from "./rollout.js";
+import { sampleSeed } from "./plan.js";
 import { QUERY_TIMEOUT_MS, TOOL_ROWS } from "../core/defaults.js";
 
 export interface EnvOptions {
@@ -51,5 +55,37 @@ export function defaultEnv(opts: EnvOptions): RolloutEnv {
       const g = opts.grading ?? {};
       return grade(task, reply, { executor: opts.executor, preset: opts.preset, finishReason: facts.finishReason, invalidToolCalls: facts.invalidToolCalls, assistantTurns: facts.assistantTurns, unsafeToolQuery: facts.unsafeToolQuery, maxRows: g.max_rows, dialect: g.dialect, distinct: g.distinct });
     },
+  };
+}
+
+/**
+ * `env` with each opening padded to `spec.tokens` prompt tokens (lib/episode/padding.ts), the tokens
+ * counted by `policy`'s own chat template and tokenizer and the padding queries run by `env`'s tool. A
+ * task is padded once and every sample of it sees the same turns.
+ */
+export function paddedEnv(env: RolloutEnv, policy: Policy, spec: RunPadding, toolOutput: ToolOutputOptions): RolloutEnv {
+  const count = policy.promptTokens?.bind(policy);
+  if (!count) throw new UsageError(`context padding (--pad-context) counts prompt tokens with the model's own tokenizer, which ${policy.name} cannot do; pad with a tfjs:<model dir> policy`);
+  const columns = new Map<string, Map<string, string[]>>();
+  const done = new Map<string, Promise<Padded>>();
+  const padded = (task: Task): Promise<Padded> => {
+    let p = done.get(task.id);
+    if (!p) {
+      p = (async () => {
+        let cols = columns.get(task.db_path);
+        if (!cols) columns.set(task.db_path, (cols = tableColumns(task.db_path)));
+        const deps = { runTool: (q: string) => env.runTool(task, q), countTokens: (m: ChatMessage[]) => count(m) };
+        return padOpening(await env.opening(task), task.gold_sql, cols, deps, { tokens: spec.tokens, seed: sampleSeed(spec.seed, "pad-context", task.id, 0), toolOutput });
+      })();
+      // a failed padding (a database gone mid-run) is tried again by the next sample, not remembered
+      p.catch(() => done.delete(task.id));
+      done.set(task.id, p);
+    }
+    return p;
+  };
+  return {
+    opening: async (task) => (await padded(task)).messages,
+    runTool: (task, query) => env.runTool(task, query),
+    grade: (task, reply, facts) => env.grade(task, reply, facts),
   };
 }

@@ -6,7 +6,7 @@ import { SETUP_ERROR } from "../stats/rows.js";
 import type { RolloutRow } from "./row.js";
 
 /** What the runner knows about an episode before it runs: the row's fields that do not come from the task or the grade. */
-export type RowContext = Pick<RolloutRow, "run_id" | "eval_run" | "sample" | "seed" | "policy" | "model" | "adapter" | "style" | "protocol" | "rerolls">;
+export type RowContext = Pick<RolloutRow, "run_id" | "eval_run" | "sample" | "seed" | "policy" | "model" | "adapter" | "style" | "protocol" | "rerolls" | "pad_context" | "pad_calls">;
 
 /** The fields that say which task, run, sample and policy a row is of: every row kind starts with them. */
 function rowIdentity(task: Task, ctx: RowContext) {
@@ -26,6 +26,7 @@ function rowIdentity(task: Task, ctx: RowContext) {
     adapter: ctx.adapter,
     style: ctx.style,
     protocol: ctx.protocol,
+    ...(ctx.pad_context !== undefined ? { pad_context: ctx.pad_context, pad_calls: ctx.pad_calls ?? 0 } : {}),
   };
 }
 

@@ -24,6 +24,9 @@ export interface RunMeta {
   max_tool_calls: number | null;
   max_context_tokens: number | null;
   tool_output: { max_rows: number; max_chars: number; mode: string } | null;
+  /** Context padding (benchmark --pad-context, --pad-seed): prompt tokens each opening is padded to and
+   * the seed of its queries; absent or null when the openings were not padded. */
+  padding?: RunPadding | null;
   prompt_hash: string;
   tasks_hash: string;
   tasks_file: string | null;
@@ -38,6 +41,14 @@ export interface RunMeta {
   /** How answers were graded, when not by the kit's defaults alone: the tasks' dialects (count per dialect)
    * and the run's grading options. Absent for a run of kit-dialect tasks on default options. */
   grading?: { dialects: Record<string, number>; dialect: string | null; distinct: string; max_rows: number | null };
+}
+
+/** A run's context padding (benchmark --pad-context, --pad-seed; lib/episode/padding.ts). */
+export interface RunPadding {
+  /** Prompt tokens each opening is padded to. */
+  tokens: number;
+  /** Seed of the padding queries' order; each task draws from its own stream. */
+  seed: number;
 }
 
 /** The grading options a run may set (benchmark --dialect, --distinct, --max-rows). */
@@ -79,6 +90,7 @@ const CHECKED: Array<[string, (m: RunMeta) => unknown]> = [
   ["max_tool_calls", (m) => m.max_tool_calls],
   ["max_context_tokens", (m) => m.max_context_tokens],
   ["tool_output", (m) => m.tool_output],
+  ["padding", (m) => m.padding ?? null],
   ["prompt_hash", (m) => m.prompt_hash],
   ["tasks_hash", (m) => m.tasks_hash],
   ["kit_version", (m) => m.kit_version],

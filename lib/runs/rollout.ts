@@ -16,7 +16,7 @@ import { PolicyError, type ChatMessage, type Policy } from "../policy/types.js";
 import type { Task } from "../tasks/types.js";
 import type { GradeResult } from "../verifier/types.js";
 import { lockRows, removeDeadTemps } from "./lock.js";
-import { gradingMeta, metaDifferences, metaPath, readMeta, tasksHash, writeMeta, type RunGrading, type RunMeta } from "./meta.js";
+import { gradingMeta, metaDifferences, metaPath, readMeta, tasksHash, writeMeta, type RunGrading, type RunMeta, type RunPadding } from "./meta.js";
 import { planEpisodes } from "./plan.js";
 import { Progress, type ProgressSnapshot } from "./progress.js";
 import { makeRow, makeSetupRow, type RowContext } from "./episode-row.js";
@@ -62,6 +62,8 @@ export interface RolloutOptions {
   progressIntervalMs?: number;
   /** fsync each row (survives power loss, not only a killed process). Default false. */
   fsync?: boolean;
+  /** The context padding `env`'s openings carry (env.ts paddedEnv), recorded in the sidecar and every row. */
+  padding?: RunPadding;
 }
 
 export interface RolloutResult {
@@ -83,6 +85,8 @@ function currentMeta(tasks: Task[], policy: Policy, opts: RolloutOptions): RunMe
   const ep = opts.episode;
   const s = ep.sampling ?? {};
   const tool = ep.style === "tool";
+  // padding turns show tool output in either style, so how it is shown is part of the setup
+  const shown = tool || opts.padding !== undefined;
   return {
     run_id: randomBytes(6).toString("hex"),
     created_at: new Date().toISOString(),
@@ -96,7 +100,8 @@ function currentMeta(tasks: Task[], policy: Policy, opts: RolloutOptions): RunMe
     sampling: { temperature: s.temperature ?? null, top_p: s.top_p ?? null, max_tokens: s.max_tokens ?? null, seed: opts.seed ?? 0 },
     max_tool_calls: tool ? ep.maxToolCalls ?? MAX_TOOL_CALLS : null,
     max_context_tokens: ep.maxContextTokens ?? null,
-    tool_output: tool ? { max_rows: ep.toolOutput?.maxRows ?? TOOL_ROWS, max_chars: ep.toolOutput?.maxChars ?? TOOL_CHARS, mode: ep.toolOutput?.mode ?? "middle" } : null,
+    tool_output: shown ? { max_rows: ep.toolOutput?.maxRows ?? TOOL_ROWS, max_chars: ep.toolOutput?.maxChars ?? TOOL_CHARS, mode: ep.toolOutput?.mode ?? "middle" } : null,
+    ...(opts.padding ? { padding: { tokens: opts.padding.tokens, seed: opts.padding.seed } } : {}),
     prompt_hash: opts.promptHash,
     tasks_hash: opts.tasksHash ?? tasksHash(tasks),
     tasks_file: opts.tasksFile ?? null,
@@ -186,6 +191,7 @@ async function rollOut(tasks: Task[], ids: Set<string>, policy: Policy, env: Rol
         run_id: meta.run_id, eval_run: evalRun, sample: item.sample, seed: item.seed,
         policy: policy.name, model: policy.model ?? null, adapter: policy.adapter ?? null,
         style: ep.style, protocol: ep.style === "tool" ? ep.protocol ?? "native" : null, rerolls,
+        ...(opts.padding ? { pad_context: opts.padding.tokens, pad_calls: opening.filter((m) => m.role === "assistant").length } : {}),
       });
       try {
         opening = await env.opening(item.task);

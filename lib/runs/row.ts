@@ -1,7 +1,8 @@
 /**
  * The rollout row, the kit's one row schema: one jsonl line per sampled episode. Every statistic and
- * figure is computed from these. This file holds types only (and the row key), so report code that
- * notebooks import can name a row without pulling the episode loop into tslab's compile.
+ * figure is computed from these. This file holds types and two pure helpers (the row key, the model's
+ * own turns), so report code that notebooks import can name a row without pulling the episode loop into
+ * tslab's compile.
  */
 import type { ChatMessage, FinishReason } from "../policy/types.js";
 import type { EpisodeStyle, ToolProtocol } from "../episode/prompt.js";
@@ -55,6 +56,10 @@ export type RolloutRow = {
   endpoint?: string;
   /** Why the request was refused, on a setup-error row: "context_exceeded", "auth", "not_found", ... */
   setup_error?: string;
+  /** A padded run's target prompt length in tokens (benchmark --pad-context); absent when not padded. */
+  pad_context?: number;
+  /** Padding tool calls put before the model's first turn (each two messages in `turns`, after the question). */
+  pad_calls?: number;
 };
 
 /**
@@ -67,4 +72,15 @@ export interface RowRecord extends StatRow, Partial<Omit<RolloutRow, "task_id" |
 /** The identity of a row within a rows file: (eval run, task, sample). */
 export function rowKey(evalRun: string, taskId: string, sample: number): string {
   return `${evalRun}\u0000${taskId}\u0000${sample}`;
+}
+
+/**
+ * The turns the model itself took part in: the question, then what followed the context padding (a
+ * padded row's `turns` hold its `pad_calls` call/result pairs right after the question). Counts of the
+ * model's tool use and of its graded turn read these, so padding is never taken for its behaviour.
+ */
+export function modelTurns(row: { turns?: ChatMessage[]; pad_calls?: number }): ChatMessage[] {
+  const turns = row.turns ?? [];
+  const pad = row.pad_calls ?? 0;
+  return pad > 0 ? [...turns.slice(0, 1), ...turns.slice(1 + 2 * pad)] : turns;
 }

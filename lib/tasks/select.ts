@@ -75,6 +75,17 @@ export function selectTasks(all: Task[], split?: "train" | "holdout", limit?: nu
   return limit !== undefined ? chosen.slice(0, limit) : chosen;
 }
 
+/**
+ * `n` of `tasks` drawn at random with `seed`, kept in their file order (all of them when there are no
+ * more): a fixed subset that stands for the whole set where running every task would take too long. The
+ * first n tasks would not, since a task file is ordered by template, not at random.
+ */
+export function sampleTasks(tasks: Task[], n: number, seed: number): Task[] {
+  if (n >= tasks.length) return tasks;
+  const keep = new Set(new SeededRandom(seed).sample(tasks.map((_, i) => i), n));
+  return tasks.filter((_, i) => keep.has(i));
+}
+
 /** How a training config selects its tasks (lib/train/settings.ts: `split`, `band`, `limit`). */
 export interface RunSelection {
   split: "train" | "holdout" | "all";

@@ -173,3 +173,23 @@ test("with endOnUnsafeTool an unsafe tool query ends the episode, graded unsafe;
   assert.equal(graded2[0].facts.unsafeToolQuery, undefined);
   assert.equal(r2.grade.outcome, "correct");
 });
+
+test("an opening that already holds tool turns (context padding): single style grades the model's own reply, and counts only its turns", async () => {
+  const graded: Array<{ reply: string; facts: GradeFacts }> = [];
+  const padded: ChatMessage[] = [
+    ...opening,
+    { role: "assistant", content: "", tool_calls: [{ id: "pad_1", type: "function", function: { name: "execute_sql_query", arguments: '{"query":"SELECT 1"}' } }] },
+    { role: "tool", tool_call_id: "pad_1", name: "execute_sql_query", content: "1\n1" },
+  ];
+  const seen: ChatMessage[][] = [];
+  const inner = script("```sql\nSELECT 42\n```");
+  const p: Policy = { ...inner, complete: (m, o) => (seen.push([...m]), inner.complete(m, o)) };
+  const r = await runEpisode(padded, deps(p, graded), { style: "single" });
+  assert.deepEqual(seen[0], padded, "the model is asked after the padding");
+  assert.equal(r.n_assistant_turns, 1);
+  assert.equal(r.graded_turn, 1);
+  assert.equal(r.graded_text, "```sql\nSELECT 42\n```");
+  assert.deepEqual(graded[0].facts.assistantTurns, ["```sql\nSELECT 42\n```"]);
+  assert.equal(r.grade.outcome, "correct");
+  assert.equal(r.n_tool_calls, 0);
+});

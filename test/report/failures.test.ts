@@ -46,6 +46,10 @@ test("showHtml renders the transcript, tool calls, and re-executed got-vs-want r
     ],
   };
   const plain = await showHtml(row, { tasks: [task] });
+  // a padded row (benchmark --pad-context): the same turns, the first call being padding, the reply its first own turn
+  const padded = await showHtml({ ...row, graded_turn: 1, n_assistant_turns: 1, pad_calls: 1 }, { tasks: [task] });
+  assert.equal((padded.match(/— graded turn/g) ?? []).length, 1);
+  assert.match(padded, /— graded turn<\/div><pre class="t2s-assistant"[^>]*>```sql\nSELECT name FROM items WHERE price &lt; 3/);
   assert.match(plain, /&lt;b&gt;now&lt;\/b&gt;/);
   assert.match(plain, /tool call<\/em> <code>run_sql<\/code>/);
   assert.match(plain, /tool result \(call_1\)/);

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { passRates, selectBand, selectTasks } from "../../lib/tasks/select.js";
+import { passRates, sampleTasks, selectBand, selectTasks } from "../../lib/tasks/select.js";
 import { runCli, scratchDir } from "../helpers.js";
 import { isT2sError } from "../../lib/core/errors.js";
 import { readRows } from "../../lib/report/rows.js";
@@ -78,3 +78,16 @@ test("a band rows file that mixes runs is refused, numeric task ids are read as 
   writeFileSync(empty, "");
   assert.throws(() => selectBand(empty, 0, 1), (e) => isT2sError(e, "no_rows"));
 });
+
+test("a sampled subset: n tasks drawn by seed, in file order, the same for the same seed; all of them when n is not smaller", () => {
+  const tasks = Array.from({ length: 40 }, (_, i) => ({ id: `t${String(i).padStart(2, "0")}` }) as Task);
+  const a = sampleTasks(tasks, 15, 1);
+  assert.equal(a.length, 15);
+  assert.deepEqual(a, sampleTasks(tasks, 15, 1));
+  assert.notDeepEqual(a, sampleTasks(tasks, 15, 2));
+  assert.deepEqual(a.map((t) => t.id), [...a.map((t) => t.id)].sort(), "kept in file order");
+  assert.notDeepEqual(a, tasks.slice(0, 15), "not the first n");
+  assert.equal(sampleTasks(tasks, 40, 1), tasks);
+  assert.equal(sampleTasks(tasks, 99, 1), tasks);
+});
+
