@@ -6,8 +6,10 @@
 // and CI runs them on Mesa's software driver (scripts/lavapipe.sh), so a skip there means a lost check.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { spawnSync } from "node:child_process";
+import { distIsFresh } from "../bin/dist-check.js";
 
 /**
  * Why tests skip, by the words their skip reason holds, and the one command that runs them. The tests
@@ -87,6 +89,21 @@ function runFiles(files, concurrency) {
   const report = existsSync(tap) ? readFileSync(tap, "utf8") : null;
   rmSync(tapDir, { recursive: true, force: true });
   return { status: result.status ?? 1, skipped: report === null ? null : skippedTests(report) };
+}
+
+/**
+ * Rebuilds dist/ first when lib/ has changed since the last build (a pull, an edit): `t2s` runs the compiled
+ * dist/ only while it matches lib/, else the TypeScript through tsx, which costs about a second more of CPU
+ * at each of the suite's several hundred `t2s` starts. A fresh `npm ci` has built it already.
+ */
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+if (!distIsFresh(join(root, "lib"), join(root, "dist"))) {
+  process.stdout.write("dist/ is older than lib/: rebuilding it (npm run build) so t2s starts from compiled code\n");
+  const built = spawnSync(process.execPath, [join(root, "scripts", "build.mjs")], { stdio: "inherit" });
+  if (built.status !== 0) {
+    process.stderr.write("error [build_failed]: npm run build failed; the tests would run t2s from stale or missing compiled code\n");
+    process.exit(1);
+  }
 }
 
 const args = process.argv.slice(2);
