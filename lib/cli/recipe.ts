@@ -6,7 +6,9 @@ import { existsSync } from "node:fs";
 import { withExecutor } from "../db/pool.js";
 import { writeJsonlAtomic } from "../core/jsonl.js";
 import { checkpointSteps, defaultRecipe, exportModel, runRecipe, trainOnlyTasks } from "../recipes/default-model.js";
-import { buildToolTranscripts } from "../recipes/tool-data.js";
+import { buildToolTranscripts, type ToolDataPadding } from "../recipes/tool-data.js";
+import { loadTokenizer } from "../model/tokenizer.js";
+import { renderChat } from "../model/chat-prompt.js";
 import { UsageError } from "../core/errors.js";
 import { intOption, numberOption, outFile, printJson } from "./options.js";
 
@@ -26,6 +28,7 @@ interface RecipeFlags {
   kvHeads?: number;
   intermediate?: number;
   vocab?: number;
+  maxPositions?: number;
   backend?: string;
   maxSeconds?: number;
   initOnly?: boolean;
@@ -58,6 +61,7 @@ export function registerRecipe(program: Command): void {
     .option("--kv-heads <n>", "key/value heads (default 2)", intOption("--kv-heads", 1))
     .option("--intermediate <n>", "MLP width (default 704)", intOption("--intermediate", 1))
     .option("--vocab <n>", "tokenizer vocabulary size (default 4096)", intOption("--vocab", 300))
+    .option("--max-positions <n>", "context length: max_position_embeddings and the tokenizer's model_max_length (default 2048)", intOption("--max-positions", 64))
     .option("--backend <name>", "tfjs backend for training: webgpu, wasm, cpu (default: auto)")
     .option("--stop-at <n>", "stop once N steps are done (checkpoint N kept; the schedule still spans --steps)", intOption("--stop-at", 1))
     .option("--max-seconds <s>", "stop training after this many seconds, keeping the checkpoints written", numberOption("--max-seconds", { min: 0 }))
@@ -81,6 +85,7 @@ export function registerRecipe(program: Command): void {
       if (f.kvHeads !== undefined) o.shape.numKvHeads = f.kvHeads;
       if (f.intermediate !== undefined) o.shape.intermediateSize = f.intermediate;
       if (f.vocab !== undefined) o.vocabSize = f.vocab;
+      if (f.maxPositions !== undefined) o.shape.maxPositions = f.maxPositions;
       if (f.warmup !== undefined) o.sft.warmup_steps = f.warmup;
       if (f.microBatchRows !== undefined) o.sft.micro_batch_rows = f.microBatchRows;
       if (f.initWeights) o.initWeights = resolve(f.initWeights);
@@ -114,24 +119,32 @@ export function registerRecipe(program: Command): void {
     .option("--seed <n>", "seed of every choice (plan, probe, format, style)", intOption("--seed", 0), 0)
     .option("--single-share <x>", "share of single-style conversations (no tool)", numberOption("--single-share", { min: 0, max: 1 }), 0.2)
     .option("--hermes-share <x>", "share of hermes-text tool calls among tool-style conversations (the rest native)", numberOption("--hermes-share", { min: 0, max: 1 }), 0.5)
+    .option("--pad-share <x>", "share of single-style conversations whose opening is padded with tool turns that cannot help (trained as context)", numberOption("--pad-share", { min: 0, max: 1 }), 0)
+    .option("--pad-max <n>", "a padded opening's length is drawn between the bare prompt and this many prompt tokens", intOption("--pad-max", 1), 2000)
+    .option("--tokenizer <dir>", "model folder whose chat template and tokenizer count the padding's tokens (the recipe's tokenizer)", kitPath("data/models/shop-sql-4m"))
     .option("--force", "overwrite --out if it exists")
     .option("--json", "print the summary as JSON")
-    .action(async (f: { tasks: string; extraTasks?: string; out: string; seed: number; singleShare: number; hermesShare: number; force?: boolean; json?: boolean }) => {
+    .action(async (f: { tasks: string; extraTasks?: string; out: string; seed: number; singleShare: number; hermesShare: number; padShare: number; padMax: number; tokenizer: string; force?: boolean; json?: boolean }) => {
       const out = resolve(f.out);
       if (existsSync(out) && !f.force) throw new UsageError(`${f.out} exists; pass --force to overwrite it`);
+      let padding: ToolDataPadding | undefined;
+      if (f.padShare > 0) {
+        const tok = loadTokenizer(resolve(f.tokenizer));
+        padding = { share: f.padShare, maxTokens: f.padMax, countTokens: async (m) => tok.encode(renderChat(tok, m, { addGenerationPrompt: true }), { addSpecialTokens: false }).length };
+      }
       const { train, extra } = trainOnlyTasks(resolve(f.tasks), f.extraTasks ? resolve(f.extraTasks) : undefined);
       const t0 = Date.now();
       const tty = process.stderr.isTTY;
       const r = await withExecutor((executor) => buildToolTranscripts([...train, ...extra], {
-        executor, seed: f.seed, singleShare: f.singleShare, hermesShare: f.hermesShare,
+        executor, seed: f.seed, singleShare: f.singleShare, hermesShare: f.hermesShare, padding,
         onProgress: (done, total) => {
           if (done % 500 === 0 || done === total) process.stderr.write(`${tty ? "\r" : ""}tool-data ${done}/${total}${tty && done < total ? "" : "\n"}`);
         },
       }));
       writeJsonlAtomic(out, r.transcripts);
-      const summary = { out, tasks: train.length + extra.length, conversations: r.transcripts.length, by_plan: tally(r.transcripts, (t) => t.plan), by_protocol: tally(r.transcripts, (t) => t.protocol ?? "single"), dropped: r.dropped, seconds: (Date.now() - t0) / 1000 };
+      const summary = { out, tasks: train.length + extra.length, conversations: r.transcripts.length, by_plan: tally(r.transcripts, (t) => t.plan), by_protocol: tally(r.transcripts, (t) => t.protocol ?? "single"), padded: r.transcripts.filter((t) => t.padding_calls !== undefined).length, dropped: r.dropped, seconds: (Date.now() - t0) / 1000 };
       if (f.json) printJson(summary);
-      else process.stdout.write(`${summary.conversations} conversations from ${summary.tasks} tasks -> ${out}\nplans ${JSON.stringify(summary.by_plan)}; formats ${JSON.stringify(summary.by_protocol)}${Object.keys(r.dropped).length ? `; dropped ${JSON.stringify(r.dropped)}` : ""}\n`);
+      else process.stdout.write(`${summary.conversations} conversations from ${summary.tasks} tasks -> ${out}\nplans ${JSON.stringify(summary.by_plan)}; formats ${JSON.stringify(summary.by_protocol)}${summary.padded ? `; ${summary.padded} padded openings` : ""}${Object.keys(r.dropped).length ? `; dropped ${JSON.stringify(r.dropped)}` : ""}\n`);
     });
   recipe
     .command("export")

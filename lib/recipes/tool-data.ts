@@ -6,13 +6,16 @@
  * policy against the live database, so every tool result is byte for byte what an episode shows, and it
  * is graded: a transcript whose committed query is not correct is dropped. Both tool-call formats are
  * written (native `tool_calls` through the chat template, and hermes text), plus a share of single-style
- * episodes so the model keeps that format.
+ * episodes so the model keeps that format. A share of those single-style episodes can open with padding
+ * (lib/episode/padding.ts: earlier tool turns that cannot help) up to a drawn length, so the model learns to
+ * answer the question deep in its context, past turns it should ignore.
  */
 import { QUERY_TIMEOUT_MS } from "../core/defaults.js";
 import { tableColumns } from "../db/schema.js";
 import type { ExecOutcome, Executor } from "../db/types.js";
 import { T2sError } from "../core/errors.js";
 import { runEpisode } from "../episode/loop.js";
+import { padOpening } from "../episode/padding.js";
 import type { EpisodeStyle, ToolProtocol } from "../episode/prompt.js";
 import { SQL_TOOL_NAME, sqlToolSpec } from "../episode/tools.js";
 import { toolCallText } from "../model/toolcalls.js";
@@ -45,7 +48,20 @@ export interface ToolDataOptions {
   hermesShare?: number;
   /** Tool calls the prompt allows (default 5, the episode default). */
   maxToolCalls?: number;
+  /** Padded single-style episodes (default none): see ToolDataPadding. */
+  padding?: ToolDataPadding;
   onProgress?: (done: number, total: number) => void;
+}
+
+/**
+ * Single-style episodes whose opening is padded: a `share` of them gets padding turns up to a length drawn
+ * uniformly between the bare prompt and `maxTokens` prompt tokens, counted by `countTokens` (the model's own
+ * chat template and tokenizer).
+ */
+export interface ToolDataPadding {
+  share: number;
+  maxTokens: number;
+  countTokens: (messages: ChatMessage[]) => Promise<number>;
 }
 
 export interface Transcript {
@@ -55,6 +71,10 @@ export interface Transcript {
   plan: ToolPlan;
   /** Kinds of the probing queries run, in order ("draft" for the answer run as a probe). */
   probes: string[];
+  /** Padding turns before the question's answer (single style with ToolDataOptions.padding), else absent. */
+  padding_calls?: number;
+  /** Index of the first trained message when the opening is padded: the padding calls are context, never trained. */
+  train_from?: number;
   messages: ChatMessage[];
   /** The tool list of a native-protocol request (what the chat template renders into the system turn). */
   tools?: ToolSpec[];
@@ -161,8 +181,20 @@ export async function buildToolTranscripts(tasks: Task[], opts: ToolDataOptions)
     const style: EpisodeStyle = single ? "single" : "tool";
     const replies: ScriptedReply[] = [...queries.map((q) => callReply(q, protocol)), "```sql\n" + task.gold_sql.trim() + "\n```"];
     const env = envFor(style, protocol);
+    let opening = await env.opening(task);
+    let paddingCalls: number | undefined;
+    // drawn only for single-style tasks, after every other draw: the rest of the data is the same with or without padding
+    if (single && opts.padding && rng.next() < opts.padding.share) {
+      const { countTokens, maxTokens } = opts.padding;
+      const bare = await countTokens(opening);
+      const target = rng.between(bare, Math.max(bare, maxTokens));
+      const db = await schemaFacts(task.db_path);
+      const padded = await padOpening(opening, task.gold_sql, db.columns, { runTool: (q) => runTool(task, q), countTokens }, { tokens: target, seed: rng.below(2 ** 31) });
+      opening = padded.messages;
+      paddingCalls = padded.calls;
+    }
     const policy = scriptedPolicy([{ replies }], "tool-data");
-    const ep = await runEpisode(await env.opening(task), { policy, runTool: (q) => runTool(task, q), grade: (reply, facts) => env.grade(task, reply, facts) }, {
+    const ep = await runEpisode(opening, { policy, runTool: (q) => runTool(task, q), grade: (reply, facts) => env.grade(task, reply, facts) }, {
       style, protocol, maxToolCalls: opts.maxToolCalls,
     });
     if (!ep.grade.correct) {
@@ -177,6 +209,7 @@ export async function buildToolTranscripts(tasks: Task[], opts: ToolDataOptions)
     transcripts.push({
       task_id: task.id, style, protocol: style === "tool" ? protocol : null, plan,
       probes: [...probes.map((p) => p.kind), ...(queries.length > probes.length ? ["draft"] : [])],
+      ...(paddingCalls !== undefined ? { padding_calls: paddingCalls, train_from: opening.length } : {}),
       messages: ep.messages,
       ...(native ? { tools: [sqlToolSpec()] } : {}),
     });

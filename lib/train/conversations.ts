@@ -2,7 +2,8 @@
  * SFT on conversations: a JSONL file of `{"messages": [...], "tools"?: [...]}` records (the OpenAI chat
  * layout TRL calls "conversational"), each rendered with the model's chat template exactly as the chat
  * layer renders an episode's prompt, and trained on every assistant turn (its text, its tool calls and
- * the end-of-turn token) while system, user and tool turns stay masked.
+ * the end-of-turn token) while system, user and tool turns stay masked (and assistant turns before a
+ * record's `train_from`, which are context).
  */
 import { T2sError } from "../core/errors.js";
 import { readJsonl } from "../core/jsonl.js";
@@ -16,6 +17,11 @@ export interface Conversation {
   messages: ChatMessage[];
   /** Tools sent with the request (native tool calling); absent for plain chats and hermes-text tools. */
   tools?: ToolSpec[];
+  /**
+   * Index of the first message whose assistant turns are trained (default 0): assistant turns before it are
+   * context only, as the padding turns of a padded opening (t2s recipe tool-data --pad-share).
+   */
+  train_from?: number;
 }
 
 const ROLES = new Set(["system", "user", "assistant", "tool"]);
@@ -33,9 +39,11 @@ export function readConversations(path: string): Conversation[] {
       if (!msg || !ROLES.has(msg.role)) throw new T2sError("bad_conversation", `${where}, message ${j + 1}: role must be system, user, assistant or tool, got ${JSON.stringify(msg?.role)}`);
       if (msg.content !== null && typeof msg.content !== "string") throw new T2sError("bad_conversation", `${where}, message ${j + 1}: content must be a string or null`);
     }
-    if (!messages.some((m) => (m as ChatMessage).role === "assistant")) throw new T2sError("bad_conversation", `${where} has no assistant turn to train on`);
+    const from = r.train_from ?? 0;
+    if (!Number.isInteger(from) || (from as number) < 0 || (from as number) >= messages.length) throw new T2sError("bad_conversation", `${where}: "train_from" must be a message index (0 to ${messages.length - 1}), got ${JSON.stringify(r.train_from)}`);
+    if (!messages.slice(from as number).some((m) => (m as ChatMessage).role === "assistant")) throw new T2sError("bad_conversation", `${where} has no assistant turn to train on${from ? ` from message ${(from as number) + 1} (train_from)` : ""}`);
     if (r.tools !== undefined && !Array.isArray(r.tools)) throw new T2sError("bad_conversation", `${where}: "tools" must be a list`);
-    return { messages: messages as ChatMessage[], ...(r.tools ? { tools: r.tools as ToolSpec[] } : {}) };
+    return { messages: messages as ChatMessage[], ...(r.tools ? { tools: r.tools as ToolSpec[] } : {}), ...(from ? { train_from: from as number } : {}) };
   });
 }
 
@@ -73,8 +81,10 @@ export function conversationExample(tok: ChatTokenizer, conv: Conversation): Tok
   const opening = conv.messages.findIndex((m) => m.role === "assistant");
   let starts = headerStarts(tok, ids, render(conv.messages.slice(0, opening), true), turns);
   if (!starts) starts = conv.messages.flatMap((m, i) => (m.role === "assistant" ? [commonPrefix([render(conv.messages.slice(0, i), true), ids])] : []));
+  // assistant turns before train_from are context: their starts are dropped, so they stay masked
+  const context = conv.messages.slice(0, conv.train_from ?? 0).filter((m) => m.role === "assistant").length;
   const mask = new Array<number>(ids.length).fill(0);
-  for (const start of starts) {
+  for (const start of starts.slice(context)) {
     let end = start;
     while (end < ids.length && !eos.has(ids[end])) end++;
     if (end >= ids.length) throw new T2sError("bad_conversation", "an assistant turn does not end with the model's end-of-turn token; the chat template and the tokenizer disagree");

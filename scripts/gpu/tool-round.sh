@@ -18,7 +18,7 @@
 # Needs: out/gpu-bundle.tar.xz (npm run bundle:gpu -- --node --pack --no-data) and .gpu/debs.
 set -uo pipefail
 OUT="${OUT:-/tmp/tool-out}"
-W=/tmp/tool-work
+W="${W:-/tmp/tool-work}"   # the SFT working folder (W=... keeps it where a warm host's next call finds it)
 source "$(dirname "$0")/host.sh"   # root, B, log, timed, setup, t2s
 # LOCAL=1 runs the checkout's own t2s on the CPU (a smoke run of this script); LIMIT=n cuts every task list
 if [ "${LOCAL:-0}" = 1 ]; then t2s() { node "$root/bin/t2s.js" "$@"; }; export T2S_BACKEND=wasm; BACKEND=wasm

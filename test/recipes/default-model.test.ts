@@ -57,9 +57,12 @@ test("a tiny run writes tokenizer + init, trains until --stop-at 2 with checkpoi
 test("t2s recipe default-model --init-only, and export names a missing step", async () => {
   const dir = scratchDir("t2s-recipe-cli-");
   const tasks = miniTasks(dir);
-  const r = await runCli(["recipe", "default-model", "--tasks", tasks, "--work", join(dir, "w"), "--vocab", "320", "--hidden", "16", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--intermediate", "24", "--init-only", "--json"]);
+  const r = await runCli(["recipe", "default-model", "--tasks", tasks, "--work", join(dir, "w"), "--vocab", "320", "--hidden", "16", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--intermediate", "24", "--max-positions", "4096", "--init-only", "--json"]);
   assert.equal(r.code, 0, r.stderr);
   const s = JSON.parse(r.stdout);
+  // the context length reaches the config and the tokenizer (the default is 2,048)
+  assert.equal(JSON.parse(readFileSync(join(dir, "w", "init", "config.json"), "utf8")).max_position_embeddings, 4096);
+  assert.equal(JSON.parse(readFileSync(join(dir, "w", "init", "tokenizer_config.json"), "utf8")).model_max_length, 4096);
   assert.ok(s.parameters > 0);
   assert.deepEqual(s.checkpoints, []);
   const e = await runCli(["recipe", "export", "--work", join(dir, "w"), "--step", "5", "--out", join(dir, "m")]);

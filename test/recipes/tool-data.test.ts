@@ -8,7 +8,9 @@ import { probesFor } from "../../lib/recipes/probes.js";
 import { buildToolTranscripts, hermesCallText } from "../../lib/recipes/tool-data.js";
 import { readTasks } from "../../lib/tasks/io.js";
 import { loadTokenizer } from "../../lib/model/tokenizer.js";
-import { conversationExample } from "../../lib/train/conversations.js";
+import { conversationExample, readConversations } from "../../lib/train/conversations.js";
+import { renderChat } from "../../lib/model/chat-prompt.js";
+import { couldHelp, goldLiterals, goldNames } from "../../lib/episode/padding.js";
 import { HANG_GUARD_MS, runCli, scratchDir } from "../helpers.js";
 import { tinyTrainingWorld } from "../train/tiny-world.js";
 import { miniTasks } from "./fixture.js";
@@ -110,6 +112,12 @@ test("t2s recipe tool-data writes the conversations file and refuses to overwrit
   const summary = JSON.parse(r.stdout);
   assert.equal(summary.tasks, 4);
   assert.equal(readFileSync(out, "utf8").trim().split("\n").length, summary.conversations);
+  // --pad-share reaches the transcripts: every single-style opening is padded (the one-table pets database
+  // has little to pad with; the shop test above checks the turns themselves)
+  const padded = await runCli(["recipe", "tool-data", "--tasks", tasksFile, "--out", join(dir, "padded.jsonl"), "--single-share", "1", "--pad-share", "1", "--pad-max", "700", "--json"]);
+  assert.equal(padded.code, 0, padded.stderr);
+  assert.equal(JSON.parse(padded.stdout).padded, 4);
+  for (const line of readFileSync(join(dir, "padded.jsonl"), "utf8").trim().split("\n")) assert.ok(JSON.parse(line).train_from >= 2);
   const again = await runCli(["recipe", "tool-data", "--tasks", tasksFile, "--out", out]);
   assert.equal(again.code, 2);
   assert.match(again.stderr, /exists; pass --force/);
@@ -123,4 +131,48 @@ test("t2s recipe tool-data writes the conversations file and refuses to overwrit
   const t = await runCli(["train", "sft", "--config", cfg, "--quiet"], { timeoutMs: HANG_GUARD_MS });
   assert.equal(t.code, 0, t.stderr);
   assert.match(t.stdout, new RegExp(`trained 1 steps on ${summary.conversations} conversations`));
+});
+
+test("tool-data --pad-share: padded single-style openings stay within their length, never help, and their padding turns are not trained", async () => {
+  const tasks = readTasks("data/shop/tasks.jsonl").filter((t) => t.split === "train").slice(0, 12);
+  const tok = loadTokenizer("data/models/shop-sql-4m");
+  const countTokens = async (m: Parameters<typeof renderChat>[1]) => tok.encode(renderChat(tok, m, { addGenerationPrompt: true }), { addSpecialTokens: false }).length;
+  const executor = new ExecutorPool({ workers: 1 });
+  try {
+    const opts = { executor, seed: 5, singleShare: 1, padding: { share: 1, maxTokens: 900, countTokens } };
+    const a = await buildToolTranscripts(tasks, opts);
+    assert.deepEqual(await buildToolTranscripts(tasks, opts), a);
+    // without padding the same tasks give the same plans and answers: the padding draws come last
+    const bare = await buildToolTranscripts(tasks, { executor, seed: 5, singleShare: 1 });
+    assert.deepEqual(a.transcripts.map((t) => t.task_id), bare.transcripts.map((t) => t.task_id));
+    assert.ok(a.transcripts.some((t) => (t.padding_calls ?? 0) >= 2));
+    for (const t of a.transcripts) {
+      assert.equal(t.style, "single");
+      assert.equal(t.train_from, 2 + 2 * t.padding_calls!);
+      const task = tasks.find((x) => x.id === t.task_id)!;
+      const names = goldNames(task.gold_sql, columns);
+      for (const m of t.messages.slice(2, t.train_from)) {
+        const text = m.role === "tool" ? m.content! : m.tool_calls![0].function.arguments;
+        assert.ok(!couldHelp(text, names, goldLiterals(task.gold_sql)), text);
+      }
+      assert.ok((await countTokens(t.messages.slice(0, t.train_from))) <= 900);
+      // only the answer is trained: the padding calls before train_from are context
+      const row = conversationExample(tok, t);
+      assert.equal(tok.decode(row.ids.filter((_, i) => row.mask[i] === 1)), "```sql\n" + task.gold_sql.trim() + "\n```<|im_end|>");
+    }
+  } finally {
+    await executor.close();
+  }
+});
+
+test("conversations: train_from must name a message with an assistant turn from it", () => {
+  const dir = scratchDir();
+  const file = join(dir, "c.jsonl");
+  const messages = [{ role: "user", content: "Q" }, { role: "assistant", content: "A" }];
+  writeFileSync(file, JSON.stringify({ messages, train_from: 2 }) + "\n");
+  assert.throws(() => readConversations(file), /"train_from" must be a message index \(0 to 1\), got 2/);
+  writeFileSync(file, JSON.stringify({ messages: [...messages, { role: "user", content: "more" }], train_from: 2 }) + "\n");
+  assert.throws(() => readConversations(file), /no assistant turn to train on from message 3 \(train_from\)/);
+  writeFileSync(file, JSON.stringify({ messages, train_from: 1 }) + "\n");
+  assert.deepEqual(readConversations(file)[0].train_from, 1);
 });
