@@ -32,6 +32,7 @@ interface RecipeFlags {
   backend?: string;
   maxSeconds?: number;
   initOnly?: boolean;
+  resume?: boolean;
   initWeights?: string;
   extraTasks?: string;
   stopAt?: number;
@@ -70,6 +71,7 @@ export function registerRecipe(program: Command): void {
     .option("--warmup <n>", "learning-rate warm-up steps (default 30)", intOption("--warmup", 0))
     .option("--micro-batch-rows <n>", "rows per forward/backward pass (default 16); rows of one pass share the system prompt's computation", intOption("--micro-batch-rows", 1))
     .option("--init-only", "write the tokenizer and the random init only (no training)")
+    .option("--resume", "continue the SFT run of --work from its last checkpoint (same settings; one cut by --max-seconds or --stop-at)")
     .option("--json", "print the summary as JSON")
     .option("--quiet", "no per-step lines")
     .action(async (f: RecipeFlags) => {
@@ -95,6 +97,7 @@ export function registerRecipe(program: Command): void {
       o.maxSeconds = f.maxSeconds;
       o.stopAt = f.stopAt;
       o.initOnly = f.initOnly;
+      o.resume = f.resume;
       o.onNote = (m) => process.stderr.write(`${m}\n`);
       if (!f.quiet) o.onStep = (r) => process.stderr.write(`step ${r.step}/${r.total_steps} loss ${Number(r.loss).toFixed(4)} lr ${Number(r.lr).toExponential(2)} ${Number(r.tokens_per_s).toFixed(0)} tok/s\n`);
       const t0 = Date.now();

@@ -53,6 +53,8 @@ export interface RecipeOptions {
   stopAt?: number;
   /** Stop training (with the checkpoints written so far) after this many seconds. */
   maxSeconds?: number;
+  /** Continue the SFT run from its last checkpoint under `<work>/sft` (a run cut by --max-seconds or --stop-at). */
+  resume?: boolean;
   onNote?: (message: string) => void;
   onStep?: (record: Record<string, unknown>) => void;
 }
@@ -157,7 +159,7 @@ export async function runRecipe(o: RecipeOptions): Promise<{ parameters: number;
   writeFileSync(file, JSON.stringify(sftConfig(o), null, 2) + "\n");
   try {
     const summary = await runTraining(readTrainConfig(file, "sft"), {
-      backend: o.backend, onNote: o.onNote, maxSeconds: o.maxSeconds,
+      backend: o.backend, onNote: o.onNote, maxSeconds: o.maxSeconds, resume: o.resume,
       onStep: (r) => {
         o.onStep?.(r);
         // records count steps from 0, so record `stopAt` comes after the checkpoint of step `stopAt`

@@ -4,6 +4,9 @@
 # `t2s serve`. Phases run in the order given; each writes what it makes under $OUT.
 #   bash scripts/gpu/tool-round.sh PHASE [ARGS] [PHASE [ARGS] ...]
 #     setup                                  unpack out/gpu-bundle.tar.xz
+#     base STEPS MAXS                        a new base from scratch: `t2s recipe default-model` (single style,
+#                                            the train split and `tasks augment --seed 7` extras) at SHAPE
+#                                            (default the 15M shape below), exported to $W/base-model
 #     sft INIT CONV STEPS MAXS               full-weight SFT from model folder INIT on conversations CONV
 #                                            (.jsonl or .jsonl.gz), exported to $OUT/tool-base
 #     check MODEL STYLE                      one in-process holdout run (k 4, eval run 0) of MODEL
@@ -31,6 +34,20 @@ EVAL_SINGLE=(--style single --max-tokens 200 --preset binary)
 style_args() { if [ "$1" = tool ]; then echo "${EVAL_TOOL[@]}"; else echo "${EVAL_SINGLE[@]}"; fi; }
 # the episodes training samples (bands, the serving check): the rounds' configs, 128 tokens per turn besides
 train_args() { if [ "$1" = tool ]; then echo --style tool --max-context 2048 --preset tool-rl; else echo --preset binary; fi; }
+
+# the larger tool base's shape (docs/default-model.md, "A larger tool model"): 15.3M parameters, 4,096 positions
+SHAPE="${SHAPE:---hidden 384 --layers 8 --heads 6 --kv-heads 2 --intermediate 1152 --max-positions 4096}"
+
+base() {
+  local steps="$1" maxs="$2"
+  mkdir -p "$W"
+  [ -f "$W/extra7.jsonl" ] || timed "augment" t2s tasks augment --seed 7 --attempts 1500 --phrasings 3 --out "$W/extra7.jsonl"
+  # shellcheck disable=SC2086
+  timed "base $steps steps" t2s recipe default-model --work "$W/base" $SHAPE --backend "$BACKEND" --seed 11 --batch-size 64 \
+    --micro-batch-rows 64 --steps "$steps" --lr 1e-3 --warmup 30 --extra-tasks "$W/extra7.jsonl" --checkpoint-every 100 \
+    --max-seconds "$maxs" --out "$W/base-model" $( [ -d "$W/base/sft/checkpoints" ] && echo --resume )
+  cp "$W/base/sft/train_log.jsonl" "$OUT/base-train_log.jsonl"
+}
 
 sft() {
   local init="$1" conv="$2" steps="$3" maxs="$4"
@@ -117,6 +134,7 @@ while [ $# -gt 0 ]; do
   phase="$1"; shift
   case "$phase" in
     setup) setup ;;
+    base) base "$1" "$2"; shift 2 ;;
     sft) sft "$1" "$2" "$3" "$4"; shift 4 ;;
     check) check "$1" "$2"; shift 2 ;;
     band) band "$1" "$2" "$3"; shift 3 ;;

@@ -46,6 +46,12 @@ test("a tiny run writes tokenizer + init, trains until --stop-at 2 with checkpoi
   assert.equal(m.config.vocabSize, 320);
   assert.ok(m.requireTokenizer().hasChatTemplate);
   m.dispose();
+  // a run cut short continues with resume (a later device call): steps 3-4 of the same schedule
+  await assert.rejects(runRecipe({ ...o, stopAt: undefined }), /already holds checkpoints; pass --resume/);
+  const more = await runRecipe({ ...o, stopAt: undefined, resume: true });
+  assert.equal(more.stoppedEarly, false);
+  assert.deepEqual(checkpointSteps(o.work), [1, 2, 3, 4]);
+  assert.equal(more.summary!.resumed_from, 2);
   // same seed, same init bytes
   const again = tinyRecipe(scratchDir("t2s-recipe-"));
   again.initOnly = true;
