@@ -1,6 +1,6 @@
 /** Helpers shared by the tests: run the real `t2s` binary, make scratch folders, say why a test cannot run here. */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -43,8 +43,28 @@ export function runCli(args: string[], opts: { input?: string; env?: Record<stri
 }
 
 /** A fresh empty folder under the system temp dir. */
+/**
+ * A new empty folder under the system's temp folder, removed when the test file's process exits: a suite
+ * run makes over a thousand of them (3.5 GB once models and databases are copied in), which would otherwise
+ * stay behind. T2S_KEEP_SCRATCH=1 keeps them, to look at what a failing test wrote.
+ */
 export function scratchDir(prefix = "t2s-test-"): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  if (scratch.length === 0 && process.env.T2S_KEEP_SCRATCH !== "1") process.on("exit", removeScratch);
+  scratch.push(dir);
+  return dir;
+}
+
+const scratch: string[] = [];
+
+function removeScratch(): void {
+  for (const dir of scratch.splice(0)) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // a folder something still writes into is left, as before
+    }
+  }
 }
 
 /** Debian's Python, which the Jupyter packages of scripts/setup-system.sh install into. */

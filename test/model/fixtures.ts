@@ -1,8 +1,8 @@
 /** Paths and references of the model parity fixtures (made by scripts/parity/make_fixtures.py). */
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { readCheckpoint } from "../../lib/model/safetensors.js";
+import { scratchDir } from "../helpers.js";
 
 export const fixtureRoot = resolve("test/fixtures/model");
 export const ARCH_FIXTURES = ["llama", "llama3rope", "qwen2", "qwen3"] as const;
@@ -33,7 +33,7 @@ export function maxAbsDiff(ref: number[][], got: ArrayLike<number>[]): number {
  */
 export function copyFixture(name: string, write: (dir: string, tensors: Map<string, { shape: number[]; data: Float32Array }>) => void): string {
   const src = fixtureDir(name);
-  const dir = mkdtempSync(join(tmpdir(), `t2s-weights-${name}-`));
+  const dir = scratchDir(`t2s-weights-${name}-`);
   for (const f of readdirSync(src)) if (!f.endsWith(".safetensors") && !f.endsWith(".index.json") && statSync(join(src, f)).isFile()) copyFileSync(join(src, f), join(dir, f));
   const tensors = new Map([...readCheckpoint(src)].map(([k, t]) => [k, { shape: t.shape, data: t.data }]));
   write(dir, tensors);

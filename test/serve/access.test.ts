@@ -4,8 +4,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
-import { mkdtempSync, writeFileSync, cpSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync, cpSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { loadModel } from "../../lib/model/load.js";
@@ -14,7 +13,7 @@ import { startServer, type RunningServer } from "../../lib/serve/server.js";
 import { isLoopback } from "../../lib/serve/access.js";
 import { runtimeLoraFromEnv } from "../../lib/serve/adapters.js";
 import { fixtureDir } from "../model/fixtures.js";
-import { HANG_GUARD_MS } from "../helpers.js";
+import { HANG_GUARD_MS, scratchDir } from "../helpers.js";
 
 let model: CausalLM;
 
@@ -121,7 +120,7 @@ test("runtime adapter routes exist only when enabled (flag or VLLM_ALLOW_RUNTIME
 });
 
 test("load_lora_adapter takes only adapter folders (under --lora-root when given), at most --max-loras, and never shows server paths", async () => {
-  const root = mkdtempSync(join(tmpdir(), "t2s-loras-"));
+  const root = scratchDir("t2s-loras-");
   cpSync(fixtureDir("qwen2-lora"), join(root, "a"), { recursive: true });
   cpSync(fixtureDir("qwen2-lora"), join(root, "b"), { recursive: true });
   writeFileSync(join(root, "file.txt"), "not a folder");

@@ -6,8 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tf } from "../../lib/backend/tf.js";
 import { loadModel } from "../../lib/model/load.js";
@@ -16,7 +15,7 @@ import { mergedModel } from "../../lib/model/lora.js";
 import { ADAPTER_LIMITS } from "../../lib/model/lora-read.js";
 import { readSafetensors, writeSafetensors } from "../../lib/model/safetensors.js";
 import { startServer, type RunningServer } from "../../lib/serve/server.js";
-import { runCli } from "../helpers.js";
+import { runCli, scratchDir } from "../helpers.js";
 import { fixtureDir } from "../model/fixtures.js";
 
 const SECRET = "root:x:0:0:SECRET-CONTENT-7f3a";
@@ -30,8 +29,8 @@ let outside: string;
 
 before(async () => {
   model = await loadModel(fixtureDir("qwen2"), { backend: "cpu", name: "tiny", contextLength: 256 });
-  root = mkdtempSync(join(tmpdir(), "t2s-lora-root-"));
-  outside = mkdtempSync(join(tmpdir(), "t2s-lora-outside-"));
+  root = scratchDir("t2s-lora-root-");
+  outside = scratchDir("t2s-lora-outside-");
   cpSync(fixtureDir("qwen2-lora"), join(outside, "adapter"), { recursive: true });
   writeFileSync(join(outside, "secret.txt"), `${SECRET}\n`);
 });

@@ -5,8 +5,7 @@
 // counted from the engine thread's snapshots, and a client that leaves cancels its rows there.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setImmediate as turn } from "node:timers/promises";
 import { loadModel } from "../../lib/model/load.js";
@@ -14,6 +13,7 @@ import type { CausalLM } from "../../lib/model/model.js";
 import { startServer, type RunningServer } from "../../lib/serve/server.js";
 import { fixtureDir } from "../model/fixtures.js";
 import { postJson, validates } from "./attack-helpers.js";
+import { scratchDir } from "../helpers.js";
 
 const LOAD = { dir: fixtureDir("qwen2"), backend: "cpu", name: "tiny", contextLength: 2048 };
 const SCHEMA = { type: "object", properties: { key: { type: "string" }, ok: { type: "boolean" } }, required: ["key", "ok"], additionalProperties: false };
@@ -118,7 +118,7 @@ test("runtime adapters: loaded and merged in the engine thread, served by name, 
   for (const s of [inThread, worker]) assert.equal((await json(s, "/v1/unload_lora_adapter", { lora_name: "sql" })).status, 200);
   assert.equal((await json(worker, "/v1/chat/completions", body)).status, 404);
   // an adapter folder whose weights are not safetensors: the load fails in the engine thread, with the same answer
-  const broken = mkdtempSync(join(tmpdir(), "t2s-broken-lora-"));
+  const broken = scratchDir("t2s-broken-lora-");
   try {
     copyFileSync(join(fixtureDir("qwen2-lora"), "adapter_config.json"), join(broken, "adapter_config.json"));
     writeFileSync(join(broken, "adapter_model.safetensors"), "not a safetensors file");

@@ -5,8 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
 import { assertPlanFits, formatPlan, planMemory, poolRoom, rowsThatFit, WASM_HEAP_BYTES, type PlanInput } from "../../lib/train/memory-plan.js";
@@ -14,6 +13,7 @@ import { readConfig } from "../../lib/model/config.js";
 import { tinyTrainingWorld } from "./tiny-world.js";
 import { isT2sError } from "../../lib/core/errors.js";
 import { MODEL_SHAPES } from "../../lib/model/shapes.js";
+import { scratchDir } from "../helpers.js";
 
 const GB = 1e9;
 
@@ -63,7 +63,7 @@ test("auto leaves a small model's activations on the tape and its sampler cache 
 });
 
 test("t2s train --plan prints the plan and writes nothing", () => {
-  const dir = mkdtempSync(join(tmpdir(), "t2s-plan-"));
+  const dir = scratchDir("t2s-plan-");
   const cfg = join(dir, "cfg.json");
   writeFileSync(cfg, JSON.stringify({
     model: resolve("data/models/shop-sql-4m"), tasks: resolve("data/shop/tasks.jsonl"), split: "train", limit: 8,
