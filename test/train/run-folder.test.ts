@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { takeLock } from "../../lib/runs/lock.js";
-import { HANG_GUARD_MS, runCli, t2sBin } from "../helpers.js";
+import { HANG_GUARD_MS, runCli, scratchDir, t2sBin } from "../helpers.js";
 import { tinyTrainingWorld } from "./tiny-world.js";
 
 const env = { T2S_BACKEND: "wasm" };
@@ -56,7 +56,8 @@ test("a run folder moved with its model and tasks resumes without --force; a rea
   writeFileSync(join(dir, "c.json"), JSON.stringify({ ...sft, epochs: 2 }));
   const first = await runCli(["train", "sft", "--config", join(dir, "c.json"), "--max-seconds", "0"], { env });
   assert.equal(first.code, 0, first.stderr);
-  const moved = `${dir}-moved`;
+  // into a scratch folder of its own, which goes when the test file ends as the original would have
+  const moved = join(scratchDir("t2s-moved-"), "run");
   renameSync(dir, moved);
   const changed = await runCli(["train", "sft", "--config", join(moved, "c.json"), "--resume"], { env, cwd: moved });
   assert.equal(changed.code, 0, changed.stderr);
