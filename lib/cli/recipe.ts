@@ -8,7 +8,7 @@ import { writeJsonlAtomic } from "../core/jsonl.js";
 import { checkpointSteps, defaultRecipe, exportModel, runRecipe, trainOnlyTasks } from "../recipes/default-model.js";
 import { buildToolTranscripts, type ToolDataPadding } from "../recipes/tool-data.js";
 import { loadTokenizer } from "../model/tokenizer.js";
-import { renderChat } from "../model/chat-prompt.js";
+import { promptIds } from "../model/chat-prompt.js";
 import { UsageError } from "../core/errors.js";
 import { intOption, numberOption, outFile, printJson } from "./options.js";
 
@@ -133,7 +133,7 @@ export function registerRecipe(program: Command): void {
       let padding: ToolDataPadding | undefined;
       if (f.padShare > 0) {
         const tok = loadTokenizer(resolve(f.tokenizer));
-        padding = { share: f.padShare, maxTokens: f.padMax, countTokens: async (m) => tok.encode(renderChat(tok, m, { addGenerationPrompt: true }), { addSpecialTokens: false }).length };
+        padding = { share: f.padShare, maxTokens: f.padMax, countTokens: async (m) => promptIds(tok, m).length };
       }
       const { train, extra } = trainOnlyTasks(resolve(f.tasks), f.extraTasks ? resolve(f.extraTasks) : undefined);
       const t0 = Date.now();

@@ -36,6 +36,14 @@ export function renderChat(tok: ChatTokenizer, messages: ChatMessage[], opts: { 
   return tok.applyChatTemplate(templateMessages(messages), opts);
 }
 
+/**
+ * The ids of a chat request's prompt as the chat engine builds them (its template with the generation
+ * prompt, no extra special tokens): what the model reads before its reply, for counting and planning.
+ */
+export function promptIds(tok: ChatTokenizer, messages: ChatMessage[], tools?: unknown[]): number[] {
+  return tok.encode(renderChat(tok, messages, { tools, addGenerationPrompt: true }), { addSpecialTokens: false });
+}
+
 /** The call a completed guided reply `{"name": ..., "arguments": {...}}` holds (null if it is not one). */
 export function guidedCall(text: string): { content: null; calls: ParsedToolCall[]; invalid: number } | null {
   try {

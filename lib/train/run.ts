@@ -13,7 +13,7 @@ import type { Executor } from "../db/types.js";
 import { T2sError } from "../core/errors.js";
 import { promptTemplateHash, type PromptConfig } from "../episode/prompt.js";
 import { sqlToolSpec } from "../episode/tools.js";
-import { renderChat } from "../model/chat.js";
+import { promptIds, renderChat } from "../model/chat-prompt.js";
 import { assertTokenizerFile, describeLoad, loadModel } from "../model/load.js";
 import { freeIdleRunners } from "../model/engine/runners.js";
 import { poolBudgetBytes, trimGpuBufferPool } from "../backend/gpu-pool.js";
@@ -230,7 +230,7 @@ async function trainClaimed(cfg: TrainConfig, hooks: RunHooks, input: { allTasks
   const examples = cfg.mode === "sft" ? (fromConversations ? conversations.map((c) => conversationExample(tok, c)) : await sftExamples(model, tasks, cfg, (t) => planEnv.opening(t))) : [];
   const planned = await planRun(cfg, model, lm, {
     openings: cfg.mode === "grpo" ? await Promise.all(tasks.slice(0, 64).map((t) => planEnv.opening(t))) : undefined,
-    promptIds: (m) => tok.encode(renderChat(tok, m, { tools, addGenerationPrompt: true }), { addSpecialTokens: false }),
+    promptIds: (m) => promptIds(tok, m, tools),
     sftRows: examples,
   });
   for (const line of formatPlan(planned.plan).split("\n")) hooks.onNote?.(line);

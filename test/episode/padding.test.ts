@@ -6,7 +6,7 @@ import { couldHelp, goldLiterals, goldNames, padOpening, paddingQueries } from "
 import { openingMessages } from "../../lib/episode/prompt.js";
 import { SQL_TOOL_NAME } from "../../lib/episode/tools.js";
 import { formatToolResult } from "../../lib/episode/truncate.js";
-import { renderChat } from "../../lib/model/chat-prompt.js";
+import { promptIds } from "../../lib/model/chat-prompt.js";
 import { loadTokenizer } from "../../lib/model/tokenizer.js";
 import { schemaDdl } from "../../lib/db/schema.js";
 import type { ChatMessage } from "../../lib/policy/types.js";
@@ -16,7 +16,7 @@ const shop = "data/shop/shop.sqlite";
 const columns = tableColumns(shop);
 const tok = loadTokenizer("data/models/shop-sql-4m-tool");
 /** Prompt tokens as the shipped model's chat template and tokenizer make them (what the tfjs policy counts). */
-const countTokens = async (messages: ChatMessage[]) => tok.encode(renderChat(tok, messages, { addGenerationPrompt: true }), { addSpecialTokens: false }).length;
+const countTokens = async (messages: ChatMessage[]) => promptIds(tok, messages).length;
 
 const GOLD = "SELECT c.country, COUNT(*) AS n FROM orders o JOIN customers c ON c.customer_id = o.customer_id WHERE o.status = 'delivered' AND strftime('%Y', o.order_date) = '2025' GROUP BY c.country";
 const opening = openingMessages({ style: "single" }, schemaDdl(shop), undefined, "How many delivered 2025 orders per customer country?");

@@ -9,7 +9,7 @@ import { buildToolTranscripts, hermesCallText } from "../../lib/recipes/tool-dat
 import { readTasks } from "../../lib/tasks/io.js";
 import { loadTokenizer } from "../../lib/model/tokenizer.js";
 import { conversationExample, readConversations } from "../../lib/train/conversations.js";
-import { renderChat } from "../../lib/model/chat-prompt.js";
+import { promptIds } from "../../lib/model/chat-prompt.js";
 import { couldHelp, goldLiterals, goldNames } from "../../lib/episode/padding.js";
 import { HANG_GUARD_MS, runCli, scratchDir } from "../helpers.js";
 import { tinyTrainingWorld } from "../train/tiny-world.js";
@@ -136,7 +136,7 @@ test("t2s recipe tool-data writes the conversations file and refuses to overwrit
 test("tool-data --pad-share: padded single-style openings stay within their length, never help, and their padding turns are not trained", async () => {
   const tasks = readTasks("data/shop/tasks.jsonl").filter((t) => t.split === "train").slice(0, 12);
   const tok = loadTokenizer("data/models/shop-sql-4m");
-  const countTokens = async (m: Parameters<typeof renderChat>[1]) => tok.encode(renderChat(tok, m, { addGenerationPrompt: true }), { addSpecialTokens: false }).length;
+  const countTokens = async (m: Parameters<typeof promptIds>[1]) => promptIds(tok, m).length;
   const executor = new ExecutorPool({ workers: 1 });
   try {
     const opts = { executor, seed: 5, singleShare: 1, padding: { share: 1, maxTokens: 900, countTokens } };

@@ -7,7 +7,7 @@ import { formatLongContext, longContextProbe, parseLevels } from "../../lib/runs
 import { modelTurns, type RolloutRow } from "../../lib/runs/row.js";
 import { readMeta } from "../../lib/runs/meta.js";
 import { behaviourProfile } from "../../lib/report/behaviour.js";
-import { renderChat } from "../../lib/model/chat-prompt.js";
+import { promptIds } from "../../lib/model/chat-prompt.js";
 import { loadTokenizer } from "../../lib/model/tokenizer.js";
 import { readTasks } from "../../lib/tasks/io.js";
 import type { ChatMessage, Completion, Policy } from "../../lib/policy/types.js";
@@ -16,7 +16,7 @@ import { runCli, scratchDir } from "../helpers.js";
 const TASKS = "data/shop/tasks.jsonl";
 const holdout = readTasks(TASKS).filter((t) => t.split === "holdout").slice(0, 3);
 const tok = loadTokenizer("data/models/shop-sql-4m-tool");
-const count = (messages: ChatMessage[]) => tok.encode(renderChat(tok, messages, { addGenerationPrompt: true }), { addSpecialTokens: false }).length;
+const count = (messages: ChatMessage[]) => promptIds(tok, messages).length;
 const rowsOf = (path: string) => readFileSync(path, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as RolloutRow);
 
 /**
